@@ -1,0 +1,177 @@
+package dev.stepweave.tensor;
+
+import java.util.List;
+
+/**
+ * The compute SPI. Model code calls only these operations, so a CUDA backend plugs in without model
+ * code changing. Every operation returns a new tensor on {@link #device()} (no in-place mutation of
+ * inputs) and accepts any strided view as input; implementations copy to contiguous where they need
+ * to. Floating-point compute is F32 on the CPU; a device backend may store BF16 but keeps the same
+ * semantics.
+ *
+ * <p>Shapes use PyTorch conventions so a reference implementation reads across directly: linear
+ * weights are {@code [out, in]}, convolutions are channels-first {@code [B, C, T, H, W]}.
+ */
+public interface Backend {
+
+  Device device();
+
+  /** A short name for logs ("cpu", "cuda:0"). */
+  default String name() {
+    return device().toString();
+  }
+
+  // ---- memory ---------------------------------------------------------------------------------
+
+  /** A zero-filled tensor on this device. */
+  Tensor zeros(DType dtype, int... shape);
+
+  /** Copies a tensor (from any device this backend can read) onto this device, as {@code dtype}. */
+  Tensor upload(Tensor t, DType dtype);
+
+  /** Copies a tensor of this device into a contiguous F32 CPU tensor. */
+  Tensor download(Tensor t);
+
+  /** A contiguous copy (or {@code t} itself when already contiguous). */
+  Tensor contiguous(Tensor t);
+
+  // ---- linear algebra -------------------------------------------------------------------------
+
+  /**
+   * {@code x @ w^T + bias} over the last dimension: x {@code [..., K]}, w {@code [N, K]}, bias
+   * {@code [N]} or null, result {@code [..., N]}. Batch-invariant: a row's result depends only on
+   * that row, never on how many rows are computed together or where the row sits.
+   */
+  Tensor linear(Tensor x, Tensor w, Tensor bias);
+
+  /** Batched matrix product {@code [..., M, K] @ [..., K, N] -> [..., M, N]} (broadcast batch). */
+  Tensor matmul(Tensor a, Tensor b);
+
+  /**
+   * Scaled dot-product attention with online softmax (never materialises an Lq×Lk matrix).
+   *
+   * @param q {@code [B, Lq, H, D]}
+   * @param k {@code [B, Lk, H, D]}
+   * @param v {@code [B, Lk, H, Dv]}
+   * @param bias additive logits bias broadcastable to {@code [B, H, Lq, Lk]} (relative position
+   *     bias, padding masks as large negative values), or null
+   * @param scale multiplier of {@code q·k} (1/sqrt(D) for standard attention, 1 for T5)
+   * @return {@code [B, Lq, H, Dv]}
+   */
+  Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale);
+
+  /**
+   * 3-D convolution, channels first: x {@code [B, C, T, H, W]}, w {@code [O, C, kt, kh, kw]}, bias
+   * {@code [O]} or null. Zero padding {@code padding = {pt, ph, pw}} on both sides of each axis
+   * (causal padding is an explicit {@link #pad} by the caller).
+   */
+  Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding);
+
+  // ---- normalisation --------------------------------------------------------------------------
+
+  /** LayerNorm over the last dimension; weight and bias may be null (no affine). */
+  Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps);
+
+  /**
+   * RMSNorm over the last dimension: {@code x / sqrt(mean(x²) + eps) * weight} (weight may be
+   * null). This is also T5's layer norm.
+   */
+  Tensor rmsNorm(Tensor x, Tensor weight, float eps);
+
+  /**
+   * {@code x / max(‖x‖₂, eps)} along {@code dim} (PyTorch's {@code F.normalize}), used by the Wan
+   * VAE's channel RMS norm.
+   */
+  Tensor l2Normalize(Tensor x, int dim, float eps);
+
+  /** Softmax over the last dimension. */
+  Tensor softmax(Tensor x);
+
+  // ---- activations and elementwise ------------------------------------------------------------
+
+  /** GELU, exact (erf) or the tanh approximation. */
+  Tensor gelu(Tensor x, boolean tanhApproximation);
+
+  Tensor silu(Tensor x);
+
+  Tensor unary(Tensor x, UnaryOp op);
+
+  /** Elementwise binary op with NumPy broadcasting. */
+  Tensor binary(Tensor a, Tensor b, BinaryOp op);
+
+  default Tensor add(Tensor a, Tensor b) {
+    return binary(a, b, BinaryOp.ADD);
+  }
+
+  default Tensor sub(Tensor a, Tensor b) {
+    return binary(a, b, BinaryOp.SUB);
+  }
+
+  default Tensor mul(Tensor a, Tensor b) {
+    return binary(a, b, BinaryOp.MUL);
+  }
+
+  default Tensor div(Tensor a, Tensor b) {
+    return binary(a, b, BinaryOp.DIV);
+  }
+
+  /** {@code x * scale + shift} elementwise with scalars. */
+  Tensor affine(Tensor x, float scale, float shift);
+
+  /** Clamps every element into {@code [min, max]}. */
+  Tensor clamp(Tensor x, float min, float max);
+
+  /**
+   * Rotary embedding over interleaved pairs {@code (x[2i], x[2i+1])} of the last dimension: {@code
+   * (a, b) -> (a·cos − b·sin, a·sin + b·cos)}.
+   *
+   * @param x {@code [B, L, H, D]}
+   * @param cos {@code [L, D/2]}
+   * @param sin {@code [L, D/2]}
+   */
+  Tensor rope(Tensor x, Tensor cos, Tensor sin);
+
+  // ---- shape ops ------------------------------------------------------------------------------
+
+  Tensor concat(List<Tensor> parts, int dim);
+
+  /**
+   * Constant padding; {@code pads} holds (before, after) pairs for the last dimensions, last
+   * dimension first, as {@code torch.nn.functional.pad}.
+   */
+  Tensor pad(Tensor x, int[] pads, float value);
+
+  /** Nearest-neighbour upsampling of the last two dimensions by integer factors. */
+  Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW);
+
+  /** Rows of {@code table [V, D]} picked by integer {@code ids [...]}: result {@code [..., D]}. */
+  Tensor embedding(Tensor table, Tensor ids);
+
+  /** Sum over the last dimension, keeping it with size 1. */
+  Tensor sumLastDim(Tensor x);
+
+  /** Elementwise unary operations. */
+  enum UnaryOp {
+    NEG,
+    EXP,
+    TANH,
+    SQRT,
+    RSQRT,
+    SIN,
+    COS,
+    RELU,
+    SIGMOID,
+    ABS,
+    SQUARE
+  }
+
+  /** Elementwise binary operations. */
+  enum BinaryOp {
+    ADD,
+    SUB,
+    MUL,
+    DIV,
+    MAX,
+    MIN
+  }
+}
