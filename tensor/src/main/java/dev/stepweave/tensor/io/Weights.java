@@ -1,0 +1,105 @@
+package dev.stepweave.tensor.io;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.Arrays;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Strict weight loading for one component: every tensor is taken by name with the shape the
+ * component's config implies, so a missing tensor, a shape that disagrees with config.json, or a
+ * tensor nobody asked for ({@link #finish}) is a one-line {@link CheckpointException} naming the
+ * file and the tensor.
+ */
+public final class Weights {
+  private final TensorSource source;
+  private final Backend backend;
+  private final DType computeType;
+  private final String prefix;
+  private final Set<String> taken;
+
+  public Weights(TensorSource source, Backend backend, DType computeType) {
+    this(source, backend, computeType, "", new TreeSet<>());
+  }
+
+  private Weights(
+      TensorSource source, Backend backend, DType computeType, String prefix, Set<String> taken) {
+    this.source = source;
+    this.backend = backend;
+    this.computeType = computeType;
+    this.prefix = prefix;
+    this.taken = taken;
+  }
+
+  /** A view whose names are relative to {@code prefix + "."}; it shares the taken-set. */
+  public Weights scope(String name) {
+    return new Weights(source, backend, computeType, prefix + name + ".", taken);
+  }
+
+  public Backend backend() {
+    return backend;
+  }
+
+  public boolean has(String name) {
+    return source.keys().contains(prefix + name);
+  }
+
+  /**
+   * Loads {@code name} onto the backend in the compute dtype, checking its shape.
+   *
+   * @param expectedShape the shape config.json implies
+   */
+  public Tensor take(String name, int... expectedShape) {
+    String key = prefix + name;
+    if (!source.keys().contains(key)) {
+      throw new CheckpointException(
+          source.fileOf(key)
+              + ": missing tensor '"
+              + key
+              + "' (expected shape "
+              + Arrays.toString(expectedShape)
+              + ")");
+    }
+    TensorSource.TensorInfo info = source.info(key);
+    if (!Arrays.equals(info.shape(), expectedShape)) {
+      throw new CheckpointException(
+          source.fileOf(key)
+              + ": tensor '"
+              + key
+              + "' has shape "
+              + Arrays.toString(info.shape())
+              + " but the config implies "
+              + Arrays.toString(expectedShape));
+    }
+    taken.add(key);
+    return backend.upload(source.load(key), computeType);
+  }
+
+  /** Like {@link #take} but returns null when the tensor is absent (optional parameters). */
+  public Tensor takeOptional(String name, int... expectedShape) {
+    return has(name) ? take(name, expectedShape) : null;
+  }
+
+  /** Marks a stored tensor as deliberately unused (e.g. a tied copy). */
+  public void ignore(String name) {
+    taken.add(prefix + name);
+  }
+
+  /**
+   * Fails on any stored tensor that no {@link #take} claimed: a checkpoint for a different
+   * architecture or config must not load silently.
+   */
+  public void finish() {
+    for (String key : new TreeSet<>(source.keys())) {
+      if (!taken.contains(key)) {
+        throw new CheckpointException(
+            source.fileOf(key)
+                + ": unexpected tensor '"
+                + key
+                + "' (not used by this model's config)");
+      }
+    }
+  }
+}
