@@ -1,5 +1,6 @@
 package dev.stepweave.tensor.io;
 
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
@@ -27,8 +28,9 @@ public final class Safetensors {
    * contiguous row-major data in its own dtype. The file appears atomically: it is written beside
    * its final name and moved into place, so a reader never sees half a checkpoint.
    *
-   * <p>Like the reference writer, data is ordered by element size (largest first) then name, so
-   * every tensor starts aligned to its element size; header keys are sorted.
+   * <p>The layout is the reference writer's, byte for byte: data ordered by dtype (the reference
+   * order, largest elements first) then name, so every tensor starts aligned to its element size,
+   * and header entries in that same order after {@code __metadata__} (whose keys are sorted).
    *
    * @param metadata the {@code __metadata__} strings; null or empty for none
    */
@@ -38,27 +40,24 @@ public final class Safetensors {
       requireWritable(file, e.getKey(), e.getValue());
     }
     layout.sort(
-        Comparator.comparingInt((Map.Entry<String, Tensor> e) -> -e.getValue().dtype().byteSize())
+        Comparator.comparingInt((Map.Entry<String, Tensor> e) -> -layoutRank(e.getValue().dtype()))
             .thenComparing(Map.Entry::getKey));
 
-    Map<String, SafetensorsHeader.StoredTensor> stored = new TreeMap<>();
+    List<SafetensorsHeader.StoredTensor> stored = new ArrayList<>();
     long dataBytes = 0;
     for (Map.Entry<String, Tensor> e : layout) {
       Tensor t = e.getValue();
       long end = dataBytes + t.byteSize();
-      stored.put(
-          e.getKey(),
+      stored.add(
           new SafetensorsHeader.StoredTensor(e.getKey(), t.dtype(), t.shape(), dataBytes, end));
       dataBytes = end;
     }
     byte[] header =
-        new SafetensorsHeader(
-                new TreeMap<>(stored), metadata == null ? new TreeMap<>() : new TreeMap<>(metadata))
-            .encode();
+        SafetensorsHeader.encode(stored, metadata == null ? Map.of() : new TreeMap<>(metadata));
 
     Path partial = file.resolveSibling(file.getFileName() + ".partial");
     try {
-      writeFile(partial, header, layout, stored);
+      writeFile(partial, header, layout, stored, dataBytes);
       Files.move(
           partial, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
     } catch (IOException e) {
@@ -74,12 +73,9 @@ public final class Safetensors {
       Path target,
       byte[] header,
       List<Map.Entry<String, Tensor>> layout,
-      Map<String, SafetensorsHeader.StoredTensor> stored)
+      List<SafetensorsHeader.StoredTensor> stored,
+      long dataBytes)
       throws IOException {
-    long dataBytes = 0;
-    for (SafetensorsHeader.StoredTensor s : stored.values()) {
-      dataBytes = Math.max(dataBytes, s.end());
-    }
     long total = Long.BYTES + header.length + dataBytes;
     try (FileChannel channel =
             FileChannel.open(
@@ -93,9 +89,9 @@ public final class Safetensors {
       out.set(ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN), 0, header.length);
       MemorySegment.copy(header, 0, out, ValueLayout.JAVA_BYTE, Long.BYTES, header.length);
       MemorySegment data = out.asSlice(Long.BYTES + header.length);
-      for (Map.Entry<String, Tensor> e : layout) {
-        SafetensorsHeader.StoredTensor s = stored.get(e.getKey());
-        copyRowMajor(e.getValue(), data.asSlice(s.begin(), s.byteSize()));
+      for (int i = 0; i < layout.size(); i++) {
+        SafetensorsHeader.StoredTensor s = stored.get(i);
+        copyRowMajor(layout.get(i).getValue(), data.asSlice(s.begin(), s.byteSize()));
       }
       out.force();
     }
@@ -107,6 +103,24 @@ public final class Safetensors {
     } catch (IOException ignored) {
       // The original failure is the one worth reporting.
     }
+  }
+
+  /**
+   * The reference writer's dtype order (its enum's declaration order), which rises with element
+   * size; data is laid out from the highest rank down.
+   */
+  private static int layoutRank(DType dtype) {
+    return switch (dtype) {
+      case BOOL -> 0;
+      case U8 -> 1;
+      case I8 -> 2;
+      case F16 -> 3;
+      case BF16 -> 4;
+      case I32 -> 5;
+      case F32 -> 6;
+      case F64 -> 7;
+      case I64 -> 8;
+    };
   }
 
   private static void requireWritable(Path file, String name, Tensor t) {

@@ -208,16 +208,17 @@ record SafetensorsHeader(
   }
 
   /**
-   * The header as the reference writer lays it out: compact JSON, {@code __metadata__} first, then
-   * tensors by name, padded with spaces so that the data section starts 8-byte aligned.
+   * A header as the reference writer lays it out: compact JSON, {@code __metadata__} first, then
+   * the tensors in the order of their data, padded with spaces so that the data section starts
+   * 8-byte aligned.
    */
-  byte[] encode() {
+  static byte[] encode(List<StoredTensor> inDataOrder, Map<String, String> metadata) {
     ObjectNode root = JsonFiles.MAPPER.createObjectNode();
     if (!metadata.isEmpty()) {
       ObjectNode meta = root.putObject(METADATA_KEY);
       metadata.forEach(meta::put);
     }
-    for (StoredTensor t : tensors.values()) {
+    for (StoredTensor t : inDataOrder) {
       ObjectNode entry = root.putObject(t.name());
       entry.put("dtype", t.dtype().safetensorsName());
       ArrayNode shape = entry.putArray("shape");
