@@ -39,6 +39,7 @@ public final class LoopDriver {
               state.stepsDone(),
               state.totalSteps(),
               Duration.ofNanos(System.nanoTime() - start)));
+      loop.eventsAfter(state).forEach(ctx::emit);
       if (ctx.wantsCheckpoints()) {
         ctx.checkpoint(loop.id(), loop.serialize(state));
       }

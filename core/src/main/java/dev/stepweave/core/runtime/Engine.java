@@ -155,7 +155,7 @@ public final class Engine implements AutoCloseable {
     if (resumeState == null) {
       return LoopDriver.run(loop, request, model, ctx);
     }
-    return LoopDriver.drive(loop, loop.deserialize(resumeState, request, model), ctx);
+    return LoopDriver.drive(loop, loop.deserialize(resumeState, request, model, ctx), ctx);
   }
 
   @Override
