@@ -165,9 +165,14 @@ public final class WanTransformer {
               + Arrays.toString(p.toArray()));
     }
     int[] ts = timestep.shape();
-    if (ts.length != 1 || ts[0] != hs[0]) {
+    if (ts.length != 1 || ts[0] != hs[0] || !timestep.dtype().isFloating()) {
       throw new IllegalArgumentException(
-          "timestep " + Arrays.toString(ts) + " must be [" + hs[0] + "] (one per sample)");
+          "timestep "
+              + timestep.dtype()
+              + Arrays.toString(ts)
+              + " must be float ["
+              + hs[0]
+              + "] (one per sample)");
     }
     int[] es = encoderHiddenStates.shape();
     if (es.length != 3 || es[0] != hs[0] || es[2] != cfg.textDim()) {

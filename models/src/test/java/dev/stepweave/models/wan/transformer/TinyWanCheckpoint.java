@@ -1,8 +1,12 @@
 package dev.stepweave.models.wan.transformer;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;
 
 /** Paths and config of the tiny golden Wan 2.1 checkpoint and its DiT recording. */
@@ -20,6 +24,12 @@ final class TinyWanCheckpoint {
   /** A mutable copy of the transformer's config.json, for tests that alter it. */
   static ObjectNode configJson() {
     return transformer().config().deepCopy();
+  }
+
+  /** The golden transformer in F32 on {@code backend}; {@code weights} must outlive it. */
+  static WanTransformer loadModel(TensorSource weights, Backend backend) {
+    WanTransformerConfig cfg = WanTransformerConfig.fromJson(transformer().config());
+    return WanTransformer.load(cfg, new Weights(weights, backend, DType.F32));
   }
 
   static SafetensorsFile recording() {

@@ -4,13 +4,10 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
-import dev.stepweave.tensor.io.Weights;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -22,11 +19,9 @@ class WanTransformerBatchInvarianceTest {
 
   @Test
   void eachSampleOfABatchEqualsThatSampleRunAlone() {
-    DiffusersDirectory.Component component = TinyWanCheckpoint.transformer();
-    WanTransformerConfig cfg = WanTransformerConfig.fromJson(component.config());
-    try (TensorSource weights = component.openWeights();
+    try (TensorSource weights = TinyWanCheckpoint.transformer().openWeights();
         SafetensorsFile recording = TinyWanCheckpoint.recording()) {
-      WanTransformer model = WanTransformer.load(cfg, new Weights(weights, backend, DType.F32));
+      WanTransformer model = TinyWanCheckpoint.loadModel(weights, backend);
       Tensor latents = recording.load("hidden_states");
       Tensor timesteps = recording.load("timestep");
       Tensor text = recording.load("encoder_hidden_states");

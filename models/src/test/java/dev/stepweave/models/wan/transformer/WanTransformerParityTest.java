@@ -5,13 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
-import dev.stepweave.tensor.io.Weights;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.Set;
@@ -30,11 +27,9 @@ class WanTransformerParityTest {
 
   @Test
   void outputAndEveryTapMatchTheRecording() {
-    DiffusersDirectory.Component component = TinyWanCheckpoint.transformer();
-    WanTransformerConfig cfg = WanTransformerConfig.fromJson(component.config());
-    try (TensorSource weights = component.openWeights();
+    try (TensorSource weights = TinyWanCheckpoint.transformer().openWeights();
         SafetensorsFile recording = TinyWanCheckpoint.recording()) {
-      WanTransformer model = WanTransformer.load(cfg, new Weights(weights, backend, DType.F32));
+      WanTransformer model = TinyWanCheckpoint.loadModel(weights, backend);
 
       Map<String, Tensor> produced = new TreeMap<>();
       Tensor out =
