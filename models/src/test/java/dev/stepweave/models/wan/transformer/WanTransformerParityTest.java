@@ -1,25 +1,27 @@
 package dev.stepweave.models.wan.transformer;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.core.parity.Comparison;
+import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
-import java.util.Arrays;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
-import java.util.TreeMap;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 import org.junit.jupiter.api.Test;
 
 /** C0 parity of the DiT with diffusers' WanTransformer3DModel on the tiny golden checkpoint. */
 class WanTransformerParityTest {
   // The golden README's bound for the DiT output and every tap (float32 CPU against float32 CPU).
-  private static final double TOLERANCE = 1e-4;
+  private static final Tolerance TOLERANCE = new Tolerance.MaxAbs(1e-4);
   private static final Set<String> INPUTS =
       Set.of("hidden_states", "timestep", "encoder_hidden_states");
 
@@ -31,7 +33,8 @@ class WanTransformerParityTest {
         SafetensorsFile recording = TinyWanCheckpoint.recording()) {
       WanTransformer model = TinyWanCheckpoint.loadModel(weights, backend);
 
-      Map<String, Tensor> produced = new TreeMap<>();
+      // In run order, so the report's first failure is the first divergence.
+      Map<String, Tensor> produced = new LinkedHashMap<>();
       Tensor out =
           model.forward(
               recording.load("hidden_states"),
@@ -42,23 +45,15 @@ class WanTransformerParityTest {
 
       Set<String> recorded = new TreeSet<>(recording.keys());
       recorded.removeAll(INPUTS);
-      assertEquals(recorded, produced.keySet(), "tap names");
-      for (String name : recorded) {
-        assertClose(name, recording.load(name), produced.get(name));
-      }
-    }
-  }
+      assertEquals(recorded, new TreeSet<>(produced.keySet()), "tap names");
 
-  private static void assertClose(String name, Tensor expected, Tensor actual) {
-    assertArrayEquals(expected.shape(), actual.shape(), name + " shape");
-    float[] e = expected.toFloatArray();
-    float[] a = actual.toFloatArray();
-    double worst = 0;
-    for (int i = 0; i < e.length; i++) {
-      worst = Math.max(worst, Math.abs((double) e[i] - a[i]));
+      ParityReport report = new ParityReport();
+      produced.forEach(
+          (name, actual) ->
+              report.add(Comparison.of(name, actual, recording.load(name), TOLERANCE)));
+      assertTrue(
+          report.passed(),
+          report.comparisons().stream().map(Comparison::line).collect(Collectors.joining("\n")));
     }
-    assertTrue(
-        worst <= TOLERANCE,
-        name + " " + Arrays.toString(expected.shape()) + ": max abs error " + worst);
   }
 }
