@@ -1,6 +1,5 @@
 package dev.stepweave.core.loop;
 
-import dev.stepweave.core.card.ModelInstance;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
