@@ -160,11 +160,27 @@ public final class WanVae {
 
   /** Decodes raw latents into video clamped to [-1, 1]. */
   public Tensor decode(Tensor latents) {
+    return backend.clamp(decodeUnclamped(latents), -1f, 1f);
+  }
+
+  /**
+   * Decodes raw latents tile by tile over height and width, blending overlapping tiles linearly, as
+   * diffusers' tiled decode does: it bounds the decoder's activation memory by the tile size, at
+   * the price of small differences from {@link #decode} near tile seams.
+   */
+  public Tensor decodeTiled(Tensor latents, DecodeTiling tiling) {
+    requireChannels("latents", latents, config.zDim());
+    Tensor video = new TiledDecode(this, backend, tiling, config.spatialCompression()).run(latents);
+    return backend.clamp(video, -1f, 1f);
+  }
+
+  /** The decoder's output before the final clamp. */
+  Tensor decodeUnclamped(Tensor latents) {
     DecodeState state = startDecode(latents);
     while (step(state)) {
       // one latent frame per step
     }
-    return finish(state);
+    return Frames.concat(backend, state.decoded());
   }
 
   // ---- latent normalisation -------------------------------------------------------------------

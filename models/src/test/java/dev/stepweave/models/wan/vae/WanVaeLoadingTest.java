@@ -55,8 +55,7 @@ class WanVaeLoadingTest {
     json.put("is_residual", true);
     Path file = dir.resolve("config.json");
     Files.writeString(file, json.toString());
-    CheckpointException e =
-        assertThrows(CheckpointException.class, () -> WanVaeConfig.read(file));
+    CheckpointException e = assertThrows(CheckpointException.class, () -> WanVaeConfig.read(file));
     assertTrue(e.getMessage().startsWith(file.toString()), e.getMessage());
     assertTrue(e.getMessage().contains("is_residual"), e.getMessage());
     assertFalse(e.getMessage().contains("\n"));
