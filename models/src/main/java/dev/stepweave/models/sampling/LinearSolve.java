@@ -1,5 +1,7 @@
 package dev.stepweave.models.sampling;
 
+import java.util.Arrays;
+
 /**
  * Solves the small dense systems of UniPC in float32 by LU with partial pivoting, the method of the
  * reference's {@code torch.linalg.solve}.
@@ -14,7 +16,7 @@ final class LinearSolve {
     float[][] m = new float[n][];
     float[] x = new float[n];
     for (int i = 0; i < n; i++) {
-      m[i] = java.util.Arrays.copyOf(a[i], n);
+      m[i] = Arrays.copyOf(a[i], n);
       x[i] = b[i];
     }
     for (int col = 0; col < n; col++) {

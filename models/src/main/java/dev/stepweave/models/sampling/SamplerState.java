@@ -46,6 +46,17 @@ public record SamplerState(
       throw new IllegalArgumentException(
           "step index " + stepIndex + " outside a " + schedule.steps() + "-step schedule");
     }
+    if (lowerOrderCount < 0 || lastOrder < 0) {
+      throw new IllegalArgumentException("negative order counters in sampler state");
+    }
+    if (lastSample != null && (lastOrder < 1 || history.size() < lastOrder)) {
+      throw new IllegalArgumentException(
+          "sampler state has a last sample but order "
+              + lastOrder
+              + " with "
+              + history.size()
+              + " model outputs");
+    }
     history = List.copyOf(history);
   }
 

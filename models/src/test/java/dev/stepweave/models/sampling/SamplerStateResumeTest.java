@@ -7,9 +7,13 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.Safetensors;
+import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.rng.TorchGenerator;
+import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.Map;
+import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
@@ -45,20 +49,25 @@ class SamplerStateResumeTest {
     return sample.toFloatArray();
   }
 
-  /** Through the serialised form, with every tensor copied to fresh host memory. */
-  private static SamplerState roundTrip(SamplerState state) {
-    Map<String, Tensor> copies = new HashMap<>();
-    state
-        .tensors()
-        .forEach(
-            (name, t) ->
-                copies.put(name, Tensor.of(BACKEND.download(t).toFloatArray(), t.shape())));
-    return SamplerState.restore(copies, Map.copyOf(state.scalars()));
+  /** Through a safetensors file: tensors as tensors, the small numbers as header metadata. */
+  private static SamplerState roundTrip(SamplerState state, Path dir) {
+    Path file = dir.resolve("sampler-state-" + state.stepIndex() + ".safetensors");
+    Map<String, Tensor> onHost = new HashMap<>();
+    state.tensors().forEach((name, t) -> onHost.put(name, BACKEND.download(t)));
+    Safetensors.write(file, onHost, state.scalars());
+    try (SafetensorsFile read = SafetensorsFile.open(file)) {
+      Map<String, Tensor> copies = new HashMap<>();
+      for (String name : read.keys()) {
+        Tensor t = read.load(name);
+        copies.put(name, Tensor.of(t.toFloatArray(), t.shape())); // outlive the mapping
+      }
+      return SamplerState.restore(copies, read.metadata());
+    }
   }
 
   @ParameterizedTest
   @ValueSource(strings = {"unipc", "euler"})
-  void resumingASerialisedStateIsBitIdentical(String kind) {
+  void resumingASerialisedStateIsBitIdentical(String kind, @TempDir Path dir) {
     Sampler s = sampler(kind);
     float[] straight = runStraight(s, noise(7));
 
@@ -73,7 +82,7 @@ class SamplerStateResumeTest {
       if (kind.equals("unipc")) {
         assertNotNull(state.lastSample(), "multistep state carries the corrector's sample");
       }
-      SamplerState resumed = roundTrip(state);
+      SamplerState resumed = roundTrip(state, dir);
       assertEquals(state.scalars(), resumed.scalars());
       Tensor resumedSample = Tensor.of(sample.toFloatArray(), sample.shape());
       while (!resumed.isFinished()) {

@@ -10,7 +10,9 @@ import dev.stepweave.tensor.Tensor;
  * Box–Muller pair built from two 53-bit uniforms, the pair's second value cached in the generator
  * for the next draw. 16 or more: float uniforms from 24 bits each for the whole tensor, then
  * transformed in blocks of 16 by {@link AvxBoxMuller}; a ragged tail is redone by drawing 16 fresh
- * uniforms for the last 16 positions.
+ * uniforms for the last 16 positions. The block transform is the one torch's x86 builds run (its
+ * AVX2 kernel, which produced the reference recordings); torch on CPUs without it uses libm there
+ * and can differ in the last bit.
  *
  * <p>Mutable and not thread-safe: one generator belongs to one request. {@link #state()} and {@link
  * #restore} checkpoint it exactly.

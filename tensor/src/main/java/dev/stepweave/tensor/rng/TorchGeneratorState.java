@@ -1,6 +1,7 @@
 package dev.stepweave.tensor.rng;
 
 import java.util.Arrays;
+import java.util.Objects;
 
 /**
  * A snapshot of a {@link TorchGenerator}: everything torch's CPU generator keeps that randn reads
@@ -76,12 +77,12 @@ public record TorchGeneratorState(
         && s.initialSeed == initialSeed
         && s.mtPosition == mtPosition
         && Arrays.equals(s.mtWords, mtWords)
-        && java.util.Objects.equals(s.cachedNormal, cachedNormal);
+        && Objects.equals(s.cachedNormal, cachedNormal);
   }
 
   @Override
   public int hashCode() {
-    return java.util.Objects.hash(initialSeed, mtPosition, Arrays.hashCode(mtWords), cachedNormal);
+    return Objects.hash(initialSeed, mtPosition, Arrays.hashCode(mtWords), cachedNormal);
   }
 
   @Override
