@@ -43,6 +43,7 @@ public final class PromptTokenizer implements AutoCloseable {
     if (!Files.isRegularFile(directory.resolve(TOKENIZER_FILE))) {
       throw new CheckpointException(path + ": no " + TOKENIZER_FILE + " found");
     }
+    OfflineTokenizerLibrary.enforce();
     return new PromptTokenizer(directory);
   }
 
@@ -87,7 +88,6 @@ public final class PromptTokenizer implements AutoCloseable {
   }
 
   private HuggingFaceTokenizer open(int maxLength) {
-    OfflineTokenizerLibrary.enforce();
     String length = Integer.toString(maxLength);
     Map<String, String> options =
         Map.of(
