@@ -2,6 +2,7 @@ package dev.stepweave.tensor.io;
 
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.Set;
 
@@ -24,7 +25,27 @@ public interface TensorSource extends AutoCloseable {
    */
   Tensor load(String key);
 
-  /** The file that holds {@code key}, for error messages. */
+  /**
+   * A contiguous F32 CPU copy of the tensor (floating types widened, integers converted), which
+   * stays valid after this source is closed.
+   *
+   * @throws CheckpointException naming the file and the tensor when it is absent or corrupt
+   */
+  default Tensor loadF32(String key) {
+    Tensor stored = load(key);
+    if (stored.dtype() != DType.F32 || !stored.isContiguous()) {
+      return stored.toHost(DType.F32);
+    }
+    Tensor copy = Tensor.zeros(DType.F32, stored.shape());
+    MemorySegment.copy(stored.segment(), 0, copy.storage().segment(), 0, stored.byteSize());
+    return copy;
+  }
+
+  /**
+   * The file that holds {@code key}, for error messages. For a key it does not hold this is the
+   * file that lists the tensors (the checkpoint itself, or a sharded checkpoint's index), so a
+   * "missing tensor" error can name it.
+   */
   Path fileOf(String key);
 
   /** String metadata ({@code __metadata__} of safetensors); empty when none. */

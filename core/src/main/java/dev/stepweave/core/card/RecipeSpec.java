@@ -1,0 +1,69 @@
+package dev.stepweave.core.card;
+
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+
+/**
+ * What produced a card's weights, and what those weights assume at serve time. The assumptions are
+ * the recipe's teeth: a 4-step distilled card refuses a 50-step request (see {@link #mismatches}).
+ *
+ * @param method "base", "dmd2", "self_forcing", …
+ * @param parents model ids this was distilled or trained from
+ * @param provenance where the weights came from ("unknown" for an imported checkpoint)
+ * @param assumesLoop the loop id the weights require, or null for any
+ * @param assumesSampler the sampler the weights require ("unipc", "euler"), or null for any
+ * @param assumesSteps the step count the weights require, or null for any
+ * @param assumesPrecision the precision the weights require, or null for any
+ * @param consistencyRequired the rung this recipe's outputs are valid under
+ */
+public record RecipeSpec(
+    String method,
+    List<String> parents,
+    String provenance,
+    String assumesLoop,
+    String assumesSampler,
+    Integer assumesSteps,
+    Precision assumesPrecision,
+    ConsistencyRung consistencyRequired) {
+
+  public RecipeSpec {
+    Objects.requireNonNull(method, "recipe method");
+    parents = List.copyOf(parents);
+    Objects.requireNonNull(provenance, "recipe provenance");
+    Objects.requireNonNull(consistencyRequired, "recipe consistency rung");
+  }
+
+  /** The recipe of an imported checkpoint whose history is not known. */
+  public static RecipeSpec base() {
+    return new RecipeSpec("base", List.of(), "unknown", null, null, null, null, ConsistencyRung.C1);
+  }
+
+  /** True when a request may pick any sampler, step count and precision. */
+  public boolean assumesNothing() {
+    return assumesSampler == null && assumesSteps == null && assumesPrecision == null;
+  }
+
+  /** Every requested setting that contradicts an assumption of this recipe. */
+  public List<RecipeMismatch> mismatches(String sampler, int steps, Precision precision) {
+    List<RecipeMismatch> out = new ArrayList<>();
+    if (assumesSampler != null && !assumesSampler.equals(sampler)) {
+      out.add(new RecipeMismatch("sampler", assumesSampler, sampler));
+    }
+    if (assumesSteps != null && assumesSteps != steps) {
+      out.add(new RecipeMismatch("steps", assumesSteps.toString(), Integer.toString(steps)));
+    }
+    if (assumesPrecision != null && assumesPrecision != precision) {
+      out.add(new RecipeMismatch("precision", assumesPrecision.wireName(), precision.wireName()));
+    }
+    return out;
+  }
+
+  /** One setting a request asks for that the recipe does not allow. */
+  public record RecipeMismatch(String setting, String assumed, String requested) {
+    @Override
+    public String toString() {
+      return setting + " " + requested + " (recipe assumes " + assumed + ")";
+    }
+  }
+}

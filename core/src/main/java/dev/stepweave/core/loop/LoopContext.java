@@ -1,0 +1,31 @@
+package dev.stepweave.core.loop;
+
+import dev.stepweave.core.request.RequestEvent;
+import java.util.Map;
+
+/**
+ * What the runtime gives a running loop. {@link #execute} is the inversion point: the loop
+ * describes a step, the runtime admits, batches, places and runs it.
+ */
+public interface LoopContext {
+
+  /** Runs one planned step and returns its result. */
+  StepResult execute(WorkPlan plan);
+
+  /** Publishes an event of this request. */
+  void emit(RequestEvent event);
+
+  /** The request's cancellation scope. */
+  CancelScope cancelScope();
+
+  /** Results of the loops that ran before this one in the program, by loop id. */
+  Map<String, LoopResult> upstream();
+
+  /** Receives this loop's serialised state after each step (checkpointing), or ignores it. */
+  default void checkpoint(String loopId, SerializedState state) {}
+
+  /** Whether {@link #checkpoint} wants states; serialising costs a copy of the state. */
+  default boolean wantsCheckpoints() {
+    return false;
+  }
+}

@@ -1,0 +1,18 @@
+package dev.stepweave.core.request;
+
+/**
+ * What a request wants back besides its main artifact.
+ *
+ * @param latents also return the final latents as a {@code LatentArtifact}
+ * @param previews emit a {@code media.preview} event (a decoded-free latent preview) every N steps;
+ *     0 for none
+ */
+public record OutputSpec(boolean latents, int previews) {
+  public static final OutputSpec DEFAULT = new OutputSpec(false, 0);
+
+  public OutputSpec {
+    if (previews < 0) {
+      throw new InvalidRequestException("previews must be >= 0, got " + previews);
+    }
+  }
+}

@@ -1,0 +1,30 @@
+package dev.stepweave.core.request;
+
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Where an artifact came from: enough to reproduce it and to know under which contract it was made.
+ *
+ * @param modelId the card's model id
+ * @param recipe the card's recipe method
+ * @param node the loop (program node) that produced the artifact
+ * @param requestId the request
+ * @param seed the seed used
+ * @param settings the effective settings (sampler, steps, guidance, shift, size, …)
+ * @param recipeOverrides settings the request ran against the recipe's assumptions (empty when
+ *     none)
+ */
+public record Provenance(
+    String modelId,
+    String recipe,
+    String node,
+    String requestId,
+    long seed,
+    Map<String, String> settings,
+    List<String> recipeOverrides) {
+  public Provenance {
+    settings = Map.copyOf(settings);
+    recipeOverrides = List.copyOf(recipeOverrides);
+  }
+}

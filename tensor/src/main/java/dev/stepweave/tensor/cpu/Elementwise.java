@@ -1,0 +1,125 @@
+package dev.stepweave.tensor.cpu;
+
+import dev.stepweave.tensor.Backend.BinaryOp;
+import dev.stepweave.tensor.Backend.UnaryOp;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+
+/** Elementwise maps and NumPy-broadcast binary operations. */
+final class Elementwise {
+  private static final long GRAIN = 1 << 14;
+
+  private final WorkPool pool;
+
+  Elementwise(WorkPool pool) {
+    this.pool = pool;
+  }
+
+  /** A float-to-float function applied to every element. */
+  @FunctionalInterface
+  interface FloatMap {
+    float apply(float x);
+  }
+
+  Tensor map(Tensor x, FloatMap f) {
+    MemorySegment in = Dense.segment(x);
+    Tensor out = Dense.output(x.shape());
+    MemorySegment o = out.segment();
+    pool.forRange(
+        x.numel(),
+        GRAIN,
+        (s, e) -> {
+          for (long i = s; i < e; i++) {
+            Dense.set(o, i, f.apply(Dense.get(in, i)));
+          }
+        });
+    return out;
+  }
+
+  Tensor unary(Tensor x, UnaryOp op) {
+    return map(x, unaryFunction(op));
+  }
+
+  static FloatMap unaryFunction(UnaryOp op) {
+    return switch (op) {
+      case NEG -> v -> -v;
+      case EXP -> v -> (float) Math.exp(v);
+      case TANH -> v -> (float) Math.tanh(v);
+      case SQRT -> v -> (float) Math.sqrt(v);
+      case RSQRT -> v -> 1f / (float) Math.sqrt(v);
+      case SIN -> v -> (float) Math.sin(v);
+      case COS -> v -> (float) Math.cos(v);
+      case RELU -> v -> v > 0 ? v : 0f;
+      case SIGMOID -> ScalarMath::sigmoid;
+      case ABS -> Math::abs;
+      case SQUARE -> v -> v * v;
+    };
+  }
+
+  static float apply(BinaryOp op, float a, float b) {
+    return switch (op) {
+      case ADD -> a + b;
+      case SUB -> a - b;
+      case MUL -> a * b;
+      case DIV -> a / b;
+      case MAX -> Math.max(a, b);
+      case MIN -> Math.min(a, b);
+    };
+  }
+
+  Tensor binary(Tensor a, Tensor b, BinaryOp op) {
+    int[] shape = broadcastShape(a.shape(), b.shape());
+    Tensor av = Dense.f32(a).expand(shape);
+    Tensor bv = Dense.f32(b).expand(shape);
+    Tensor out = Dense.output(shape);
+    MemorySegment as = av.storage().segment();
+    MemorySegment bs = bv.storage().segment();
+    MemorySegment o = out.segment();
+    int rank = shape.length;
+    int inner = rank == 0 ? 1 : shape[rank - 1];
+    long rows = inner == 0 ? 0 : out.numel() / inner;
+    long sa = rank == 0 ? 0 : av.stride(-1);
+    long sb = rank == 0 ? 0 : bv.stride(-1);
+    pool.forRange(
+        rows,
+        Math.max(1, GRAIN / Math.max(1, inner)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            long ao = rowOffset(av, shape, r);
+            long bo = rowOffset(bv, shape, r);
+            long oo = r * inner;
+            for (int i = 0; i < inner; i++) {
+              Dense.set(
+                  o, oo + i, apply(op, Dense.get(as, ao + i * sa), Dense.get(bs, bo + i * sb)));
+            }
+          }
+        });
+    return out;
+  }
+
+  /** Storage index of the first element of innermost row {@code row} of view {@code t}. */
+  static long rowOffset(Tensor t, int[] shape, long row) {
+    long off = t.offset();
+    for (int d = shape.length - 2; d >= 0; d--) {
+      off += (row % shape[d]) * t.stride(d);
+      row /= shape[d];
+    }
+    return off;
+  }
+
+  static int[] broadcastShape(int[] a, int[] b) {
+    int rank = Math.max(a.length, b.length);
+    int[] out = new int[rank];
+    for (int i = 0; i < rank; i++) {
+      int da = i < rank - a.length ? 1 : a[i - (rank - a.length)];
+      int db = i < rank - b.length ? 1 : b[i - (rank - b.length)];
+      if (da != db && da != 1 && db != 1) {
+        throw new IllegalArgumentException(
+            "cannot broadcast " + Arrays.toString(a) + " with " + Arrays.toString(b));
+      }
+      out[i] = da == 1 ? db : da;
+    }
+    return out;
+  }
+}

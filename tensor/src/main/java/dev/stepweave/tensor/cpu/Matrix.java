@@ -1,0 +1,32 @@
+package dev.stepweave.tensor.cpu;
+
+import java.lang.foreign.MemorySegment;
+
+/**
+ * A strided 2-D window of F32 host memory: element {@code (r, c)} lives at index {@code offset + r
+ * * rowStride + c * colStride}. Lets GEMM read transposed and broadcast operands without copies.
+ */
+record Matrix(MemorySegment segment, long offset, long rowStride, long colStride) {
+
+  static Matrix rowMajor(MemorySegment segment, long offset, int cols) {
+    return new Matrix(segment, offset, cols, 1);
+  }
+
+  /** A vector broadcast along rows: element {@code (r, c)} is {@code v[c]}. */
+  static Matrix columnVector(MemorySegment v) {
+    return new Matrix(v, 0, 0, 1);
+  }
+
+  /** A vector broadcast along columns: element {@code (r, c)} is {@code v[r]}. */
+  static Matrix rowVector(MemorySegment v) {
+    return new Matrix(v, 0, 1, 0);
+  }
+
+  float get(int r, int c) {
+    return Dense.get(segment, offset + r * rowStride + c * colStride);
+  }
+
+  void set(int r, int c, float v) {
+    Dense.set(segment, offset + r * rowStride + c * colStride, v);
+  }
+}

@@ -1,0 +1,213 @@
+package dev.stepweave.tensor.cpu;
+
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
+
+/** Operations that move elements without arithmetic: concat, pad, upsample, embedding lookup. */
+final class Shapes {
+  private static final long GRAIN = 1 << 14;
+
+  private final WorkPool pool;
+
+  Shapes(WorkPool pool) {
+    this.pool = pool;
+  }
+
+  Tensor concat(List<Tensor> parts, int dim) {
+    if (parts.isEmpty()) {
+      throw new IllegalArgumentException("concat of no tensors");
+    }
+    Tensor first = parts.get(0);
+    int a = first.axis(dim);
+    int[] shape = first.shape();
+    int total = 0;
+    for (Tensor p : parts) {
+      int[] s = p.shape();
+      if (s.length != shape.length) {
+        throw new IllegalArgumentException(
+            "concat of " + Arrays.toString(s) + " with " + Arrays.toString(shape));
+      }
+      for (int i = 0; i < s.length; i++) {
+        if (i != a && s[i] != shape[i]) {
+          throw new IllegalArgumentException(
+              "concat along dim "
+                  + a
+                  + " of "
+                  + Arrays.toString(s)
+                  + " with "
+                  + Arrays.toString(shape));
+        }
+      }
+      total += s[a];
+    }
+    shape[a] = total;
+    Tensor out = Dense.output(shape);
+    MemorySegment o = out.segment();
+    long inner = 1;
+    for (int i = a + 1; i < shape.length; i++) {
+      inner *= shape[i];
+    }
+    long outer = 1;
+    for (int i = 0; i < a; i++) {
+      outer *= shape[i];
+    }
+    long outRow = total * inner;
+    long at = 0;
+    for (Tensor p : parts) {
+      MemorySegment src = Dense.segment(p);
+      long chunk = p.dim(a) * inner;
+      long start = at;
+      pool.forRange(
+          outer,
+          Math.max(1, GRAIN / Math.max(1, chunk)),
+          (r0, r1) -> {
+            for (long r = r0; r < r1; r++) {
+              MemorySegment.copy(src, r * chunk * 4, o, (r * outRow + start) * 4, chunk * 4);
+            }
+          });
+      at += chunk;
+    }
+    return out;
+  }
+
+  Tensor pad(Tensor x, int[] pads, float value) {
+    if (pads.length % 2 != 0 || pads.length / 2 > x.rank()) {
+      throw new IllegalArgumentException(
+          "pad "
+              + Arrays.toString(pads)
+              + " needs (before, after) pairs for at most "
+              + x.rank()
+              + " dims");
+    }
+    int rank = x.rank();
+    int[] shape = x.shape();
+    int[] before = new int[rank];
+    for (int p = 0; p < pads.length / 2; p++) {
+      int d = rank - 1 - p;
+      before[d] = pads[2 * p];
+      shape[d] += pads[2 * p] + pads[2 * p + 1];
+      if (shape[d] < 0) {
+        throw new IllegalArgumentException(
+            "pad " + Arrays.toString(pads) + " leaves a negative size for " + x);
+      }
+    }
+    MemorySegment src = Dense.segment(x);
+    int[] inShape = x.shape();
+    long[] inStrides = Tensor.contiguousStrides(inShape);
+    Tensor out = Dense.output(shape);
+    MemorySegment o = out.segment();
+    int inner = rank == 0 ? 1 : shape[rank - 1];
+    long rows = inner == 0 ? 0 : out.numel() / inner;
+    pool.forRange(
+        rows,
+        Math.max(1, GRAIN / Math.max(1, inner)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            long srcRow = 0;
+            boolean inside = true;
+            long rest = r;
+            for (int d = rank - 2; d >= 0; d--) {
+              int i = (int) (rest % shape[d]) - before[d];
+              rest /= shape[d];
+              inside &= i >= 0 && i < inShape[d];
+              srcRow += i * inStrides[d];
+            }
+            for (int c = 0; c < inner; c++) {
+              int ic = c - before[rank - 1];
+              boolean hit = inside && ic >= 0 && ic < inShape[rank - 1];
+              Dense.set(o, r * inner + c, hit ? Dense.get(src, srcRow + ic) : value);
+            }
+          }
+        });
+    return out;
+  }
+
+  Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    if (x.rank() < 2 || scaleH < 1 || scaleW < 1) {
+      throw new IllegalArgumentException(
+          "upsampleNearest2d of " + x + " by (" + scaleH + ", " + scaleW + ")");
+    }
+    int[] shape = x.shape();
+    int rank = shape.length;
+    int h = shape[rank - 2], w = shape[rank - 1];
+    shape[rank - 2] = h * scaleH;
+    shape[rank - 1] = w * scaleW;
+    MemorySegment src = Dense.segment(x);
+    Tensor out = Dense.output(shape);
+    MemorySegment o = out.segment();
+    int ow = w * scaleW;
+    long outRows = out.numel() / Math.max(1, ow);
+    pool.forRange(
+        ow == 0 ? 0 : outRows,
+        Math.max(1, GRAIN / Math.max(1, ow)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            long plane = r / (h * (long) scaleH);
+            long y = (r % (h * (long) scaleH)) / scaleH;
+            long srcRow = (plane * h + y) * w;
+            for (int c = 0; c < ow; c++) {
+              Dense.set(o, r * ow + c, Dense.get(src, srcRow + c / scaleW));
+            }
+          }
+        });
+    return out;
+  }
+
+  Tensor embedding(Tensor table, Tensor ids) {
+    if (table.rank() != 2) {
+      throw new IllegalArgumentException("embedding table must be [V, D], got " + table);
+    }
+    if (ids.dtype().isFloating()) {
+      throw new IllegalArgumentException("embedding ids must be integers, got " + ids);
+    }
+    int vocab = table.dim(0), d = table.dim(1);
+    long[] index = ids.toLongArray();
+    for (long id : index) {
+      if (id < 0 || id >= vocab) {
+        throw new IllegalArgumentException(
+            "embedding id " + id + " out of range for a table of " + vocab + " rows");
+      }
+    }
+    MemorySegment src = Dense.segment(table);
+    int[] shape = Arrays.copyOf(ids.shape(), ids.rank() + 1);
+    shape[ids.rank()] = d;
+    Tensor out = Dense.output(shape);
+    MemorySegment o = out.segment();
+    pool.forRange(
+        index.length,
+        Math.max(1, GRAIN / Math.max(1, d)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            MemorySegment.copy(src, index[(int) r] * d * 4, o, r * d * 4, d * 4L);
+          }
+        });
+    return out;
+  }
+
+  Tensor sumLastDim(Tensor x) {
+    if (x.rank() == 0) {
+      throw new IllegalArgumentException("sumLastDim of a scalar");
+    }
+    int n = x.dim(-1);
+    int[] shape = x.shape();
+    shape[shape.length - 1] = 1;
+    MemorySegment src = Dense.segment(x);
+    Tensor out = Dense.output(shape);
+    MemorySegment o = out.segment();
+    pool.forRange(
+        out.numel(),
+        Math.max(1, GRAIN / Math.max(1, n)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            float sum = 0f;
+            for (int i = 0; i < n; i++) {
+              sum += Dense.get(src, r * n + i);
+            }
+            Dense.set(o, r, sum);
+          }
+        });
+    return out;
+  }
+}
