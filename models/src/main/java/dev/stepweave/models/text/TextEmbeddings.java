@@ -1,8 +1,8 @@
 package dev.stepweave.models.text;
 
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.regex.Pattern;
 
@@ -28,7 +28,18 @@ public final class TextEmbeddings {
     List<String> cleaned = prompts.stream().map(TextEmbeddings::cleanPrompt).toList();
     PromptTokenizer.TokenBatch tokens = tokenizer.encode(cleaned, maxSequenceLength);
     Tensor hidden = encoder.encode(tokens.inputIds(), tokens.attentionMask());
-    return backend.mul(hidden, keepRealTokens(tokens.attentionMask(), backend));
+    long[] mask = tokens.attentionMask().toLongArray();
+    List<Tensor> rows = new ArrayList<>(prompts.size());
+    for (int row = 0; row < prompts.size(); row++) {
+      int realLength = 0;
+      for (int s = 0; s < maxSequenceLength; s++) {
+        realLength += mask[row * maxSequenceLength + s] > 0 ? 1 : 0;
+      }
+      Tensor kept = hidden.select(0, row).slice(0, 0, realLength);
+      int[] zeroRowsAfter = {0, 0, 0, maxSequenceLength - realLength};
+      rows.add(backend.pad(kept, zeroRowsAfter, 0f).unsqueeze(0));
+    }
+    return backend.concat(rows, 0);
   }
 
   /**
@@ -38,23 +49,5 @@ public final class TextEmbeddings {
    */
   static String cleanPrompt(String prompt) {
     return WHITESPACE_RUN.matcher(prompt).replaceAll(" ").strip();
-  }
-
-  /** {@code [B, S, 1]}: 1 for the first {@code sum(mask)} positions of each row, 0 after. */
-  private static Tensor keepRealTokens(Tensor attentionMask, Backend backend) {
-    int batch = attentionMask.dim(0);
-    int length = attentionMask.dim(1);
-    long[] mask = attentionMask.toLongArray();
-    float[] keep = new float[batch * length];
-    for (int row = 0; row < batch; row++) {
-      long realLength = 0;
-      for (int s = 0; s < length; s++) {
-        realLength += mask[row * length + s] > 0 ? 1 : 0;
-      }
-      for (int s = 0; s < realLength; s++) {
-        keep[row * length + s] = 1f;
-      }
-    }
-    return backend.upload(Tensor.of(keep, batch, length, 1), DType.F32);
   }
 }

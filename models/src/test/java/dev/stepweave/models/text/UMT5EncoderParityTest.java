@@ -31,14 +31,16 @@ class UMT5EncoderParityTest {
       UMT5Encoder encoder = UMT5Encoder.load(CONFIG, new Weights(weights, backend, DType.F32));
       // Row 0 is padded: its padded keys must be masked, and its pad positions still computed.
       Tensor out = encoder.encode(expected.load("input_ids"), expected.load("attention_mask"));
-      float err = TextGoldens.maxAbsDiff(backend.download(out), expected.loadF32("last_hidden_state"));
+      float err =
+          TextGoldens.maxAbsDiff(backend.download(out), expected.loadF32("last_hidden_state"));
       assertTrue(err <= TOLERANCE, "max abs error " + err);
     }
   }
 
   @Test
   void aTiedEmbeddingCopyIsAcceptedAndEitherNameAlone() {
-    try (SafetensorsFile expected = SafetensorsFile.open(TextGoldens.expected("umt5.safetensors"))) {
+    try (SafetensorsFile expected =
+        SafetensorsFile.open(TextGoldens.expected("umt5.safetensors"))) {
       Tensor ids = expected.load("input_ids");
       Tensor mask = expected.load("attention_mask");
       Tensor reference = encodeWith(checkpoint(), ids, mask);
@@ -76,8 +78,7 @@ class UMT5EncoderParityTest {
 
   @Test
   void aLayerTheConfigDoesNotHaveFailsAsUnexpected() {
-    UMT5Config oneLayer =
-        new UMT5Config(24, 8, 40, 3, 1, 32, 128, 1e-6f, 64, true);
+    UMT5Config oneLayer = new UMT5Config(24, 8, 40, 3, 1, 32, 128, 1e-6f, 64, true);
     try (TensorSource source = checkpoint()) {
       CheckpointException e =
           assertThrows(
