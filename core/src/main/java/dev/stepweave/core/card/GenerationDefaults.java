@@ -10,9 +10,11 @@ package dev.stepweave.core.card;
  * @param steps denoising steps
  * @param guidance guidance scale
  */
-public record GenerationDefaults(int width, int height, int frames, int fps, int steps, double guidance) {
+public record GenerationDefaults(
+    int width, int height, int frames, int fps, int steps, double guidance) {
   /** Wan 2.1's reference settings: 832×480, 81 frames at 16 fps, 50 steps, guidance 5. */
-  public static final GenerationDefaults WAN_480P = new GenerationDefaults(832, 480, 81, 16, 50, 5.0);
+  public static final GenerationDefaults WAN_480P =
+      new GenerationDefaults(832, 480, 81, 16, 50, 5.0);
 
   public GenerationDefaults {
     if (width <= 0 || height <= 0 || frames <= 0 || fps <= 0 || steps <= 0 || guidance < 0) {

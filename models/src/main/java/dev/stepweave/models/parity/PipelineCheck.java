@@ -50,7 +50,13 @@ final class PipelineCheck {
     Tensor initial = RecordingVerifier.input(rec, file, "initial_latents");
     if (initial.dim(0) != prompts.size()) {
       throw new IllegalArgumentException(
-          "recording " + file + ": " + prompts.size() + " prompts but " + initial.dim(0) + " rows of initial_latents");
+          "recording "
+              + file
+              + ": "
+              + prompts.size()
+              + " prompts but "
+              + initial.dim(0)
+              + " rows of initial_latents");
     }
     int maxLength = Integer.parseInt(meta("max_sequence_length"));
     Backend ops = model.backend();
@@ -62,7 +68,8 @@ final class PipelineCheck {
     try (Engine engine = new Engine(model)) {
       for (int row = 0; row < prompts.size(); row++) {
         ids.add(model.tokenizer().encode(List.of(prompts.get(row)), maxLength).inputIds());
-        Request request = request(prompts.get(row), initial.slice(0, row, row + 1).toF32(), maxLength, meta);
+        Request request =
+            request(prompts.get(row), initial.slice(0, row, row + 1).toF32(), maxLength, meta);
         List<Tensor> steps = new ArrayList<>();
         var handle =
             engine.submit(
@@ -85,16 +92,32 @@ final class PipelineCheck {
       Thread.currentThread().interrupt();
       throw new IllegalStateException("interrupted");
     } catch (ExecutionException e) {
-      throw new IllegalStateException("pipeline run failed: " + e.getCause().getMessage(), e.getCause());
+      throw new IllegalStateException(
+          "pipeline run failed: " + e.getCause().getMessage(), e.getCause());
     }
     Tolerance embeds = new Tolerance.MaxAbs(5e-4);
-    out.compare("prompt_ids", ops.concat(ids, 0), RecordingVerifier.input(rec, file, "prompt_ids"), new Tolerance.MaxAbs(0));
-    out.compare("prompt_embeds", ops.concat(cond, 0), RecordingVerifier.input(rec, file, "prompt_embeds"), embeds);
+    out.compare(
+        "prompt_ids",
+        ops.concat(ids, 0),
+        RecordingVerifier.input(rec, file, "prompt_ids"),
+        new Tolerance.MaxAbs(0));
+    out.compare(
+        "prompt_embeds",
+        ops.concat(cond, 0),
+        RecordingVerifier.input(rec, file, "prompt_embeds"),
+        embeds);
     if (rec.keys().contains("negative_prompt_embeds")) {
       if (uncond.isEmpty()) {
-        throw new IllegalArgumentException("recording " + file + " has negative_prompt_embeds but its guidance runs no unconditional branch");
+        throw new IllegalArgumentException(
+            "recording "
+                + file
+                + " has negative_prompt_embeds but its guidance runs no unconditional branch");
       }
-      out.compare("negative_prompt_embeds", ops.concat(uncond, 0), rec.load("negative_prompt_embeds"), embeds);
+      out.compare(
+          "negative_prompt_embeds",
+          ops.concat(uncond, 0),
+          rec.load("negative_prompt_embeds"),
+          embeds);
     }
     List<Tensor> perStep = new ArrayList<>();
     for (int step = 0; step < stepLatents.getFirst().size(); step++) {
@@ -104,8 +127,16 @@ final class PipelineCheck {
       }
       perStep.add(ops.concat(rows, 0).unsqueeze(0));
     }
-    out.compare("step_latents", ops.concat(perStep, 0), RecordingVerifier.input(rec, file, "step_latents"), embeds);
-    out.compare("frames", ops.concat(frames, 0), RecordingVerifier.input(rec, file, "frames"), new Tolerance.MaxAbs(2e-3));
+    out.compare(
+        "step_latents",
+        ops.concat(perStep, 0),
+        RecordingVerifier.input(rec, file, "step_latents"),
+        embeds);
+    out.compare(
+        "frames",
+        ops.concat(frames, 0),
+        RecordingVerifier.input(rec, file, "frames"),
+        new Tolerance.MaxAbs(2e-3));
   }
 
   private Request request(String prompt, Tensor latents, int maxLength, Map<String, String> meta) {

@@ -26,12 +26,14 @@ import java.util.regex.Pattern;
 enum RecordingKind {
   RANDN {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       Pattern key = Pattern.compile("seed(\\d+)_([0-9x]+)");
       for (String name : RecordingVerifier.keys(rec).stream().sorted().toList()) {
         Matcher m = key.matcher(name);
         if (!m.matches()) {
-          throw new IllegalArgumentException("recording " + file + ": key '" + name + "' is not seed{S}_{shape}");
+          throw new IllegalArgumentException(
+              "recording " + file + ": key '" + name + "' is not seed{S}_{shape}");
         }
         int[] shape = Arrays.stream(m.group(2).split("x")).mapToInt(Integer::parseInt).toArray();
         Tensor actual = TorchGenerator.seeded(Long.parseLong(m.group(1))).randn(shape);
@@ -41,12 +43,14 @@ enum RecordingKind {
   },
   SAMPLER {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       String stem = file.getFileName().toString().replace(".safetensors", "");
       String name = stem.substring(0, stem.lastIndexOf('_'));
       Path config = file.resolveSibling(name + "_config.json");
       if (!Files.isRegularFile(config)) {
-        throw new IllegalArgumentException("recording " + file + " has no sampler config " + config.getFileName());
+        throw new IllegalArgumentException(
+            "recording " + file + " has no sampler config " + config.getFileName());
       }
       Sampler sampler = Samplers.fromConfig(config);
       Tensor timesteps = RecordingVerifier.input(rec, file, "timesteps");
@@ -54,7 +58,11 @@ enum RecordingKind {
       Tolerance tol = new Tolerance.MaxAbs(1e-5);
       var schedule = sampler.schedule(steps);
       out.compare("timesteps", Tensor.of(schedule.timesteps(), steps), timesteps, tol);
-      out.compare("sigmas", Tensor.of(schedule.sigmas(), steps + 1), RecordingVerifier.input(rec, file, "sigmas"), tol);
+      out.compare(
+          "sigmas",
+          Tensor.of(schedule.sigmas(), steps + 1),
+          RecordingVerifier.input(rec, file, "sigmas"),
+          tol);
       Backend ops = v.backend();
       Tensor sample = ops.upload(RecordingVerifier.input(rec, file, "initial"), DType.F32);
       SamplerState state = sampler.start(steps);
@@ -66,7 +74,11 @@ enum RecordingKind {
         state = step.state();
         trajectory.add(ops.download(sample).unsqueeze(0));
       }
-      out.compare("trajectory", ops.download(ops.concat(trajectory, 0)), RecordingVerifier.input(rec, file, "trajectory"), tol);
+      out.compare(
+          "trajectory",
+          ops.download(ops.concat(trajectory, 0)),
+          RecordingVerifier.input(rec, file, "trajectory"),
+          tol);
     }
 
     /** The recording's stand-in network: {@code tanh(0.7·x + 0.001·t) − 0.1·x}. */
@@ -77,19 +89,25 @@ enum RecordingKind {
   },
   UMT5 {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       var encoder = v.model().textEncoder();
       Backend ops = v.backend();
       Tensor hidden =
           encoder.encode(
               ops.upload(RecordingVerifier.input(rec, file, "input_ids"), DType.I64),
               ops.upload(RecordingVerifier.input(rec, file, "attention_mask"), DType.I64));
-      out.compare("last_hidden_state", ops.download(hidden), RecordingVerifier.input(rec, file, "last_hidden_state"), new Tolerance.MaxAbs(1e-4));
+      out.compare(
+          "last_hidden_state",
+          ops.download(hidden),
+          RecordingVerifier.input(rec, file, "last_hidden_state"),
+          new Tolerance.MaxAbs(1e-4));
     }
   },
   DIT {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       Backend ops = v.backend();
       Map<String, Tensor> taps = new LinkedHashMap<>();
       Tensor result =
@@ -98,7 +116,8 @@ enum RecordingKind {
               .forward(
                   ops.upload(RecordingVerifier.input(rec, file, "hidden_states"), DType.F32),
                   ops.upload(RecordingVerifier.input(rec, file, "timestep"), DType.F32),
-                  ops.upload(RecordingVerifier.input(rec, file, "encoder_hidden_states"), DType.F32),
+                  ops.upload(
+                      RecordingVerifier.input(rec, file, "encoder_hidden_states"), DType.F32),
                   (name, value) -> taps.put(name, ops.download(value)));
       Tolerance tol = new Tolerance.MaxAbs(1e-4);
       taps.forEach(
@@ -108,9 +127,17 @@ enum RecordingKind {
             }
           });
       for (String name : rec.keys()) {
-        boolean input = name.equals("hidden_states") || name.equals("timestep") || name.equals("encoder_hidden_states");
+        boolean input =
+            name.equals("hidden_states")
+                || name.equals("timestep")
+                || name.equals("encoder_hidden_states");
         if (!input && !name.equals("out") && !taps.containsKey(name)) {
-          throw new IllegalArgumentException("recording " + file + " has tap '" + name + "' that the transformer does not produce");
+          throw new IllegalArgumentException(
+              "recording "
+                  + file
+                  + " has tap '"
+                  + name
+                  + "' that the transformer does not produce");
         }
       }
       out.compare("out", ops.download(result), RecordingVerifier.input(rec, file, "out"), tol);
@@ -118,31 +145,40 @@ enum RecordingKind {
   },
   VAE {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       Backend ops = v.backend();
       var vae = v.model().vae();
       Tolerance tol = new Tolerance.MaxAbs(5e-4);
       if (rec.keys().contains("video")) {
         var posterior = vae.encode(ops.upload(rec.load("video"), DType.F32));
-        out.compare("latent_mean", ops.download(posterior.mean()), RecordingVerifier.input(rec, file, "latent_mean"), tol);
+        out.compare(
+            "latent_mean",
+            ops.download(posterior.mean()),
+            RecordingVerifier.input(rec, file, "latent_mean"),
+            tol);
         if (rec.keys().contains("latent_logvar")) {
-          out.compare("latent_logvar", ops.download(posterior.logvar()), rec.load("latent_logvar"), tol);
+          out.compare(
+              "latent_logvar", ops.download(posterior.logvar()), rec.load("latent_logvar"), tol);
         }
       }
       if (rec.keys().contains("z")) {
         Tensor decoded = vae.decode(ops.upload(rec.load("z"), DType.F32));
-        out.compare("decoded", ops.download(decoded), RecordingVerifier.input(rec, file, "decoded"), tol);
+        out.compare(
+            "decoded", ops.download(decoded), RecordingVerifier.input(rec, file, "decoded"), tol);
       }
     }
   },
   PIPELINE {
     @Override
-    void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       new PipelineCheck(v.model(), file, rec, out).run();
     }
   };
 
-  abstract void check(RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out);
+  abstract void check(
+      RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out);
 
   /** The kind a recording file name denotes, or null. */
   static RecordingKind of(String fileName) {

@@ -18,9 +18,9 @@ import java.util.stream.Stream;
 
 /**
  * The parity aligner's compare mode (what {@code stepweave verify} runs): for each reference
- * recording in a directory (the golden format), runs the matching components of a checkpoint on
- * the recording's inputs and compares every output and tap. Everything — dimensions, batch sizes,
- * step counts, stored dtypes — is read from the files.
+ * recording in a directory (the golden format), runs the matching components of a checkpoint on the
+ * recording's inputs and compares every output and tap. Everything — dimensions, batch sizes, step
+ * counts, stored dtypes — is read from the files.
  */
 public final class RecordingVerifier {
   private final Path checkpoint;

@@ -55,7 +55,12 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param request the request (the guidance policy and sampler are pure functions of it)
    */
   record State(
-      Tensor latents, SamplerState sampler, Tensor cond, Tensor uncond, Request request, CancelScope scope)
+      Tensor latents,
+      SamplerState sampler,
+      Tensor cond,
+      Tensor uncond,
+      Request request,
+      CancelScope scope)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -81,10 +86,14 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     }
     Backend ops = model.backend();
     Tensor cond = text.tensor(TextEncodeLoop.PROMPT_EMBEDS);
-    Tensor uncond = Guidance.policyFor(request).needsUncond() ? text.tensor(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS) : null;
+    Tensor uncond =
+        Guidance.policyFor(request).needsUncond()
+            ? text.tensor(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS)
+            : null;
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
     Sampler sampler = model.sampler(request);
-    return new State(latents, sampler.start(request.params().steps()), cond, uncond, request, ctx.cancelScope());
+    return new State(
+        latents, sampler.start(request.params().steps()), cond, uncond, request, ctx.cancelScope());
   }
 
   /** The request's latents input if any, else {@code torch.randn} of the request's seed. */
@@ -94,7 +103,10 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       if (p instanceof ModalPart.Latents(Tensor given)) {
         if (!Arrays.equals(given.shape(), shape)) {
           throw new InvalidRequestException(
-              "latents input has shape " + Arrays.toString(given.shape()) + ", the request's size needs " + Arrays.toString(shape));
+              "latents input has shape "
+                  + Arrays.toString(given.shape())
+                  + ", the request's size needs "
+                  + Arrays.toString(shape));
         }
         return given.toF32();
       }
@@ -127,7 +139,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     var cfg = model.transformer().config();
     long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
     long latentBytes = s.latents().byteSize();
-    long resident = latentBytes * (2 + s.sampler().history().size()) + s.cond().byteSize() * branches;
+    long resident =
+        latentBytes * (2 + s.sampler().history().size()) + s.cond().byteSize() * branches;
     long peak = tokens * cfg.innerDim() * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
     float t = s.sampler().timestep();
     return new WorkPlan(
@@ -156,7 +169,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       return policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
     }
     Tensor cond = transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
-    Tensor uncond = transformer.forward(s.latents(), timesteps(ops, t, 1), s.uncond(), TapSink.NONE);
+    Tensor uncond =
+        transformer.forward(s.latents(), timesteps(ops, t, 1), s.uncond(), TapSink.NONE);
     return policy.combine(ops, cond, uncond, step);
   }
 
@@ -181,7 +195,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     }
     return List.of(
         new RequestEvent.MediaPreview(
-            s.request().id(), s.stepsDone(), LatentPreview.lastFrame(model.backend().download(s.latents()))));
+            s.request().id(),
+            s.stepsDone(),
+            LatentPreview.lastFrame(model.backend().download(s.latents()))));
   }
 
   @Override
@@ -213,17 +229,21 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   }
 
   @Override
-  public State deserialize(SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
+  public State deserialize(
+      SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     Backend ops = model.backend();
     Map<String, Tensor> samplerTensors = new HashMap<>();
-    data.tensors().forEach(
-        (k, v) -> {
-          if (k.startsWith("sampler.")) {
-            samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
-          }
-        });
+    data.tensors()
+        .forEach(
+            (k, v) -> {
+              if (k.startsWith("sampler.")) {
+                samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
+              }
+            });
     Map<String, String> scalars = new HashMap<>();
-    StateJson.parse(data.json(), id()).properties().forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+    StateJson.parse(data.json(), id())
+        .properties()
+        .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
     Tensor uncond = data.tensors().get("uncond");
     return new State(
         ops.upload(data.tensors().get(LATENTS), DType.F32),

@@ -21,12 +21,15 @@ final class Guidance {
     String variant = o.getOrDefault("cfg", scale > 1.0 ? "classic" : "cond_only");
     return switch (variant) {
       case "classic" -> new CfgPolicy.Classic(scale, batched);
-      case "zero_star" -> new CfgPolicy.CfgZeroStar(scale, integer(o, "cfg_zero_init_steps", 0), batched);
+      case "zero_star" ->
+          new CfgPolicy.CfgZeroStar(scale, integer(o, "cfg_zero_init_steps", 0), batched);
       case "rescale" -> new CfgPolicy.Rescaled(scale, number(o, "cfg_rescale", 0.7), batched);
       case "cond_only" -> new CfgPolicy.CondOnly();
       default ->
           throw new InvalidRequestException(
-              "unknown cfg variant '" + variant + "' (known: classic, zero_star, rescale, cond_only)");
+              "unknown cfg variant '"
+                  + variant
+                  + "' (known: classic, zero_star, rescale, cond_only)");
     };
   }
 

@@ -93,7 +93,8 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
         s.stepsDone(),
         () ->
             StepResult.of(
-                TextEmbeddings.encodePrompts(model.tokenizer(), model.textEncoder(), List.of(text), length)));
+                TextEmbeddings.encodePrompts(
+                    model.tokenizer(), model.textEncoder(), List.of(text), length)));
   }
 
   @Override
@@ -127,7 +128,8 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
   }
 
   @Override
-  public State deserialize(SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
+  public State deserialize(
+      SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     var json = StateJson.parse(data.json(), id());
     List<String> prompts = new ArrayList<>();
     json.get("prompts").forEach(p -> prompts.add(p.asText()));

@@ -100,7 +100,10 @@ public final class WanCards {
 
   /** A Wan T2V card over the standard components with the given recipe. */
   public static ModelCard card(
-      String modelId, Map<String, ComponentSpec> components, RecipeSpec recipe) {
+      String modelId,
+      Map<String, ComponentSpec> components,
+      RecipeSpec recipe,
+      GenerationDefaults defaults) {
     Map<String, LoopSpec> loops = new LinkedHashMap<>();
     loops.put(
         TEXT_ENCODE,

@@ -101,17 +101,24 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     PromptTokenizer tokenizer = PromptTokenizer.load(d.component("tokenizer").dir());
     try {
       UMT5Encoder textEncoder =
-          loadComponent(d, "text_encoder", backend, sources, w -> UMT5Encoder.load(umt5Config(d), w));
+          loadComponent(
+              d, "text_encoder", backend, sources, w -> UMT5Encoder.load(umt5Config(d), w));
       WanTransformer transformer =
           loadComponent(
               d,
               "transformer",
               backend,
               sources,
-              w -> WanTransformer.load(WanTransformerConfig.fromJson(d.component("transformer").config()), w));
+              w ->
+                  WanTransformer.load(
+                      WanTransformerConfig.fromJson(d.component("transformer").config()), w));
       WanVae vae =
           loadComponent(
-              d, "vae", backend, sources, w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
+              d,
+              "vae",
+              backend,
+              sources,
+              w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
       if (textEncoder.config().dModel() != transformer.config().textDim()) {
         throw new CheckpointException(
             d.component("transformer").configFile()
@@ -120,7 +127,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
                 + " does not match the text encoder's d_model "
                 + textEncoder.config().dModel());
       }
-      return new WanModel(dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, sources);
+      return new WanModel(
+          dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, sources);
     } catch (RuntimeException e) {
       tokenizer.close();
       sources.forEach(TensorSource::close);
@@ -138,7 +146,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    * F32 weights straight from the memory-mapped file instead of copying them.
    */
   private static <T> T loadComponent(
-      DiffusersDirectory d, String id, Backend backend, List<TensorSource> open, Function<Weights, T> loader) {
+      DiffusersDirectory d,
+      String id,
+      Backend backend,
+      List<TensorSource> open,
+      Function<Weights, T> loader) {
     TensorSource source = d.component(id).openWeights();
     open.add(source);
     return loader.apply(new Weights(source, backend, DType.F32));
@@ -180,7 +192,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       }
       return n;
     } catch (NumberFormatException e) {
-      throw new InvalidRequestException("max_sequence_length must be an integer in 1..4096, got '" + v + "'");
+      throw new InvalidRequestException(
+          "max_sequence_length must be an integer in 1..4096, got '" + v + "'");
     }
   }
 

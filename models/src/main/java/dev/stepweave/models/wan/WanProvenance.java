@@ -25,6 +25,12 @@ final class WanProvenance {
     settings.put("precision", model.precision().wireName());
     settings.put("backend", model.backend().name());
     return new Provenance(
-        model.card().modelId(), model.card().recipe().method(), node, request.id(), p.seed(), settings, List.of());
+        model.card().modelId(),
+        model.card().recipe().method(),
+        node,
+        request.id(),
+        p.seed(),
+        settings,
+        List.of());
   }
 }

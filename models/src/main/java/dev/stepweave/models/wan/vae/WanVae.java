@@ -158,6 +158,18 @@ public final class WanVae {
     return backend.clamp(Frames.concat(backend, state.decoded()), -1f, 1f);
   }
 
+  /**
+   * Continues a decode from {@link DecodeState#tensors} and {@link DecodeState#scalars} (tensors
+   * already on this VAE's backend) over the same latents.
+   */
+  public DecodeState restoreDecode(
+      Tensor latents,
+      java.util.Map<String, Tensor> tensors,
+      java.util.Map<String, String> scalars) {
+    requireChannels("latents", latents, config.zDim());
+    return DecodeState.restore(latents, decoder.cacheSlots(), tensors, scalars);
+  }
+
   /** Decodes raw latents into video clamped to [-1, 1]. */
   public Tensor decode(Tensor latents) {
     return backend.clamp(decodeUnclamped(latents), -1f, 1f);
