@@ -42,7 +42,7 @@ final class Gemm {
    * @param a {@code [m, k]}
    * @param b {@code [k, n]}
    * @param bias {@code [m, n]}, usually a broadcast view of a vector, or null
-   * @param c {@code [m, n]} output with unit column stride
+   * @param c {@code [m, n]} zero-filled output with unit column stride
    */
   static void multiply(
       WorkPool pool, int m, int n, int k, Matrix a, Matrix b, Matrix bias, Matrix c) {
@@ -65,9 +65,6 @@ final class Gemm {
           int p1 = Math.min(panels, p0 + NC_PANELS);
           int rowPanels = (mc + MR - 1) / MR;
           float[] packedA = new float[rowPanels * MR * Math.min(KC, Math.max(k, 1))];
-          if (k == 0) {
-            zeroTile(c, m0, mc, p0 * NR, Math.min(n, p1 * NR));
-          }
           for (int k0 = 0; k0 < k; k0 += KC) {
             int kc = Math.min(KC, k - k0);
             packA(a, m0, mc, k0, kc, packedA);
@@ -86,8 +83,7 @@ final class Gemm {
                     m0 + rp * MR,
                     rows,
                     col,
-                    cols,
-                    k0 == 0);
+                    cols);
               }
             }
           }
@@ -136,7 +132,9 @@ final class Gemm {
 
   /**
    * Multiplies an MR×kc A panel by a kc×NR B panel into C rows {@code [row, row+rows)}, columns
-   * {@code [col, col+cols)}, continuing the partial sums in C unless {@code first}.
+   * {@code [col, col+cols)}, continuing the partial sums held in C (which starts zero-filled). Rows
+   * past {@code rows} and columns past {@code cols} are masked off rather than branched around, so
+   * the accumulators stay in registers.
    */
   private static void kernel(
       int kc,
@@ -148,31 +146,46 @@ final class Gemm {
       int row,
       int rows,
       int col,
-      int cols,
-      boolean first) {
+      int cols) {
     int bOff = (int) bOffset;
     MemorySegment cs = c.segment();
     long stride = c.rowStride() * Float.BYTES;
     long c0 = (c.offset() + row * c.rowStride() + col) * Float.BYTES;
-    VectorMask<Float> m0 = S.indexInRange(0, cols);
-    VectorMask<Float> m1 = S.indexInRange(L, cols);
-    FloatVector z = FloatVector.zero(S);
-    FloatVector a00 = first || rows <= 0 ? z : load(cs, c0, m0);
-    FloatVector a01 = first || rows <= 0 ? z : load(cs, c0 + L * 4L, m1);
-    FloatVector a10 = first || rows <= 1 ? z : load(cs, c0 + stride, m0);
-    FloatVector a11 = first || rows <= 1 ? z : load(cs, c0 + stride + L * 4L, m1);
-    FloatVector a20 = first || rows <= 2 ? z : load(cs, c0 + 2 * stride, m0);
-    FloatVector a21 = first || rows <= 2 ? z : load(cs, c0 + 2 * stride + L * 4L, m1);
-    FloatVector a30 = first || rows <= 3 ? z : load(cs, c0 + 3 * stride, m0);
-    FloatVector a31 = first || rows <= 3 ? z : load(cs, c0 + 3 * stride + L * 4L, m1);
-    FloatVector a40 = first || rows <= 4 ? z : load(cs, c0 + 4 * stride, m0);
-    FloatVector a41 = first || rows <= 4 ? z : load(cs, c0 + 4 * stride + L * 4L, m1);
-    FloatVector a50 = first || rows <= 5 ? z : load(cs, c0 + 5 * stride, m0);
-    FloatVector a51 = first || rows <= 5 ? z : load(cs, c0 + 5 * stride + L * 4L, m1);
-    FloatVector a60 = first || rows <= 6 ? z : load(cs, c0 + 6 * stride, m0);
-    FloatVector a61 = first || rows <= 6 ? z : load(cs, c0 + 6 * stride + L * 4L, m1);
-    FloatVector a70 = first || rows <= 7 ? z : load(cs, c0 + 7 * stride, m0);
-    FloatVector a71 = first || rows <= 7 ? z : load(cs, c0 + 7 * stride + L * 4L, m1);
+    VectorMask<Float> lo = S.indexInRange(0, cols);
+    VectorMask<Float> hi = S.indexInRange(L, cols);
+    VectorMask<Float> none = S.maskAll(false);
+    VectorMask<Float> l0 = rows > 0 ? lo : none;
+    VectorMask<Float> h0 = rows > 0 ? hi : none;
+    FloatVector a00 = FloatVector.fromMemorySegment(S, cs, c0, ORDER, l0);
+    FloatVector a01 = FloatVector.fromMemorySegment(S, cs, c0 + L * 4L, ORDER, h0);
+    VectorMask<Float> l1 = rows > 1 ? lo : none;
+    VectorMask<Float> h1 = rows > 1 ? hi : none;
+    FloatVector a10 = FloatVector.fromMemorySegment(S, cs, c0 + stride, ORDER, l1);
+    FloatVector a11 = FloatVector.fromMemorySegment(S, cs, c0 + stride + L * 4L, ORDER, h1);
+    VectorMask<Float> l2 = rows > 2 ? lo : none;
+    VectorMask<Float> h2 = rows > 2 ? hi : none;
+    FloatVector a20 = FloatVector.fromMemorySegment(S, cs, c0 + 2 * stride, ORDER, l2);
+    FloatVector a21 = FloatVector.fromMemorySegment(S, cs, c0 + 2 * stride + L * 4L, ORDER, h2);
+    VectorMask<Float> l3 = rows > 3 ? lo : none;
+    VectorMask<Float> h3 = rows > 3 ? hi : none;
+    FloatVector a30 = FloatVector.fromMemorySegment(S, cs, c0 + 3 * stride, ORDER, l3);
+    FloatVector a31 = FloatVector.fromMemorySegment(S, cs, c0 + 3 * stride + L * 4L, ORDER, h3);
+    VectorMask<Float> l4 = rows > 4 ? lo : none;
+    VectorMask<Float> h4 = rows > 4 ? hi : none;
+    FloatVector a40 = FloatVector.fromMemorySegment(S, cs, c0 + 4 * stride, ORDER, l4);
+    FloatVector a41 = FloatVector.fromMemorySegment(S, cs, c0 + 4 * stride + L * 4L, ORDER, h4);
+    VectorMask<Float> l5 = rows > 5 ? lo : none;
+    VectorMask<Float> h5 = rows > 5 ? hi : none;
+    FloatVector a50 = FloatVector.fromMemorySegment(S, cs, c0 + 5 * stride, ORDER, l5);
+    FloatVector a51 = FloatVector.fromMemorySegment(S, cs, c0 + 5 * stride + L * 4L, ORDER, h5);
+    VectorMask<Float> l6 = rows > 6 ? lo : none;
+    VectorMask<Float> h6 = rows > 6 ? hi : none;
+    FloatVector a60 = FloatVector.fromMemorySegment(S, cs, c0 + 6 * stride, ORDER, l6);
+    FloatVector a61 = FloatVector.fromMemorySegment(S, cs, c0 + 6 * stride + L * 4L, ORDER, h6);
+    VectorMask<Float> l7 = rows > 7 ? lo : none;
+    VectorMask<Float> h7 = rows > 7 ? hi : none;
+    FloatVector a70 = FloatVector.fromMemorySegment(S, cs, c0 + 7 * stride, ORDER, l7);
+    FloatVector a71 = FloatVector.fromMemorySegment(S, cs, c0 + 7 * stride + L * 4L, ORDER, h7);
     for (int q = 0; q < kc; q++) {
       int bi = bOff + q * NR;
       FloatVector b0 = FloatVector.fromArray(S, bp, bi);
@@ -203,40 +216,22 @@ final class Gemm {
       a70 = x.fma(b0, a70);
       a71 = x.fma(b1, a71);
     }
-    store(a00, a01, cs, c0, m0, m1, rows > 0);
-    store(a10, a11, cs, c0 + stride, m0, m1, rows > 1);
-    store(a20, a21, cs, c0 + 2 * stride, m0, m1, rows > 2);
-    store(a30, a31, cs, c0 + 3 * stride, m0, m1, rows > 3);
-    store(a40, a41, cs, c0 + 4 * stride, m0, m1, rows > 4);
-    store(a50, a51, cs, c0 + 5 * stride, m0, m1, rows > 5);
-    store(a60, a61, cs, c0 + 6 * stride, m0, m1, rows > 6);
-    store(a70, a71, cs, c0 + 7 * stride, m0, m1, rows > 7);
-  }
-
-  private static FloatVector load(MemorySegment s, long byteOffset, VectorMask<Float> mask) {
-    return FloatVector.fromMemorySegment(S, s, byteOffset, ORDER, mask);
-  }
-
-  private static void store(
-      FloatVector lo,
-      FloatVector hi,
-      MemorySegment s,
-      long byteOffset,
-      VectorMask<Float> m0,
-      VectorMask<Float> m1,
-      boolean rowExists) {
-    if (rowExists) {
-      lo.intoMemorySegment(s, byteOffset, ORDER, m0);
-      hi.intoMemorySegment(s, byteOffset + L * 4L, ORDER, m1);
-    }
-  }
-
-  private static void zeroTile(Matrix c, int m0, int mc, int c0, int c1) {
-    for (int r = m0; r < m0 + mc; r++) {
-      for (int j = c0; j < c1; j++) {
-        c.set(r, j, 0f);
-      }
-    }
+    a00.intoMemorySegment(cs, c0, ORDER, l0);
+    a01.intoMemorySegment(cs, c0 + L * 4L, ORDER, h0);
+    a10.intoMemorySegment(cs, c0 + stride, ORDER, l1);
+    a11.intoMemorySegment(cs, c0 + stride + L * 4L, ORDER, h1);
+    a20.intoMemorySegment(cs, c0 + 2 * stride, ORDER, l2);
+    a21.intoMemorySegment(cs, c0 + 2 * stride + L * 4L, ORDER, h2);
+    a30.intoMemorySegment(cs, c0 + 3 * stride, ORDER, l3);
+    a31.intoMemorySegment(cs, c0 + 3 * stride + L * 4L, ORDER, h3);
+    a40.intoMemorySegment(cs, c0 + 4 * stride, ORDER, l4);
+    a41.intoMemorySegment(cs, c0 + 4 * stride + L * 4L, ORDER, h4);
+    a50.intoMemorySegment(cs, c0 + 5 * stride, ORDER, l5);
+    a51.intoMemorySegment(cs, c0 + 5 * stride + L * 4L, ORDER, h5);
+    a60.intoMemorySegment(cs, c0 + 6 * stride, ORDER, l6);
+    a61.intoMemorySegment(cs, c0 + 6 * stride + L * 4L, ORDER, h6);
+    a70.intoMemorySegment(cs, c0 + 7 * stride, ORDER, l7);
+    a71.intoMemorySegment(cs, c0 + 7 * stride + L * 4L, ORDER, h7);
   }
 
   private static void addBias(Matrix bias, Matrix c, int m0, int mc, int c0, int c1) {
