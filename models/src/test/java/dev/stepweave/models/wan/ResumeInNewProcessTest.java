@@ -83,7 +83,7 @@ class ResumeInNewProcessTest {
             "vae_decode",
             "vae_decode"),
         loops);
-    for (int i : new int[] {1, 2, 4, 6, 7}) {
+    for (int i : new int[] {1, 4, 7}) {
       Path frames = dir.resolve("resumed" + i + ".safetensors");
       Process p =
           new ProcessBuilder(
