@@ -177,6 +177,11 @@ enum RecordingKind {
     }
   };
 
+  /** Whether checking this recording needs the checkpoint's components. */
+  boolean needsModel() {
+    return this != RANDN && this != SAMPLER;
+  }
+
   abstract void check(
       RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out);
 

@@ -38,6 +38,7 @@ public final class RecordingVerifier {
    * Checks every recording in {@code referenceDir}.
    *
    * @param onEach receives each comparison as soon as it is made
+   * @throws dev.stepweave.tensor.io.CheckpointException when the checkpoint does not load
    */
   public ParityReport verify(Path referenceDir, Consumer<Comparison> onEach) {
     ParityReport report = new ParityReport();
@@ -56,6 +57,12 @@ public final class RecordingVerifier {
       report.error(referenceDir + ": no .safetensors recordings");
     }
     try {
+      // A checkpoint that does not load is fatal for the whole run, not one recording's failure.
+      if (files.stream()
+          .map(f -> RecordingKind.of(f.getFileName().toString()))
+          .anyMatch(k -> k != null && k.needsModel())) {
+        model();
+      }
       for (Path file : files) {
         RecordingKind kind = RecordingKind.of(file.getFileName().toString());
         if (kind == null) {

@@ -26,6 +26,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Function;
 
@@ -197,8 +199,41 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     }
   }
 
+  /** The per-loop settings a request may give, by loop id. */
+  private static final Map<String, Set<String>> LOOP_SETTINGS =
+      Map.of(
+          WanCards.TEXT_ENCODE, Set.of("max_sequence_length"),
+          WanCards.DENOISE, Set.of("cfg", "cfg_batched", "cfg_zero_init_steps", "cfg_rescale"),
+          WanCards.VAE_DECODE, Set.of("tile", "tile_size", "tile_stride"));
+
   @Override
   public void validate(Request request) {
+    request
+        .nodeOverrides()
+        .forEach(
+            (loop, settings) -> {
+              Set<String> known = LOOP_SETTINGS.get(loop);
+              if (known == null) {
+                throw new InvalidRequestException(
+                    "unknown loop '"
+                        + loop
+                        + "' in settings (loops: "
+                        + String.join(", ", new TreeSet<>(LOOP_SETTINGS.keySet()))
+                        + ")");
+              }
+              for (String key : settings.keySet()) {
+                if (!known.contains(key)) {
+                  throw new InvalidRequestException(
+                      "unknown setting '"
+                          + loop
+                          + "."
+                          + key
+                          + "' (known: "
+                          + String.join(", ", new TreeSet<>(known))
+                          + ")");
+                }
+              }
+            });
     maxSequenceLength(request);
     Guidance.policyFor(request);
     sampler(request);
