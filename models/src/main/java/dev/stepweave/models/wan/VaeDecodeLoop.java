@@ -98,10 +98,6 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     if (!tile) {
       return null;
     }
-    if (o.containsKey("tile_stride")) {
-      throw new InvalidRequestException(
-          "vae_decode tile_stride is not supported: tiles do not overlap, give only tile_size");
-    }
     int size = integer(o, "tile_size", DecodeTiling.standard().tileHeight());
     int unit = vae.config().spatialCompression();
     if (size <= 0 || size % unit != 0) {

@@ -16,7 +16,8 @@ import java.util.Map;
  * remembering the last frames of the previous chunk; the chunking changes the numbers, so it is
  * part of the model. All per-call state lives in an {@link EncodeState} or {@link DecodeState}: the
  * loaded model is immutable and serves concurrent calls, and a call can stop after any chunk and
- * continue later.
+ * continue later. Decoding can also split each frame into spatial tiles, exactly (see {@link
+ * WanVaeDecoder#haloCells}): tiles bound the memory of the high-resolution layers, not the result.
  */
 public final class WanVae {
   private static final float LOGVAR_MIN = -30f;
