@@ -1,7 +1,8 @@
 package dev.stepweave.core.loop;
 
-import dev.stepweave.core.card.ModelInstance;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
+import java.util.List;
 
 /**
  * A model's loop: a serialisable state machine the runtime drives. The model owns the math ({@code
@@ -24,5 +25,17 @@ public interface Loop<S extends LoopState> {
   /** Turns a state into data and back, bit-exactly. */
   SerializedState serialize(S state);
 
-  S deserialize(SerializedState data, Request request, ModelInstance model);
+  /**
+   * Rebuilds a state serialised by {@link #serialize}, for the same request, in this or another
+   * process.
+   */
+  S deserialize(SerializedState data, Request request, ModelInstance model, LoopContext ctx);
+
+  /**
+   * Events the loop publishes after a step has been folded in (e.g. {@code media.preview}); the
+   * driver emits them. Most loops emit none.
+   */
+  default List<RequestEvent> eventsAfter(S state) {
+    return List.of();
+  }
 }

@@ -1,6 +1,5 @@
 package dev.stepweave.core.loop;
 
-import dev.stepweave.core.card.ModelInstance;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
@@ -40,6 +39,7 @@ public final class LoopDriver {
               state.stepsDone(),
               state.totalSteps(),
               Duration.ofNanos(System.nanoTime() - start)));
+      loop.eventsAfter(state).forEach(ctx::emit);
       if (ctx.wantsCheckpoints()) {
         ctx.checkpoint(loop.id(), loop.serialize(state));
       }

@@ -9,6 +9,9 @@ public sealed interface Artifact {
 
   Provenance provenance();
 
+  /** The same artifact with other provenance. */
+  Artifact withProvenance(Provenance p);
+
   /**
    * Video frames.
    *
@@ -16,6 +19,11 @@ public sealed interface Artifact {
    */
   record VideoArtifact(String name, Tensor frames, int fps, Provenance provenance)
       implements Artifact {
+    @Override
+    public VideoArtifact withProvenance(Provenance p) {
+      return new VideoArtifact(name, frames, fps, p);
+    }
+
     public VideoArtifact {
       requireFrames(frames);
       if (fps < 1) {
@@ -38,6 +46,11 @@ public sealed interface Artifact {
 
   /** One image, {@code [H, W, 3]} F32 in [0, 1] on the CPU. */
   record ImageArtifact(String name, Tensor pixels, Provenance provenance) implements Artifact {
+    @Override
+    public ImageArtifact withProvenance(Provenance p) {
+      return new ImageArtifact(name, pixels, p);
+    }
+
     public ImageArtifact {
       if (pixels.rank() != 3 || pixels.dim(2) != 3) {
         throw new IllegalArgumentException(
@@ -47,10 +60,20 @@ public sealed interface Artifact {
   }
 
   /** Final latents before decoding, {@code [C, F, H, W]}. */
-  record LatentArtifact(String name, Tensor latents, Provenance provenance) implements Artifact {}
+  record LatentArtifact(String name, Tensor latents, Provenance provenance) implements Artifact {
+    @Override
+    public LatentArtifact withProvenance(Provenance p) {
+      return new LatentArtifact(name, latents, p);
+    }
+  }
 
   /** Any other tensor a loop exposes. */
-  record TensorArtifact(String name, Tensor tensor, Provenance provenance) implements Artifact {}
+  record TensorArtifact(String name, Tensor tensor, Provenance provenance) implements Artifact {
+    @Override
+    public TensorArtifact withProvenance(Provenance p) {
+      return new TensorArtifact(name, tensor, p);
+    }
+  }
 
   private static void requireFrames(Tensor frames) {
     if (frames.rank() != 4 || frames.dim(3) != 3) {

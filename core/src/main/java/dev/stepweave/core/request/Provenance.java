@@ -27,4 +27,8 @@ public record Provenance(
     settings = Map.copyOf(settings);
     recipeOverrides = List.copyOf(recipeOverrides);
   }
+
+  public Provenance withRecipeOverrides(List<String> overrides) {
+    return new Provenance(modelId, recipe, node, requestId, seed, settings, overrides);
+  }
 }

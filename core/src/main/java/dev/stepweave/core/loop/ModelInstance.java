@@ -1,5 +1,6 @@
-package dev.stepweave.core.card;
+package dev.stepweave.core.loop;
 
+import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.tensor.Backend;
 
 /**
@@ -15,6 +16,17 @@ public interface ModelInstance {
 
   Backend backend();
 
+  /** The precision this instance computes in. */
+  default dev.stepweave.core.card.Precision precision() {
+    return card().precision().defaultPrecision();
+  }
+
+  /**
+   * The sampler a request will run with (its own choice, else the checkpoint's), as the recipe
+   * names samplers ("unipc", "euler").
+   */
+  String samplerFor(dev.stepweave.core.request.Request request);
+
   /** The weights version; bumps when weights are swapped in place. */
   default long weightsVersion() {
     return 0;
@@ -26,4 +38,11 @@ public interface ModelInstance {
    * @throws IllegalArgumentException when the card has no such component or it is of another type
    */
   <T> T component(String id, Class<T> type);
+
+  /**
+   * The loop the card calls {@code loopId}, bound to this instance.
+   *
+   * @throws IllegalArgumentException when the card has no such loop
+   */
+  Loop<? extends LoopState> loop(String loopId);
 }

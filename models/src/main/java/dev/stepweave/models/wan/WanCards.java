@@ -1,0 +1,160 @@
+package dev.stepweave.models.wan;
+
+import dev.stepweave.core.card.CacheContract;
+import dev.stepweave.core.card.CardJson;
+import dev.stepweave.core.card.CheckpointManifest;
+import dev.stepweave.core.card.ComponentKind;
+import dev.stepweave.core.card.ComponentSpec;
+import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.LoopSpec;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.ParallelismContract;
+import dev.stepweave.core.card.ParitySpec;
+import dev.stepweave.core.card.Precision;
+import dev.stepweave.core.card.PrecisionContract;
+import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.tensor.io.CheckpointException;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.EnumSet;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/** Cards for Wan 2.1 text-to-video checkpoints. */
+public final class WanCards {
+  public static final String FAMILY = "wan";
+  public static final String TEXT_ENCODE = "text_encode";
+  public static final String DENOISE = "denoise";
+  public static final String VAE_DECODE = "vae_decode";
+
+  /** The diffusers class each component must have, by component id. */
+  static final Map<String, String> COMPONENT_CLASSES =
+      Map.of(
+          "transformer", "WanTransformer3DModel",
+          "vae", "AutoencoderKLWan",
+          "text_encoder", "UMT5EncoderModel",
+          "tokenizer", "",
+          "scheduler", "");
+
+  private WanCards() {}
+
+  /**
+   * The checkpoint's card: its {@code card.json} when present, else one imported from {@code
+   * model_index.json} (recipe "base", provenance unknown). Validated before any weights load.
+   */
+  public static ModelCard cardFor(DiffusersDirectory dir) {
+    Path cardFile = dir.dir().resolve(CardJson.FILE_NAME);
+    ModelCard card = Files.isRegularFile(cardFile) ? CardJson.read(cardFile) : importDiffusers(dir);
+    if (!FAMILY.equals(card.family())) {
+      throw new CheckpointException(
+          cardFile + ": card family '" + card.family() + "' is not " + FAMILY);
+    }
+    return card;
+  }
+
+  /**
+   * Imports a diffusers WanPipeline checkpoint.
+   *
+   * @throws CheckpointException when a component T2V needs is missing or of another class
+   */
+  public static ModelCard importDiffusers(DiffusersDirectory dir) {
+    Path index = dir.dir().resolve("model_index.json");
+    if (!dir.pipelineClass().isEmpty() && !dir.pipelineClass().equals("WanPipeline")) {
+      throw new CheckpointException(
+          index
+              + ": pipeline '"
+              + dir.pipelineClass()
+              + "' is not supported (only WanPipeline, text-to-video)");
+    }
+    Map<String, ComponentSpec> components = new LinkedHashMap<>();
+    for (var e : COMPONENT_CLASSES.entrySet()) {
+      String id = e.getKey();
+      var declared = dir.components().get(id);
+      if (declared == null) {
+        throw new CheckpointException(
+            index + ": missing component '" + id + "' (Wan text-to-video needs it)");
+      }
+      if (!e.getValue().isEmpty() && !e.getValue().equals(declared.className())) {
+        throw new CheckpointException(
+            index
+                + ": component '"
+                + id
+                + "' is "
+                + declared.className()
+                + ", expected "
+                + e.getValue());
+      }
+      components.put(
+          id, new ComponentSpec(id, kindOf(id), id, declared.className(), Precision.F32));
+    }
+    String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
+    return card(modelId, components, RecipeSpec.base());
+  }
+
+  /** A Wan T2V card over the standard components with the given recipe. */
+  public static ModelCard card(
+      String modelId, Map<String, ComponentSpec> components, RecipeSpec recipe) {
+    Map<String, LoopSpec> loops = new LinkedHashMap<>();
+    loops.put(
+        TEXT_ENCODE,
+        new LoopSpec(TEXT_ENCODE, WorkKind.ENCODER_CHUNK, List.of("tokenizer", "text_encoder")));
+    loops.put(
+        DENOISE,
+        new LoopSpec(DENOISE, WorkKind.DIFFUSION_STEP, List.of("transformer", "scheduler")));
+    loops.put(VAE_DECODE, new LoopSpec(VAE_DECODE, WorkKind.VAE_TILE, List.of("vae")));
+    List<String> program = List.of(TEXT_ENCODE, DENOISE, VAE_DECODE);
+    Map<String, CheckpointManifest.Requirement> manifest = new LinkedHashMap<>();
+    for (String id : components.keySet()) {
+      manifest.put(id, new CheckpointManifest.Requirement(EnumSet.allOf(TaskType.class), Set.of()));
+    }
+    List<String> taps =
+        new ArrayList<>(
+            List.of("patch_embedding", "temb", "timestep_proj", "context", "rope_cos", "rope_sin"));
+    taps.add("block_*");
+    return new ModelCard(
+            modelId,
+            FAMILY,
+            components,
+            loops,
+            Map.of(TaskType.T2V, program, TaskType.T2I, program),
+            recipe,
+            new ParitySpec(
+                ConsistencyRung.C1,
+                taps,
+                Map.of(
+                    "dit",
+                    1e-4,
+                    "umt5",
+                    1e-4,
+                    "vae",
+                    5e-4,
+                    "sampler",
+                    1e-5,
+                    "step_latents",
+                    5e-4,
+                    "frames",
+                    2e-3)),
+            Map.of("text_embedding", new CacheContract("text_embedding", "feature", false)),
+            ParallelismContract.single(),
+            new PrecisionContract(Set.of(Precision.F32, Precision.BF16), Precision.F32),
+            new CheckpointManifest(manifest))
+        .validate(modelId);
+  }
+
+  private static ComponentKind kindOf(String id) {
+    return switch (id) {
+      case "transformer" -> ComponentKind.DIT;
+      case "vae" -> ComponentKind.VAE;
+      case "text_encoder" -> ComponentKind.TEXT_ENCODER;
+      case "tokenizer" -> ComponentKind.TOKENIZER;
+      case "scheduler" -> ComponentKind.SCHEDULER;
+      default -> throw new IllegalArgumentException("not a Wan component: " + id);
+    };
+  }
+}

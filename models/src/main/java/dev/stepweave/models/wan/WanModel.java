@@ -1,0 +1,231 @@
+package dev.stepweave.models.wan;
+
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.models.sampling.Sampler;
+import dev.stepweave.models.text.PromptTokenizer;
+import dev.stepweave.models.text.UMT5Config;
+import dev.stepweave.models.text.UMT5Encoder;
+import dev.stepweave.models.wan.transformer.WanTransformer;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.models.wan.vae.WanVae;
+import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.io.CheckpointException;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.tensor.io.Weights;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.UUID;
+import java.util.function.Function;
+
+/**
+ * A Wan 2.1 T2V checkpoint loaded onto one backend: its card, its components and its three loops.
+ * It holds weights only; every request's state lives in the loops' states.
+ */
+public final class WanModel implements ModelInstance, AutoCloseable {
+  /** The reference pipeline's default text length. */
+  public static final int DEFAULT_MAX_SEQUENCE_LENGTH = 512;
+
+  private final String instanceId = "wan-" + UUID.randomUUID().toString().substring(0, 8);
+  private final Path dir;
+  private final ModelCard card;
+  private final Backend backend;
+  private final PromptTokenizer tokenizer;
+  private final UMT5Encoder textEncoder;
+  private final WanTransformer transformer;
+  private final WanVae vae;
+  private final SamplerChoice samplers;
+  private final int maxSequenceLength;
+  private final Map<String, Loop<? extends LoopState>> loops;
+
+  private WanModel(
+      Path dir,
+      ModelCard card,
+      Backend backend,
+      PromptTokenizer tokenizer,
+      UMT5Encoder textEncoder,
+      WanTransformer transformer,
+      WanVae vae,
+      SamplerChoice samplers,
+      int maxSequenceLength) {
+    this.dir = dir;
+    this.card = card;
+    this.backend = backend;
+    this.tokenizer = tokenizer;
+    this.textEncoder = textEncoder;
+    this.transformer = transformer;
+    this.vae = vae;
+    this.samplers = samplers;
+    this.maxSequenceLength = maxSequenceLength;
+    this.loops =
+        Map.of(
+            WanCards.TEXT_ENCODE, new TextEncodeLoop(this),
+            WanCards.DENOISE, new DenoiseLoop(this),
+            WanCards.VAE_DECODE, new VaeDecodeLoop(this));
+  }
+
+  /** Loads a diffusers-format checkpoint with the reference pipeline's text length. */
+  public static WanModel load(Path dir, Backend backend) {
+    return load(dir, backend, DEFAULT_MAX_SEQUENCE_LENGTH);
+  }
+
+  /**
+   * Loads a diffusers-format Wan T2V checkpoint: the card is read (or imported) and validated
+   * first, then each component strictly (a missing, misshapen or unexpected tensor is a one-line
+   * {@link CheckpointException} naming the file and tensor).
+   */
+  public static WanModel load(Path dir, Backend backend, int maxSequenceLength) {
+    if (!Files.isDirectory(dir)) {
+      throw new CheckpointException("model directory not found: " + dir);
+    }
+    DiffusersDirectory d = DiffusersDirectory.open(dir);
+    ModelCard card = WanCards.cardFor(d);
+    var schedulerComponent = d.component("scheduler");
+    SamplerChoice samplers;
+    try {
+      samplers =
+          new SamplerChoice(
+              Files.readString(schedulerComponent.configFile()),
+              schedulerComponent.configFile().toString());
+    } catch (IOException e) {
+      throw new CheckpointException(
+          schedulerComponent.configFile() + ": cannot read: " + e.getMessage());
+    }
+    PromptTokenizer tokenizer = PromptTokenizer.load(d.component("tokenizer").dir());
+    UMT5Encoder textEncoder =
+        loadComponent(d, "text_encoder", backend, w -> UMT5Encoder.load(umt5Config(d), w));
+    WanTransformer transformer =
+        loadComponent(
+            d,
+            "transformer",
+            backend,
+            w ->
+                WanTransformer.load(
+                    WanTransformerConfig.fromJson(d.component("transformer").config()), w));
+    WanVae vae =
+        loadComponent(
+            d,
+            "vae",
+            backend,
+            w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
+    if (textEncoder.config().dModel() != transformer.config().textDim()) {
+      throw new CheckpointException(
+          d.component("transformer").configFile()
+              + ": text_dim "
+              + transformer.config().textDim()
+              + " does not match the text encoder's d_model "
+              + textEncoder.config().dModel());
+    }
+    return new WanModel(
+        dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, maxSequenceLength);
+  }
+
+  private static UMT5Config umt5Config(DiffusersDirectory d) {
+    var c = d.component("text_encoder");
+    return UMT5Config.fromJson(c.config(), c.configFile().toString());
+  }
+
+  private static <T> T loadComponent(
+      DiffusersDirectory d, String id, Backend backend, Function<Weights, T> loader) {
+    try (TensorSource source = d.component(id).openWeights()) {
+      return loader.apply(new Weights(source, backend, DType.F32));
+    }
+  }
+
+  public Path dir() {
+    return dir;
+  }
+
+  public PromptTokenizer tokenizer() {
+    return tokenizer;
+  }
+
+  public UMT5Encoder textEncoder() {
+    return textEncoder;
+  }
+
+  public WanTransformer transformer() {
+    return transformer;
+  }
+
+  public WanVae vae() {
+    return vae;
+  }
+
+  public int maxSequenceLength() {
+    return maxSequenceLength;
+  }
+
+  /** The sampler a request runs with. */
+  public Sampler sampler(Request request) {
+    return samplers.choose(request.params().sampler(), request.params().shift());
+  }
+
+  @Override
+  public String instanceId() {
+    return instanceId;
+  }
+
+  @Override
+  public ModelCard card() {
+    return card;
+  }
+
+  @Override
+  public Backend backend() {
+    return backend;
+  }
+
+  @Override
+  public String samplerFor(Request request) {
+    return request.params().sampler().orElse(samplers.defaultName());
+  }
+
+  @Override
+  public <T> T component(String id, Class<T> type) {
+    Object c =
+        switch (id) {
+          case "tokenizer" -> tokenizer;
+          case "text_encoder" -> textEncoder;
+          case "transformer" -> transformer;
+          case "vae" -> vae;
+          case "scheduler" -> samplers;
+          default ->
+              throw new IllegalArgumentException(
+                  "model '" + card.modelId() + "' has no component '" + id + "'");
+        };
+    if (!type.isInstance(c)) {
+      throw new IllegalArgumentException(
+          "component '"
+              + id
+              + "' is a "
+              + c.getClass().getSimpleName()
+              + ", not "
+              + type.getSimpleName());
+    }
+    return type.cast(c);
+  }
+
+  @Override
+  public Loop<? extends LoopState> loop(String loopId) {
+    Loop<? extends LoopState> loop = loops.get(loopId);
+    if (loop == null) {
+      throw new IllegalArgumentException(
+          "model '" + card.modelId() + "' has no loop '" + loopId + "'");
+    }
+    return loop;
+  }
+
+  @Override
+  public void close() {
+    tokenizer.close();
+  }
+}

@@ -1,0 +1,80 @@
+package dev.stepweave.models.wan.transformer;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+
+/**
+ * One Wan DiT block: modulated self-attention with RoPE, cross-attention to the text, modulated
+ * feed-forward, each added back to the residual stream (the modulated ones through a gate).
+ */
+final class WanTransformerBlock {
+  // Order of the six vectors in scale_shift_table and in each block's share of timestep_proj.
+  private static final int SHIFT = 0;
+  private static final int SCALE = 1;
+  private static final int GATE = 2;
+  private static final int FFN_SHIFT = 3;
+  private static final int FFN_SCALE = 4;
+  private static final int FFN_GATE = 5;
+
+  private final WanAttention selfAttention;
+  private final WanAttention crossAttention;
+  private final WanFeedForward feedForward;
+  private final Tensor crossNormWeight; // null when cross_attn_norm is false
+  private final Tensor crossNormBias;
+  private final Tensor scaleShiftTable; // [1, 6, dim]
+  private final float eps;
+
+  private WanTransformerBlock(
+      WanAttention selfAttention,
+      WanAttention crossAttention,
+      WanFeedForward feedForward,
+      Tensor crossNormWeight,
+      Tensor crossNormBias,
+      Tensor scaleShiftTable,
+      float eps) {
+    this.selfAttention = selfAttention;
+    this.crossAttention = crossAttention;
+    this.feedForward = feedForward;
+    this.crossNormWeight = crossNormWeight;
+    this.crossNormBias = crossNormBias;
+    this.scaleShiftTable = scaleShiftTable;
+    this.eps = eps;
+  }
+
+  /** Takes one {@code blocks.<i>.*} group. */
+  static WanTransformerBlock load(WanTransformerConfig cfg, Weights weights) {
+    int dim = cfg.innerDim();
+    return new WanTransformerBlock(
+        WanAttention.load(cfg, weights.scope("attn1")),
+        WanAttention.load(cfg, weights.scope("attn2")),
+        WanFeedForward.load(cfg, weights.scope("ffn")),
+        cfg.crossAttnNorm() ? weights.take("norm2.weight", dim) : null,
+        cfg.crossAttnNorm() ? weights.take("norm2.bias", dim) : null,
+        weights.take("scale_shift_table", 1, 6, dim),
+        (float) cfg.eps());
+  }
+
+  /**
+   * @param x residual stream {@code [B, L, dim]}
+   * @param context text context {@code [B, S, dim]}
+   * @param timestepProj modulation embedding {@code [B, 6, dim]}
+   * @return the updated residual stream {@code [B, L, dim]}
+   */
+  Tensor apply(Backend backend, Tensor x, Tensor context, Tensor timestepProj, RotaryTables rope) {
+    Tensor[] mod = Modulation.vectors(backend, scaleShiftTable, timestepProj);
+
+    Tensor h = Modulation.modulate(backend, plainNorm(backend, x), mod[SHIFT], mod[SCALE]);
+    x = backend.add(x, backend.mul(selfAttention.selfAttention(backend, h, rope), mod[GATE]));
+
+    h = crossNormWeight == null ? x : backend.layerNorm(x, crossNormWeight, crossNormBias, eps);
+    x = backend.add(x, crossAttention.crossAttention(backend, h, context));
+
+    h = Modulation.modulate(backend, plainNorm(backend, x), mod[FFN_SHIFT], mod[FFN_SCALE]);
+    return backend.add(x, backend.mul(feedForward.apply(backend, h), mod[FFN_GATE]));
+  }
+
+  private Tensor plainNorm(Backend backend, Tensor x) {
+    return backend.layerNorm(x, null, null, eps);
+  }
+}

@@ -1,0 +1,80 @@
+package dev.stepweave.tensor.io;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+import static org.junit.jupiter.api.Assumptions.assumeTrue;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/** Every safetensors file the reference stack recorded must open and load completely. */
+class GoldenSafetensorsTest {
+  @TempDir Path dir;
+
+  static Stream<Path> goldenFiles() throws IOException {
+    Path golden = Path.of(System.getProperty("stepweave.golden"));
+    try (Stream<Path> walk = Files.walk(golden)) {
+      List<Path> files =
+          walk.filter(p -> p.getFileName().toString().endsWith(".safetensors")).sorted().toList();
+      assertFalse(files.isEmpty(), "no safetensors files under " + golden);
+      return files.stream();
+    }
+  }
+
+  @ParameterizedTest
+  @MethodSource("goldenFiles")
+  void everyTensorLoads(Path file) {
+    try (SafetensorsFile f = SafetensorsFile.open(file)) {
+      assertFalse(f.keys().isEmpty());
+      for (String key : f.keys()) {
+        TensorSource.TensorInfo info = f.info(key);
+        Tensor view = f.load(key);
+        assertEquals(info.dtype(), view.dtype());
+        assertArrayEquals(info.shape(), view.shape());
+        Tensor copy = f.loadF32(key);
+        assertEquals(DType.F32, copy.dtype());
+        assertArrayEquals(view.toFloatArray(), copy.toFloatArray(), key);
+      }
+    }
+  }
+
+  /**
+   * Rewriting a recording with our writer reproduces the reference's bytes. Only files with at most
+   * one metadata entry qualify: the reference writes metadata in hash order.
+   */
+  @ParameterizedTest
+  @MethodSource("goldenFiles")
+  void rewritingReproducesTheReferenceBytes(Path file) throws IOException {
+    Path copy = dir.resolve("copy.safetensors");
+    try (SafetensorsFile f = SafetensorsFile.open(file)) {
+      assumeTrue(f.metadata().size() <= 1, "metadata order is the reference's hash order");
+      Map<String, Tensor> tensors = new LinkedHashMap<>();
+      for (String key : f.keys()) {
+        tensors.put(key, f.load(key));
+      }
+      Safetensors.write(copy, tensors, f.metadata());
+    }
+    byte[] expected = Files.readAllBytes(file);
+    byte[] actual = Files.readAllBytes(copy);
+    assertTrue(
+        java.util.Arrays.equals(expected, actual),
+        () ->
+            file
+                + " differs at byte "
+                + java.util.Arrays.mismatch(expected, actual)
+                + " of "
+                + expected.length);
+  }
+}

@@ -1,0 +1,114 @@
+package dev.stepweave.tensor.io;
+
+import static dev.stepweave.tensor.io.RawSafetensors.assertOneLineNaming;
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Map;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class WeightsTest {
+  @TempDir Path dir;
+  private Path file;
+  private SafetensorsFile source;
+  private Weights weights;
+
+  @BeforeEach
+  void open() {
+    Tensor bf16 = Tensor.zeros(DType.BF16, 2, 3);
+    for (int i = 0; i < 6; i++) {
+      bf16.setFloat(i * 0.5f - 1, i / 3, i % 3);
+    }
+    file = dir.resolve("block.safetensors");
+    Safetensors.write(
+        file,
+        Map.of(
+            "proj.weight", bf16,
+            "proj.bias", Tensor.of(new float[] {0.25f, -4}, 2),
+            "norm.weight", Tensor.of(new float[] {1, 1, 1}, 3)),
+        null);
+    source = SafetensorsFile.open(file);
+    weights = new Weights(source, new CpuBackend(1), DType.F32);
+  }
+
+  @AfterEach
+  void close() {
+    source.close();
+  }
+
+  @Test
+  void takesScopedTensorsUpcastToTheComputeType() {
+    Weights proj = weights.scope("proj");
+    Tensor w = proj.take("weight", 2, 3);
+    assertEquals(DType.F32, w.dtype());
+    assertArrayEquals(new float[] {-1, -0.5f, 0, 0.5f, 1, 1.5f}, w.toFloatArray());
+    assertArrayEquals(new float[] {0.25f, -4}, proj.take("bias", 2).toFloatArray());
+    weights.take("norm.weight", 3);
+    assertDoesNotThrow(weights::finish);
+  }
+
+  @Test
+  void uploadedWeightsOutliveTheFile() {
+    Tensor bias = weights.take("proj.bias", 2);
+    source.close();
+    assertArrayEquals(new float[] {0.25f, -4}, bias.toFloatArray());
+  }
+
+  @Test
+  void missingTensorNamesFileTensorAndExpectedShape() {
+    CheckpointException e =
+        assertThrows(CheckpointException.class, () -> weights.scope("proj").take("scale", 2));
+    assertOneLineNaming(e, file.toString(), "missing tensor 'proj.scale'", "[2]");
+  }
+
+  @Test
+  void shapeMismatchNamesBothShapes() {
+    CheckpointException e =
+        assertThrows(CheckpointException.class, () -> weights.take("proj.weight", 3, 2));
+    assertOneLineNaming(e, file.toString(), "'proj.weight'", "[2, 3]", "[3, 2]");
+  }
+
+  @Test
+  void unclaimedTensorFailsFinish() {
+    weights.take("proj.weight", 2, 3);
+    weights.take("proj.bias", 2);
+    CheckpointException e = assertThrows(CheckpointException.class, weights::finish);
+    assertOneLineNaming(e, file.toString(), "unexpected tensor 'norm.weight'");
+  }
+
+  @Test
+  void ignoredAndOptionalTensors() {
+    assertNull(weights.takeOptional("proj.scale", 2));
+    assertTrue(weights.has("proj.bias"));
+    weights.ignore("norm.weight");
+    weights.takeOptional("proj.bias", 2);
+    weights.take("proj.weight", 2, 3);
+    assertDoesNotThrow(weights::finish);
+  }
+
+  @Test
+  void missingTensorInAShardedCheckpointNamesTheIndex() throws IOException {
+    Path shard = dir.resolve("model-00001-of-00001.safetensors");
+    Safetensors.write(shard, Map.of("a", Tensor.of(new float[] {1}, 1)), null);
+    Path index = dir.resolve("model.safetensors.index.json");
+    Files.writeString(index, "{\"weight_map\":{\"a\":\"model-00001-of-00001.safetensors\"}}");
+    try (ShardedCheckpoint sharded = ShardedCheckpoint.open(index)) {
+      Weights w = new Weights(sharded, new CpuBackend(1), DType.F32);
+      CheckpointException e = assertThrows(CheckpointException.class, () -> w.take("b", 1));
+      assertOneLineNaming(e, index.toString(), "'b'");
+    }
+  }
+}
