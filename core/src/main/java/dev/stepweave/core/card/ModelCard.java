@@ -25,7 +25,8 @@ public record ModelCard(
     Map<String, CacheContract> caches,
     ParallelismContract parallelism,
     PrecisionContract precision,
-    CheckpointManifest checkpoint) {
+    CheckpointManifest checkpoint,
+    GenerationDefaults defaults) {
 
   public ModelCard {
     components = Map.copyOf(Objects.requireNonNullElse(components, Map.of()));
@@ -91,6 +92,9 @@ public record ModelCard(
     }
     if (checkpoint == null) {
       p.add(new CardProblem(MISSING_FIELD, "card has no checkpoint manifest"));
+    }
+    if (defaults == null) {
+      p.add(new CardProblem(MISSING_FIELD, "card has no generation defaults"));
     }
     if (components.isEmpty()) {
       p.add(new CardProblem(MISSING_FIELD, "card has no components"));

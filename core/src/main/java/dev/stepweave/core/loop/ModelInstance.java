@@ -27,6 +27,14 @@ public interface ModelInstance {
    */
   String samplerFor(dev.stepweave.core.request.Request request);
 
+  /**
+   * Rejects a request this model cannot run (model-specific settings, overrides), before it is
+   * queued.
+   *
+   * @throws dev.stepweave.core.request.InvalidRequestException naming the bad setting
+   */
+  default void validate(dev.stepweave.core.request.Request request) {}
+
   /** The weights version; bumps when weights are swapped in place. */
   default long weightsVersion() {
     return 0;

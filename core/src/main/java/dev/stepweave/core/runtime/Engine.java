@@ -81,6 +81,7 @@ public final class Engine implements AutoCloseable {
 
   private RequestHandle submit(Request request, ProgramCheckpoint from, CheckpointSink sink) {
     request.validate();
+    model.validate(request);
     InlineProgram program = InlineProgram.forTask(model.card(), request.task());
     List<String> overrides =
         model

@@ -6,6 +6,7 @@ import dev.stepweave.core.card.CheckpointManifest;
 import dev.stepweave.core.card.ComponentKind;
 import dev.stepweave.core.card.ComponentSpec;
 import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.LoopSpec;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.ParallelismContract;
@@ -94,12 +95,15 @@ public final class WanCards {
           id, new ComponentSpec(id, kindOf(id), id, declared.className(), Precision.F32));
     }
     String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
-    return card(modelId, components, RecipeSpec.base());
+    return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);
   }
 
   /** A Wan T2V card over the standard components with the given recipe. */
   public static ModelCard card(
-      String modelId, Map<String, ComponentSpec> components, RecipeSpec recipe) {
+      String modelId,
+      Map<String, ComponentSpec> components,
+      RecipeSpec recipe,
+      GenerationDefaults defaults) {
     Map<String, LoopSpec> loops = new LinkedHashMap<>();
     loops.put(
         TEXT_ENCODE,
@@ -143,7 +147,8 @@ public final class WanCards {
             Map.of("text_embedding", new CacheContract("text_embedding", "feature", false)),
             ParallelismContract.single(),
             new PrecisionContract(Set.of(Precision.F32, Precision.BF16), Precision.F32),
-            new CheckpointManifest(manifest))
+            new CheckpointManifest(manifest),
+            defaults)
         .validate(modelId);
   }
 

@@ -4,6 +4,7 @@ import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.text.PromptTokenizer;
@@ -22,7 +23,11 @@ import dev.stepweave.tensor.io.Weights;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Function;
 
@@ -43,8 +48,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final WanTransformer transformer;
   private final WanVae vae;
   private final SamplerChoice samplers;
-  private final int maxSequenceLength;
   private final Map<String, Loop<? extends LoopState>> loops;
+  private final List<TensorSource> sources;
 
   private WanModel(
       Path dir,
@@ -55,7 +60,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       WanTransformer transformer,
       WanVae vae,
       SamplerChoice samplers,
-      int maxSequenceLength) {
+      List<TensorSource> sources) {
+    this.sources = List.copyOf(sources);
     this.dir = dir;
     this.card = card;
     this.backend = backend;
@@ -64,7 +70,6 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.transformer = transformer;
     this.vae = vae;
     this.samplers = samplers;
-    this.maxSequenceLength = maxSequenceLength;
     this.loops =
         Map.of(
             WanCards.TEXT_ENCODE, new TextEncodeLoop(this),
@@ -72,17 +77,12 @@ public final class WanModel implements ModelInstance, AutoCloseable {
             WanCards.VAE_DECODE, new VaeDecodeLoop(this));
   }
 
-  /** Loads a diffusers-format checkpoint with the reference pipeline's text length. */
-  public static WanModel load(Path dir, Backend backend) {
-    return load(dir, backend, DEFAULT_MAX_SEQUENCE_LENGTH);
-  }
-
   /**
    * Loads a diffusers-format Wan T2V checkpoint: the card is read (or imported) and validated
    * first, then each component strictly (a missing, misshapen or unexpected tensor is a one-line
    * {@link CheckpointException} naming the file and tensor).
    */
-  public static WanModel load(Path dir, Backend backend, int maxSequenceLength) {
+  public static WanModel load(Path dir, Backend backend) {
     if (!Files.isDirectory(dir)) {
       throw new CheckpointException("model directory not found: " + dir);
     }
@@ -99,33 +99,43 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       throw new CheckpointException(
           schedulerComponent.configFile() + ": cannot read: " + e.getMessage());
     }
+    List<TensorSource> sources = new ArrayList<>();
     PromptTokenizer tokenizer = PromptTokenizer.load(d.component("tokenizer").dir());
-    UMT5Encoder textEncoder =
-        loadComponent(d, "text_encoder", backend, w -> UMT5Encoder.load(umt5Config(d), w));
-    WanTransformer transformer =
-        loadComponent(
-            d,
-            "transformer",
-            backend,
-            w ->
-                WanTransformer.load(
-                    WanTransformerConfig.fromJson(d.component("transformer").config()), w));
-    WanVae vae =
-        loadComponent(
-            d,
-            "vae",
-            backend,
-            w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
-    if (textEncoder.config().dModel() != transformer.config().textDim()) {
-      throw new CheckpointException(
-          d.component("transformer").configFile()
-              + ": text_dim "
-              + transformer.config().textDim()
-              + " does not match the text encoder's d_model "
-              + textEncoder.config().dModel());
+    try {
+      UMT5Encoder textEncoder =
+          loadComponent(
+              d, "text_encoder", backend, sources, w -> UMT5Encoder.load(umt5Config(d), w));
+      WanTransformer transformer =
+          loadComponent(
+              d,
+              "transformer",
+              backend,
+              sources,
+              w ->
+                  WanTransformer.load(
+                      WanTransformerConfig.fromJson(d.component("transformer").config()), w));
+      WanVae vae =
+          loadComponent(
+              d,
+              "vae",
+              backend,
+              sources,
+              w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
+      if (textEncoder.config().dModel() != transformer.config().textDim()) {
+        throw new CheckpointException(
+            d.component("transformer").configFile()
+                + ": text_dim "
+                + transformer.config().textDim()
+                + " does not match the text encoder's d_model "
+                + textEncoder.config().dModel());
+      }
+      return new WanModel(
+          dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, sources);
+    } catch (RuntimeException e) {
+      tokenizer.close();
+      sources.forEach(TensorSource::close);
+      throw e;
     }
-    return new WanModel(
-        dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, maxSequenceLength);
   }
 
   private static UMT5Config umt5Config(DiffusersDirectory d) {
@@ -133,11 +143,19 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return UMT5Config.fromJson(c.config(), c.configFile().toString());
   }
 
+  /**
+   * Loads one component. Its weight source stays open for the model's life: the CPU backend uses
+   * F32 weights straight from the memory-mapped file instead of copying them.
+   */
   private static <T> T loadComponent(
-      DiffusersDirectory d, String id, Backend backend, Function<Weights, T> loader) {
-    try (TensorSource source = d.component(id).openWeights()) {
-      return loader.apply(new Weights(source, backend, DType.F32));
-    }
+      DiffusersDirectory d,
+      String id,
+      Backend backend,
+      List<TensorSource> open,
+      Function<Weights, T> loader) {
+    TensorSource source = d.component(id).openWeights();
+    open.add(source);
+    return loader.apply(new Weights(source, backend, DType.F32));
   }
 
   public Path dir() {
@@ -160,8 +178,66 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return vae;
   }
 
-  public int maxSequenceLength() {
-    return maxSequenceLength;
+  /**
+   * The text length prompts are padded to: the {@code text_encode} loop's {@code
+   * max_sequence_length} override, else the reference pipeline's 512.
+   */
+  public int maxSequenceLength(Request request) {
+    String v = request.overridesFor(WanCards.TEXT_ENCODE).get("max_sequence_length");
+    if (v == null) {
+      return DEFAULT_MAX_SEQUENCE_LENGTH;
+    }
+    try {
+      int n = Integer.parseInt(v);
+      if (n < 1 || n > 4096) {
+        throw new NumberFormatException();
+      }
+      return n;
+    } catch (NumberFormatException e) {
+      throw new InvalidRequestException(
+          "max_sequence_length must be an integer in 1..4096, got '" + v + "'");
+    }
+  }
+
+  /** The per-loop settings a request may give, by loop id. */
+  private static final Map<String, Set<String>> LOOP_SETTINGS =
+      Map.of(
+          WanCards.TEXT_ENCODE, Set.of("max_sequence_length"),
+          WanCards.DENOISE, Set.of("cfg", "cfg_batched", "cfg_zero_init_steps", "cfg_rescale"),
+          WanCards.VAE_DECODE, Set.of("tile", "tile_size", "tile_stride"));
+
+  @Override
+  public void validate(Request request) {
+    request
+        .nodeOverrides()
+        .forEach(
+            (loop, settings) -> {
+              Set<String> known = LOOP_SETTINGS.get(loop);
+              if (known == null) {
+                throw new InvalidRequestException(
+                    "unknown loop '"
+                        + loop
+                        + "' in settings (loops: "
+                        + String.join(", ", new TreeSet<>(LOOP_SETTINGS.keySet()))
+                        + ")");
+              }
+              for (String key : settings.keySet()) {
+                if (!known.contains(key)) {
+                  throw new InvalidRequestException(
+                      "unknown setting '"
+                          + loop
+                          + "."
+                          + key
+                          + "' (known: "
+                          + String.join(", ", new TreeSet<>(known))
+                          + ")");
+                }
+              }
+            });
+    maxSequenceLength(request);
+    Guidance.policyFor(request);
+    sampler(request);
+    VaeDecodeLoop.tiling(request, vae);
   }
 
   /** The sampler a request runs with. */
@@ -227,5 +303,6 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   @Override
   public void close() {
     tokenizer.close();
+    sources.forEach(TensorSource::close);
   }
 }

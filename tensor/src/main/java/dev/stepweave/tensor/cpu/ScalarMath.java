@@ -22,6 +22,12 @@ final class ScalarMath {
                       + x2 * (1.0 / 10 + x2 * (-1.0 / 42 + x2 * (1.0 / 216 + x2 * (-1.0 / 1320)))));
       return (float) (TWO_OVER_SQRT_PI * x * series);
     }
+    double erfc = erfc(ax);
+    return (float) (x >= 0 ? 1 - erfc : erfc - 1);
+  }
+
+  /** The complementary error function for {@code ax >= 0}, to about 1.2e-7 relative. */
+  private static double erfc(double ax) {
     double t = 1 / (1 + 0.5 * ax);
     double poly =
         -ax * ax
@@ -44,17 +50,21 @@ final class ScalarMath {
                                                                         * (-0.82215223
                                                                             + t
                                                                                 * 0.17087277))))))));
-    double erfc = t * Math.exp(poly);
-    return (float) (x >= 0 ? 1 - erfc : erfc - 1);
+    return t * Math.exp(poly);
   }
 
+  /** Exact GELU; for negative x through erfc, which keeps the far tail's relative accuracy. */
   static float geluErf(float x) {
-    return 0.5f * x * (1f + erf(x * 0.70710678f));
+    double z = x * 0.7071067811865476;
+    return (float) (z < -0.5 ? 0.5 * x * erfc(-z) : 0.5 * x * (1 + erf((float) z)));
   }
 
+  /**
+   * Tanh-approximated GELU, using {@code (1 + tanh u) / 2 = sigmoid(2u)}, which does not cancel.
+   */
   static float geluTanh(float x) {
-    float inner = 0.7978845608f * (x + 0.044715f * x * x * x);
-    return 0.5f * x * (1f + (float) Math.tanh(inner));
+    double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
+    return (float) (x / (1 + Math.exp(-2 * u)));
   }
 
   static float sigmoid(float x) {

@@ -1,0 +1,95 @@
+package dev.stepweave.core.card;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class ModelCardTest {
+
+  @Test
+  void aConsistentCardValidatesAndRoundTripsThroughJson(@TempDir Path dir) throws Exception {
+    ModelCard card = ModelCardTestCards.card(ModelCardTestCards.distilled()).validate("test");
+    Path file = dir.resolve(CardJson.FILE_NAME);
+    CardJson.write(card, file);
+    assertEquals(card, CardJson.read(file));
+  }
+
+  @Test
+  void recipeTeethRefuseOtherStepsSamplerAndPrecisionNamingBoth() {
+    ModelCard card = ModelCardTestCards.card(ModelCardTestCards.distilled());
+    var e =
+        assertThrows(
+            RecipeRefusedException.class,
+            () -> card.admitSettings("unipc", 50, Precision.F32, false));
+    assertEquals(
+        "model 'tiny-4step' (recipe 'dmd2') refuses sampler unipc (recipe assumes euler), steps 50 (recipe"
+            + " assumes 4), precision f32 (recipe assumes bf16); override the recipe explicitly to run it anyway",
+        e.getMessage());
+    assertEquals(3, e.mismatches().size());
+    // What the recipe assumes passes; an explicit override passes and reports what it overrode.
+    assertEquals(List.of(), card.admitSettings("euler", 4, Precision.BF16, false));
+    assertEquals(1, card.admitSettings("euler", 8, Precision.BF16, true).size());
+  }
+
+  @Test
+  void aBaseRecipeAssumesNothing() {
+    assertEquals(
+        List.of(),
+        ModelCardTestCards.card(RecipeSpec.base())
+            .admitSettings("unipc", 1000, Precision.F32, false));
+  }
+
+  @Test
+  void inconsistenciesAreTypedProblemsFoundBeforeLoading() {
+    ModelCard good = ModelCardTestCards.card(ModelCardTestCards.distilled());
+    ModelCard bad =
+        new ModelCard(
+            good.modelId(),
+            good.family(),
+            good.components(),
+            Map.of(
+                "denoise",
+                new LoopSpec("denoise", WorkKind.DIFFUSION_STEP, List.of("dit", "text_encoder"))),
+            Map.of(TaskType.T2V, List.of("denoise", "decode")),
+            new RecipeSpec(
+                "dmd2", List.of(), "test", "sde", null, null, Precision.F16, ConsistencyRung.C1),
+            good.parity(),
+            good.caches(),
+            good.parallelism(),
+            good.precision(),
+            good.checkpoint(),
+            good.defaults());
+    var e = assertThrows(InvalidCardException.class, () -> bad.validate("card.json"));
+    var codes = e.problems().stream().map(CardProblem::code).toList();
+    assertTrue(codes.contains(CardProblem.Code.UNKNOWN_COMPONENT), codes.toString());
+    assertTrue(codes.contains(CardProblem.Code.UNKNOWN_LOOP), codes.toString());
+    assertTrue(codes.contains(CardProblem.Code.UNSUPPORTED_PRECISION), codes.toString());
+    assertTrue(e.getMessage().startsWith("card.json: "), e.getMessage());
+    assertEquals(1, e.getMessage().lines().count());
+  }
+
+  @Test
+  void unreadableJsonIsAOneLineCardError(@TempDir Path dir) throws Exception {
+    Path file = dir.resolve("card.json");
+    Files.writeString(file, "{\"modelId\": \"x\", \"surprise\": 1}");
+    var e = assertThrows(InvalidCardException.class, () -> CardJson.read(file));
+    assertEquals(CardProblem.Code.UNREADABLE, e.problems().getFirst().code());
+    assertEquals(1, e.getMessage().lines().count());
+  }
+
+  @Test
+  void aTaskTheCardDoesNotServeIsRefused() {
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> ModelCardTestCards.card(RecipeSpec.base()).loopsFor(TaskType.T2I));
+    assertTrue(e.getMessage().contains("cannot run task t2i"), e.getMessage());
+  }
+}

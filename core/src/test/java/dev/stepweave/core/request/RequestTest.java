@@ -1,0 +1,62 @@
+package dev.stepweave.core.request;
+
+import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+
+import dev.stepweave.core.card.TaskType;
+import java.util.Optional;
+import org.junit.jupiter.api.Test;
+
+/** Each bad setting gets an InvalidRequestException whose one-line message names it. */
+class RequestTest {
+  static DiffusionParams params(int steps, double guidance, int w, int h, int frames) {
+    return new DiffusionParams(
+        steps, guidance, 7, w, h, frames, 16, "", Optional.empty(), Optional.empty());
+  }
+
+  private static String rejection(Request r) {
+    return assertThrows(InvalidRequestException.class, r::validate).getMessage();
+  }
+
+  @Test
+  void goodRequestsPass() {
+    assertDoesNotThrow(
+        () -> Request.text(TaskType.T2V, "a red ball", params(50, 5, 832, 480, 81)).validate());
+    assertDoesNotThrow(
+        () -> Request.text(TaskType.T2I, "a red ball", params(1, 0, 16, 16, 1)).validate());
+  }
+
+  @Test
+  void badInputsAreNamed() {
+    assertEquals(
+        "prompt is empty",
+        rejection(Request.text(TaskType.T2V, "  ", params(50, 5, 832, 480, 81))));
+    assertEquals(
+        "size must be positive multiples of 16, got 830x480",
+        rejection(Request.text(TaskType.T2V, "x", params(50, 5, 830, 480, 81))));
+    assertEquals(
+        "frames must be 4k+1 (1, 5, 9, …, 81), got 80",
+        rejection(Request.text(TaskType.T2V, "x", params(50, 5, 832, 480, 80))));
+    assertEquals(
+        "steps must be between 1 and 1000, got 0",
+        rejection(Request.text(TaskType.T2V, "x", params(0, 5, 832, 480, 81))));
+    assertEquals(
+        "steps must be between 1 and 1000, got 1001",
+        rejection(Request.text(TaskType.T2V, "x", params(1001, 5, 832, 480, 81))));
+    assertEquals(
+        "guidance must be a finite number >= 0, got -1.0",
+        rejection(Request.text(TaskType.T2V, "x", params(50, -1, 832, 480, 81))));
+    assertEquals(
+        "guidance must be a finite number >= 0, got NaN",
+        rejection(Request.text(TaskType.T2V, "x", params(50, Double.NaN, 832, 480, 81))));
+    assertEquals(
+        "a t2i request makes one frame, got frames=5",
+        rejection(Request.text(TaskType.T2I, "x", params(50, 5, 832, 480, 5))));
+    var badSampler =
+        new DiffusionParams(4, 5, 1, 32, 32, 1, 8, "", Optional.of("ddim"), Optional.empty());
+    assertEquals(
+        "sampler must be unipc or euler, got 'ddim'",
+        rejection(Request.text(TaskType.T2I, "x", badSampler)));
+  }
+}

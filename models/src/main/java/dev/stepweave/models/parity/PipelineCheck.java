@@ -1,0 +1,192 @@
+package dev.stepweave.models.parity;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.core.request.ModalPart;
+import dev.stepweave.core.request.OutputSpec;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.models.wan.WanCards;
+import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.UUID;
+import java.util.concurrent.ExecutionException;
+
+/**
+ * The whole pipeline from prompt to frames, run through the loop contract and the engine facade
+ * with the recording's initial latents: one request per prompt of the recording's batch.
+ */
+final class PipelineCheck {
+  private static final ObjectMapper JSON = new ObjectMapper();
+
+  private final WanModel model;
+  private final Path file;
+  private final SafetensorsFile rec;
+  private final RecordingVerifier.Recorder out;
+
+  PipelineCheck(WanModel model, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+    this.model = model;
+    this.file = file;
+    this.rec = rec;
+    this.out = out;
+  }
+
+  void run() {
+    Map<String, String> meta = rec.metadata();
+    List<String> prompts = prompts(meta("prompt"));
+    Tensor initial = RecordingVerifier.input(rec, file, "initial_latents");
+    if (initial.dim(0) != prompts.size()) {
+      throw new IllegalArgumentException(
+          "recording "
+              + file
+              + ": "
+              + prompts.size()
+              + " prompts but "
+              + initial.dim(0)
+              + " rows of initial_latents");
+    }
+    int maxLength = Integer.parseInt(meta("max_sequence_length"));
+    Backend ops = model.backend();
+    List<Tensor> ids = new ArrayList<>();
+    List<Tensor> cond = new ArrayList<>();
+    List<Tensor> uncond = new ArrayList<>();
+    List<List<Tensor>> stepLatents = new ArrayList<>(); // [row][step]
+    List<Tensor> frames = new ArrayList<>();
+    try (Engine engine = new Engine(model)) {
+      for (int row = 0; row < prompts.size(); row++) {
+        ids.add(model.tokenizer().encode(List.of(prompts.get(row)), maxLength).inputIds());
+        Request request =
+            request(prompts.get(row), initial.slice(0, row, row + 1).toF32(), maxLength, meta);
+        List<Tensor> steps = new ArrayList<>();
+        var handle =
+            engine.submit(
+                request,
+                checkpoint -> {
+                  if (checkpoint.current().loopId().equals(WanCards.DENOISE)) {
+                    steps.add(checkpoint.current().tensors().get("latents"));
+                  }
+                });
+        GenerationResult result = handle.result().get();
+        var text = result.loopResults().get(WanCards.TEXT_ENCODE);
+        cond.add(ops.download(text.tensor("prompt_embeds")));
+        if (text.tensors().containsKey("negative_prompt_embeds")) {
+          uncond.add(ops.download(text.tensor("negative_prompt_embeds")));
+        }
+        stepLatents.add(steps);
+        frames.add(result.artifact(Artifact.VideoArtifact.class).frames().unsqueeze(0));
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IllegalStateException("interrupted");
+    } catch (ExecutionException e) {
+      throw new IllegalStateException(
+          "pipeline run failed: " + e.getCause().getMessage(), e.getCause());
+    }
+    Tolerance embeds = new Tolerance.MaxAbs(5e-4);
+    out.compare(
+        "prompt_ids",
+        ops.concat(ids, 0),
+        RecordingVerifier.input(rec, file, "prompt_ids"),
+        new Tolerance.MaxAbs(0));
+    out.compare(
+        "prompt_embeds",
+        ops.concat(cond, 0),
+        RecordingVerifier.input(rec, file, "prompt_embeds"),
+        embeds);
+    if (rec.keys().contains("negative_prompt_embeds")) {
+      if (uncond.isEmpty()) {
+        throw new IllegalArgumentException(
+            "recording "
+                + file
+                + " has negative_prompt_embeds but its guidance runs no unconditional branch");
+      }
+      out.compare(
+          "negative_prompt_embeds",
+          ops.concat(uncond, 0),
+          rec.load("negative_prompt_embeds"),
+          embeds);
+    }
+    List<Tensor> perStep = new ArrayList<>();
+    for (int step = 0; step < stepLatents.getFirst().size(); step++) {
+      List<Tensor> rows = new ArrayList<>();
+      for (List<Tensor> r : stepLatents) {
+        rows.add(r.get(step));
+      }
+      perStep.add(ops.concat(rows, 0).unsqueeze(0));
+    }
+    out.compare(
+        "step_latents",
+        ops.concat(perStep, 0),
+        RecordingVerifier.input(rec, file, "step_latents"),
+        embeds);
+    out.compare(
+        "frames",
+        ops.concat(frames, 0),
+        RecordingVerifier.input(rec, file, "frames"),
+        new Tolerance.MaxAbs(2e-3));
+  }
+
+  private Request request(String prompt, Tensor latents, int maxLength, Map<String, String> meta) {
+    int frames = Integer.parseInt(meta("num_frames"));
+    var params =
+        new DiffusionParams(
+            Integer.parseInt(meta("num_inference_steps")),
+            Double.parseDouble(meta("guidance_scale")),
+            0,
+            Integer.parseInt(meta("width")),
+            Integer.parseInt(meta("height")),
+            frames,
+            16,
+            meta.getOrDefault("negative_prompt", ""),
+            Optional.empty(),
+            Optional.empty());
+    return new Request(
+        "verify-" + UUID.randomUUID(),
+        TaskType.T2V,
+        List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)),
+        params,
+        OutputSpec.DEFAULT,
+        Map.of(
+            WanCards.TEXT_ENCODE, Map.of("max_sequence_length", Integer.toString(maxLength)),
+            WanCards.VAE_DECODE, Map.of("tile", "off")),
+        false);
+  }
+
+  private String meta(String key) {
+    String v = rec.metadata().get(key);
+    if (v == null) {
+      throw new IllegalArgumentException("recording " + file + " has no '" + key + "' metadata");
+    }
+    return v;
+  }
+
+  /** A prompt string, or a JSON array of prompts for a batch. */
+  private static List<String> prompts(String value) {
+    String trimmed = value.strip();
+    if (trimmed.startsWith("[")) {
+      try {
+        List<String> out = new ArrayList<>();
+        for (JsonNode n : JSON.readTree(trimmed)) {
+          out.add(n.asText());
+        }
+        return out;
+      } catch (IOException e) {
+        // not JSON after all: a prompt that starts with '['
+      }
+    }
+    return List.of(value);
+  }
+}

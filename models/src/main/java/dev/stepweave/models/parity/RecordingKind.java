@@ -1,0 +1,204 @@
+package dev.stepweave.models.parity;
+
+import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.models.sampling.Sampler;
+import dev.stepweave.models.sampling.SamplerState;
+import dev.stepweave.models.sampling.Samplers;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.tensor.rng.TorchGenerator;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * The recordings the verifier knows, by file name, each with the golden tolerances of {@code
+ * golden/README.md} (float32 references on the CPU).
+ */
+enum RecordingKind {
+  RANDN {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      Pattern key = Pattern.compile("seed(\\d+)_([0-9x]+)");
+      for (String name : RecordingVerifier.keys(rec).stream().sorted().toList()) {
+        Matcher m = key.matcher(name);
+        if (!m.matches()) {
+          throw new IllegalArgumentException(
+              "recording " + file + ": key '" + name + "' is not seed{S}_{shape}");
+        }
+        int[] shape = Arrays.stream(m.group(2).split("x")).mapToInt(Integer::parseInt).toArray();
+        Tensor actual = TorchGenerator.seeded(Long.parseLong(m.group(1))).randn(shape);
+        out.compare(name, actual, rec.load(name), new Tolerance.MaxAbs(1e-6));
+      }
+    }
+  },
+  SAMPLER {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      String stem = file.getFileName().toString().replace(".safetensors", "");
+      String name = stem.substring(0, stem.lastIndexOf('_'));
+      Path config = file.resolveSibling(name + "_config.json");
+      if (!Files.isRegularFile(config)) {
+        throw new IllegalArgumentException(
+            "recording " + file + " has no sampler config " + config.getFileName());
+      }
+      Sampler sampler = Samplers.fromConfig(config);
+      Tensor timesteps = RecordingVerifier.input(rec, file, "timesteps");
+      int steps = timesteps.dim(0);
+      Tolerance tol = new Tolerance.MaxAbs(1e-5);
+      var schedule = sampler.schedule(steps);
+      out.compare("timesteps", Tensor.of(schedule.timesteps(), steps), timesteps, tol);
+      out.compare(
+          "sigmas",
+          Tensor.of(schedule.sigmas(), steps + 1),
+          RecordingVerifier.input(rec, file, "sigmas"),
+          tol);
+      Backend ops = v.backend();
+      Tensor sample = ops.upload(RecordingVerifier.input(rec, file, "initial"), DType.F32);
+      SamplerState state = sampler.start(steps);
+      List<Tensor> trajectory = new ArrayList<>();
+      for (int i = 0; i < steps; i++) {
+        Tensor output = syntheticModel(ops, sample, state.timestep());
+        var step = sampler.step(ops, state, output, sample);
+        sample = step.sample();
+        state = step.state();
+        trajectory.add(ops.download(sample).unsqueeze(0));
+      }
+      out.compare(
+          "trajectory",
+          ops.download(ops.concat(trajectory, 0)),
+          RecordingVerifier.input(rec, file, "trajectory"),
+          tol);
+    }
+
+    /** The recording's stand-in network: {@code tanh(0.7·x + 0.001·t) − 0.1·x}. */
+    private Tensor syntheticModel(Backend ops, Tensor sample, float t) {
+      Tensor inner = ops.affine(sample, 0.7f, 0.001f * t);
+      return ops.sub(ops.unary(inner, Backend.UnaryOp.TANH), ops.affine(sample, 0.1f, 0f));
+    }
+  },
+  UMT5 {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      var encoder = v.model().textEncoder();
+      Backend ops = v.backend();
+      Tensor hidden =
+          encoder.encode(
+              ops.upload(RecordingVerifier.input(rec, file, "input_ids"), DType.I64),
+              ops.upload(RecordingVerifier.input(rec, file, "attention_mask"), DType.I64));
+      out.compare(
+          "last_hidden_state",
+          ops.download(hidden),
+          RecordingVerifier.input(rec, file, "last_hidden_state"),
+          new Tolerance.MaxAbs(1e-4));
+    }
+  },
+  DIT {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      Backend ops = v.backend();
+      Map<String, Tensor> taps = new LinkedHashMap<>();
+      Tensor result =
+          v.model()
+              .transformer()
+              .forward(
+                  ops.upload(RecordingVerifier.input(rec, file, "hidden_states"), DType.F32),
+                  ops.upload(RecordingVerifier.input(rec, file, "timestep"), DType.F32),
+                  ops.upload(
+                      RecordingVerifier.input(rec, file, "encoder_hidden_states"), DType.F32),
+                  (name, value) -> taps.put(name, ops.download(value)));
+      Tolerance tol = new Tolerance.MaxAbs(1e-4);
+      taps.forEach(
+          (name, value) -> {
+            if (rec.keys().contains(name)) {
+              out.compare(name, value, rec.load(name), tol);
+            }
+          });
+      for (String name : rec.keys()) {
+        boolean input =
+            name.equals("hidden_states")
+                || name.equals("timestep")
+                || name.equals("encoder_hidden_states");
+        if (!input && !name.equals("out") && !taps.containsKey(name)) {
+          throw new IllegalArgumentException(
+              "recording "
+                  + file
+                  + " has tap '"
+                  + name
+                  + "' that the transformer does not produce");
+        }
+      }
+      out.compare("out", ops.download(result), RecordingVerifier.input(rec, file, "out"), tol);
+    }
+  },
+  VAE {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      Backend ops = v.backend();
+      var vae = v.model().vae();
+      Tolerance tol = new Tolerance.MaxAbs(5e-4);
+      if (rec.keys().contains("video")) {
+        var posterior = vae.encode(ops.upload(rec.load("video"), DType.F32));
+        out.compare(
+            "latent_mean",
+            ops.download(posterior.mean()),
+            RecordingVerifier.input(rec, file, "latent_mean"),
+            tol);
+        if (rec.keys().contains("latent_logvar")) {
+          out.compare(
+              "latent_logvar", ops.download(posterior.logvar()), rec.load("latent_logvar"), tol);
+        }
+      }
+      if (rec.keys().contains("z")) {
+        Tensor decoded = vae.decode(ops.upload(rec.load("z"), DType.F32));
+        out.compare(
+            "decoded", ops.download(decoded), RecordingVerifier.input(rec, file, "decoded"), tol);
+      }
+    }
+  },
+  PIPELINE {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      new PipelineCheck(v.model(), file, rec, out).run();
+    }
+  };
+
+  /** Whether checking this recording needs the checkpoint's components. */
+  boolean needsModel() {
+    return this != RANDN && this != SAMPLER;
+  }
+
+  abstract void check(
+      RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out);
+
+  /** The kind a recording file name denotes, or null. */
+  static RecordingKind of(String fileName) {
+    if (fileName.equals("torch_cpu_randn.safetensors")) {
+      return RANDN;
+    }
+    if (fileName.matches("sched_[a-z0-9]+_\\d+\\.safetensors")) {
+      return SAMPLER;
+    }
+    return switch (fileName) {
+      case "umt5.safetensors" -> UMT5;
+      case "dit.safetensors" -> DIT;
+      case "vae.safetensors" -> VAE;
+      case "pipeline.safetensors" -> PIPELINE;
+      default -> null;
+    };
+  }
+}

@@ -1,0 +1,122 @@
+package dev.stepweave.models.parity;
+
+import dev.stepweave.core.parity.Comparison;
+import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.function.Consumer;
+import java.util.stream.Stream;
+
+/**
+ * The parity aligner's compare mode (what {@code stepweave verify} runs): for each reference
+ * recording in a directory (the golden format), runs the matching components of a checkpoint on the
+ * recording's inputs and compares every output and tap. Everything — dimensions, batch sizes, step
+ * counts, stored dtypes — is read from the files.
+ */
+public final class RecordingVerifier {
+  private final Path checkpoint;
+  private final Backend backend;
+  private final Consumer<String> log;
+  private WanModel model;
+
+  public RecordingVerifier(Path checkpoint, Backend backend, Consumer<String> log) {
+    this.checkpoint = checkpoint;
+    this.backend = backend;
+    this.log = log;
+  }
+
+  /**
+   * Checks every recording in {@code referenceDir}.
+   *
+   * @param onEach receives each comparison as soon as it is made
+   * @throws dev.stepweave.tensor.io.CheckpointException when the checkpoint does not load
+   */
+  public ParityReport verify(Path referenceDir, Consumer<Comparison> onEach) {
+    ParityReport report = new ParityReport();
+    Consumer<Comparison> sink =
+        c -> {
+          report.add(c);
+          onEach.accept(c);
+        };
+    List<Path> files;
+    try (Stream<Path> s = Files.list(referenceDir)) {
+      files = s.filter(p -> p.getFileName().toString().endsWith(".safetensors")).sorted().toList();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot list " + referenceDir + ": " + e.getMessage(), e);
+    }
+    if (files.isEmpty()) {
+      report.error(referenceDir + ": no .safetensors recordings");
+    }
+    try {
+      // A checkpoint that does not load is fatal for the whole run, not one recording's failure.
+      if (files.stream()
+          .map(f -> RecordingKind.of(f.getFileName().toString()))
+          .anyMatch(k -> k != null && k.needsModel())) {
+        model();
+      }
+      for (Path file : files) {
+        RecordingKind kind = RecordingKind.of(file.getFileName().toString());
+        if (kind == null) {
+          log.accept("note: " + file.getFileName() + " matches no component; not checked");
+          continue;
+        }
+        try (SafetensorsFile recording = SafetensorsFile.open(file)) {
+          kind.check(this, file, recording, new Recorder(stem(file), sink));
+        } catch (RuntimeException e) {
+          report.error(file.getFileName() + ": " + e.getMessage());
+        }
+      }
+    } finally {
+      if (model != null) {
+        model.close();
+      }
+    }
+    return report;
+  }
+
+  /** The checkpoint, loaded once on first need. */
+  WanModel model() {
+    if (model == null) {
+      log.accept("loading " + checkpoint + " on " + backend.name());
+      model = WanModel.load(checkpoint, backend);
+    }
+    return model;
+  }
+
+  Backend backend() {
+    return backend;
+  }
+
+  private static String stem(Path file) {
+    String name = file.getFileName().toString();
+    return name.substring(0, name.length() - ".safetensors".length());
+  }
+
+  /** Compares outputs of one recording under its file's name. */
+  record Recorder(String prefix, Consumer<Comparison> sink) {
+    void compare(String name, Tensor actual, Tensor expected, Tolerance tolerance) {
+      sink.accept(Comparison.of(prefix + "/" + name, actual, expected.toF32(), tolerance));
+    }
+  }
+
+  /** Inputs a check reads; a missing one is a one-line error naming the file and tensor. */
+  static Tensor input(SafetensorsFile recording, Path file, String name) {
+    if (!recording.keys().contains(name)) {
+      throw new IllegalArgumentException("recording " + file + " has no tensor '" + name + "'");
+    }
+    return recording.load(name);
+  }
+
+  static List<String> keys(SafetensorsFile recording) {
+    return new ArrayList<>(recording.keys());
+  }
+}

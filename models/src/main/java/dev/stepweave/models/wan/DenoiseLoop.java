@@ -1,0 +1,256 @@
+package dev.stepweave.models.wan;
+
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.loop.CancelScope;
+import dev.stepweave.core.loop.Done;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopContext;
+import dev.stepweave.core.loop.LoopResult;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.SerializedState;
+import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.core.loop.Step;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.loop.policy.CfgPolicy;
+import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.ModalPart;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.models.sampling.Sampler;
+import dev.stepweave.models.sampling.SamplerState;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.rng.TorchGenerator;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Denoising: one {@code DIFFUSION_STEP} per sampler step. A step runs the transformer on the
+ * branches the guidance policy needs (batched or not — the policy's dispatch choice), combines
+ * them, and the sampler folds the prediction into the latents. The starting noise comes from the
+ * request's own seed through a torch-compatible generator, never from batch position.
+ */
+final class DenoiseLoop implements Loop<DenoiseLoop.State> {
+  static final String LATENTS = "latents";
+
+  private final WanModel model;
+
+  DenoiseLoop(WanModel model) {
+    this.model = model;
+  }
+
+  /**
+   * @param latents current latents {@code [1, C, F, H, W]} on the model's backend
+   * @param sampler the sampler's per-request state (step index, multistep history)
+   * @param cond conditional text embeddings
+   * @param uncond unconditional text embeddings, or null without guidance
+   * @param request the request (the guidance policy and sampler are pure functions of it)
+   */
+  record State(
+      Tensor latents,
+      SamplerState sampler,
+      Tensor cond,
+      Tensor uncond,
+      Request request,
+      CancelScope scope)
+      implements LoopState {
+    @Override
+    public int stepsDone() {
+      return sampler.stepIndex();
+    }
+
+    @Override
+    public int totalSteps() {
+      return sampler.schedule().steps();
+    }
+  }
+
+  @Override
+  public String id() {
+    return WanCards.DENOISE;
+  }
+
+  @Override
+  public State init(Request request, ModelInstance instance, LoopContext ctx) {
+    LoopResult text = ctx.upstream().get(WanCards.TEXT_ENCODE);
+    if (text == null) {
+      throw new IllegalStateException("denoise needs the text_encode loop's result");
+    }
+    Backend ops = model.backend();
+    Tensor cond = text.tensor(TextEncodeLoop.PROMPT_EMBEDS);
+    Tensor uncond =
+        Guidance.policyFor(request).needsUncond()
+            ? text.tensor(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS)
+            : null;
+    Tensor latents = ops.upload(startingLatents(request), DType.F32);
+    Sampler sampler = model.sampler(request);
+    return new State(
+        latents, sampler.start(request.params().steps()), cond, uncond, request, ctx.cancelScope());
+  }
+
+  /** The request's latents input if any, else {@code torch.randn} of the request's seed. */
+  private Tensor startingLatents(Request request) {
+    int[] shape = latentShape(request);
+    for (ModalPart p : request.inputs()) {
+      if (p instanceof ModalPart.Latents(Tensor given)) {
+        if (!Arrays.equals(given.shape(), shape)) {
+          throw new InvalidRequestException(
+              "latents input has shape "
+                  + Arrays.toString(given.shape())
+                  + ", the request's size needs "
+                  + Arrays.toString(shape));
+        }
+        return given.toF32();
+      }
+    }
+    return TorchGenerator.seeded(request.params().seed()).randn(shape);
+  }
+
+  /** {@code [1, z_dim, (F−1)/4+1, H/8, W/8]} for the VAE's compression factors. */
+  int[] latentShape(Request request) {
+    var vae = model.vae().config();
+    var p = request.params();
+    return new int[] {
+      1,
+      vae.zDim(),
+      (p.frames() - 1) / vae.temporalCompression() + 1,
+      p.height() / vae.spatialCompression(),
+      p.width() / vae.spatialCompression()
+    };
+  }
+
+  @Override
+  public Step next(State s) {
+    if (s.sampler().isFinished()) {
+      return Done.INSTANCE;
+    }
+    CfgPolicy policy = Guidance.policyFor(s.request());
+    int branches = policy.needsUncond() ? 2 : 1;
+    int[] shape = s.latents().shape();
+    int textLen = s.cond().dim(1);
+    var cfg = model.transformer().config();
+    long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
+    long latentBytes = s.latents().byteSize();
+    long resident =
+        latentBytes * (2 + s.sampler().history().size()) + s.cond().byteSize() * branches;
+    long peak = tokens * cfg.innerDim() * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
+    float t = s.sampler().timestep();
+    return new WorkPlan(
+        id(),
+        model.instanceId(),
+        WorkKind.DIFFUSION_STEP,
+        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches),
+        new ResourceRequest(0, resident, peak, 0),
+        s.scope(),
+        s.stepsDone(),
+        () -> StepResult.of(guidedPrediction(policy, s, t)));
+  }
+
+  /** The guided model prediction for the current latents at timestep {@code t}. */
+  private Tensor guidedPrediction(CfgPolicy policy, State s, float t) {
+    Backend ops = model.backend();
+    var transformer = model.transformer();
+    int step = s.stepsDone();
+    if (!policy.needsUncond()) {
+      return transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
+    }
+    if (policy.batched()) {
+      Tensor x = ops.concat(List.of(s.latents(), s.latents()), 0);
+      Tensor text = ops.concat(List.of(s.cond(), s.uncond()), 0);
+      Tensor both = transformer.forward(x, timesteps(ops, t, 2), text, TapSink.NONE);
+      return policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
+    }
+    Tensor cond = transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
+    Tensor uncond =
+        transformer.forward(s.latents(), timesteps(ops, t, 1), s.uncond(), TapSink.NONE);
+    return policy.combine(ops, cond, uncond, step);
+  }
+
+  private static Tensor timesteps(Backend ops, float t, int batch) {
+    float[] ts = new float[batch];
+    Arrays.fill(ts, t);
+    return ops.upload(Tensor.of(ts, batch), DType.F32);
+  }
+
+  @Override
+  public State advance(State s, StepResult result) {
+    Sampler sampler = model.sampler(s.request());
+    var step = sampler.step(model.backend(), s.sampler(), result.output(), s.latents());
+    return new State(step.sample(), step.state(), s.cond(), s.uncond(), s.request(), s.scope());
+  }
+
+  @Override
+  public List<RequestEvent> eventsAfter(State s) {
+    int every = s.request().output().previews();
+    if (every == 0 || s.stepsDone() % every != 0) {
+      return List.of();
+    }
+    return List.of(
+        new RequestEvent.MediaPreview(
+            s.request().id(),
+            s.stepsDone(),
+            LatentPreview.lastFrame(model.backend().download(s.latents()))));
+  }
+
+  @Override
+  public LoopResult finalize(State s) {
+    List<Artifact> artifacts =
+        s.request().output().latents()
+            ? List.of(
+                new Artifact.LatentArtifact(
+                    LATENTS,
+                    model.backend().download(s.latents()).squeeze(0),
+                    WanProvenance.of(model, s.request(), id())))
+            : List.of();
+    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts);
+  }
+
+  @Override
+  public SerializedState serialize(State s) {
+    Backend ops = model.backend();
+    Map<String, Tensor> tensors = new HashMap<>();
+    tensors.put(LATENTS, ops.download(s.latents()));
+    tensors.put("cond", ops.download(s.cond()));
+    if (s.uncond() != null) {
+      tensors.put("uncond", ops.download(s.uncond()));
+    }
+    s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, ops.download(v)));
+    var json = StateJson.object();
+    s.sampler().scalars().forEach(json::put);
+    return new SerializedState(id(), tensors, json.toString());
+  }
+
+  @Override
+  public State deserialize(
+      SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
+    Backend ops = model.backend();
+    Map<String, Tensor> samplerTensors = new HashMap<>();
+    data.tensors()
+        .forEach(
+            (k, v) -> {
+              if (k.startsWith("sampler.")) {
+                samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
+              }
+            });
+    Map<String, String> scalars = new HashMap<>();
+    StateJson.parse(data.json(), id())
+        .properties()
+        .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+    Tensor uncond = data.tensors().get("uncond");
+    return new State(
+        ops.upload(data.tensors().get(LATENTS), DType.F32),
+        SamplerState.restore(samplerTensors, scalars),
+        ops.upload(data.tensors().get("cond"), DType.F32),
+        uncond == null ? null : ops.upload(uncond, DType.F32),
+        request,
+        ctx.cancelScope());
+  }
+}

@@ -1,0 +1,142 @@
+package dev.stepweave.models.wan;
+
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.loop.CancelScope;
+import dev.stepweave.core.loop.Done;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopContext;
+import dev.stepweave.core.loop.LoopResult;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.SerializedState;
+import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.core.loop.Step;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.models.text.TextEmbeddings;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Text encoding: one {@code ENCODER_CHUNK} step per prompt — the prompt, then the negative prompt
+ * when guidance needs the unconditional branch — each tokenised, encoded by UMT5, cut to its real
+ * length and zero-padded as WanPipeline does.
+ */
+final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
+  static final String PROMPT_EMBEDS = "prompt_embeds";
+  static final String NEGATIVE_PROMPT_EMBEDS = "negative_prompt_embeds";
+
+  private final WanModel model;
+
+  TextEncodeLoop(WanModel model) {
+    this.model = model;
+  }
+
+  /**
+   * @param prompts the texts to encode, in order (prompt, then negative prompt if needed)
+   * @param embeddings the ones encoded so far
+   */
+  record State(List<String> prompts, List<Tensor> embeddings, int maxLength, CancelScope scope)
+      implements LoopState {
+    State {
+      prompts = List.copyOf(prompts);
+      embeddings = List.copyOf(embeddings);
+    }
+
+    @Override
+    public int stepsDone() {
+      return embeddings.size();
+    }
+
+    @Override
+    public int totalSteps() {
+      return prompts.size();
+    }
+  }
+
+  @Override
+  public String id() {
+    return WanCards.TEXT_ENCODE;
+  }
+
+  @Override
+  public State init(Request request, ModelInstance instance, LoopContext ctx) {
+    List<String> prompts = new ArrayList<>(List.of(request.prompt()));
+    if (Guidance.policyFor(request).needsUncond()) {
+      prompts.add(request.params().negativePrompt());
+    }
+    return new State(prompts, List.of(), model.maxSequenceLength(request), ctx.cancelScope());
+  }
+
+  @Override
+  public Step next(State s) {
+    if (s.stepsDone() == s.totalSteps()) {
+      return Done.INSTANCE;
+    }
+    String text = s.prompts().get(s.stepsDone());
+    int length = s.maxLength();
+    int dModel = model.textEncoder().config().dModel();
+    long outBytes = (long) length * dModel * 4;
+    return new WorkPlan(
+        id(),
+        model.instanceId(),
+        WorkKind.ENCODER_CHUNK,
+        ShapeSignature.of("umt5", 1, length),
+        new ResourceRequest(0, outBytes, outBytes * 8, 0),
+        s.scope(),
+        s.stepsDone(),
+        () ->
+            StepResult.of(
+                TextEmbeddings.encodePrompts(
+                    model.tokenizer(), model.textEncoder(), List.of(text), length)));
+  }
+
+  @Override
+  public State advance(State s, StepResult result) {
+    List<Tensor> done = new ArrayList<>(s.embeddings());
+    done.add(result.output());
+    return new State(s.prompts(), done, s.maxLength(), s.scope());
+  }
+
+  @Override
+  public LoopResult finalize(State s) {
+    Map<String, Tensor> out = new HashMap<>();
+    out.put(PROMPT_EMBEDS, s.embeddings().get(0));
+    if (s.embeddings().size() > 1) {
+      out.put(NEGATIVE_PROMPT_EMBEDS, s.embeddings().get(1));
+    }
+    return new LoopResult(out, List.of());
+  }
+
+  @Override
+  public SerializedState serialize(State s) {
+    Map<String, Tensor> tensors = new HashMap<>();
+    for (int i = 0; i < s.embeddings().size(); i++) {
+      tensors.put("embeddings." + i, model.backend().download(s.embeddings().get(i)));
+    }
+    var json = StateJson.object();
+    var prompts = json.putArray("prompts");
+    s.prompts().forEach(prompts::add);
+    json.put("done", s.embeddings().size());
+    return new SerializedState(id(), tensors, json.toString());
+  }
+
+  @Override
+  public State deserialize(
+      SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
+    var json = StateJson.parse(data.json(), id());
+    List<String> prompts = new ArrayList<>();
+    json.get("prompts").forEach(p -> prompts.add(p.asText()));
+    List<Tensor> embeddings = new ArrayList<>();
+    for (int i = 0; i < json.get("done").asInt(); i++) {
+      embeddings.add(model.backend().upload(data.tensors().get("embeddings." + i), DType.F32));
+    }
+    return new State(prompts, embeddings, model.maxSequenceLength(request), ctx.cancelScope());
+  }
+}

@@ -1,0 +1,202 @@
+package dev.stepweave.models.wan;
+
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.loop.CancelScope;
+import dev.stepweave.core.loop.Done;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopContext;
+import dev.stepweave.core.loop.LoopResult;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.SerializedState;
+import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.core.loop.Step;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.models.wan.vae.DecodeState;
+import dev.stepweave.models.wan.vae.DecodeTiling;
+import dev.stepweave.models.wan.vae.WanVae;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * VAE decoding: one {@code VAE_TILE} step per latent frame (the decoder's causal cache carries
+ * between frames; the state is the request's own {@link DecodeState}, stepped in place by the
+ * step's call). Frames larger than {@link #AUTO_TILE_PIXELS} are to be decoded in spatial tiles to
+ * bound memory; overrides {@code tile = on|off|auto}, {@code tile_size}, {@code tile_stride}
+ * (pixels) choose otherwise.
+ */
+final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
+  static final String VIDEO = "video";
+
+  /** Above this many pixels per frame, auto mode decodes in tiles. */
+  static final long AUTO_TILE_PIXELS = 640L * 640;
+
+  private final WanModel model;
+
+  VaeDecodeLoop(WanModel model) {
+    this.model = model;
+  }
+
+  /**
+   * @param latents raw (de-normalised) latents {@code [1, z, F, H, W]}
+   * @param decode the decode in progress
+   */
+  record State(Tensor latents, DecodeState decode, Request request, CancelScope scope)
+      implements LoopState {
+    @Override
+    public int stepsDone() {
+      return decode.nextFrame();
+    }
+
+    @Override
+    public int totalSteps() {
+      return latents.dim(2);
+    }
+  }
+
+  @Override
+  public String id() {
+    return WanCards.VAE_DECODE;
+  }
+
+  @Override
+  public State init(Request request, ModelInstance instance, LoopContext ctx) {
+    var denoised = ctx.upstream().get(WanCards.DENOISE);
+    if (denoised == null) {
+      throw new IllegalStateException("vae_decode needs the denoise loop's result");
+    }
+    WanVae vae = model.vae();
+    Tensor latents = vae.denormalize(denoised.tensor(DenoiseLoop.LATENTS));
+    return new State(latents, vae.startDecode(latents), request, ctx.cancelScope());
+  }
+
+  /** The tiling a request asks for, or null to decode whole frames. */
+  static DecodeTiling tiling(Request request, WanVae vae) {
+    Map<String, String> o = request.overridesFor(WanCards.VAE_DECODE);
+    String mode = o.getOrDefault("tile", "auto");
+    var p = request.params();
+    boolean tile =
+        switch (mode) {
+          case "on" -> true;
+          case "off" -> false;
+          case "auto" -> (long) p.width() * p.height() > AUTO_TILE_PIXELS;
+          default ->
+              throw new InvalidRequestException(
+                  "vae_decode tile must be on, off or auto, got '" + mode + "'");
+        };
+    if (!tile) {
+      return null;
+    }
+    DecodeTiling d = DecodeTiling.diffusersDefault();
+    int size = integer(o, "tile_size", d.minHeight());
+    int stride = integer(o, "tile_stride", d.strideHeight());
+    int unit = vae.config().spatialCompression();
+    if (size % unit != 0 || stride % unit != 0 || stride <= 0 || stride > size) {
+      throw new InvalidRequestException(
+          "vae_decode tile_size and tile_stride must be multiples of "
+              + unit
+              + " with 0 < stride <= size, got "
+              + size
+              + "/"
+              + stride);
+    }
+    return new DecodeTiling(size, size, stride, stride);
+  }
+
+  private static int integer(Map<String, String> o, String key, int fallback) {
+    try {
+      return o.containsKey(key) ? Integer.parseInt(o.get(key)) : fallback;
+    } catch (NumberFormatException e) {
+      throw new InvalidRequestException(
+          "vae_decode " + key + " must be an integer, got '" + o.get(key) + "'");
+    }
+  }
+
+  @Override
+  public Step next(State s) {
+    if (s.decode().isDone()) {
+      return Done.INSTANCE;
+    }
+    int[] shape = s.latents().shape();
+    int scale = model.vae().config().spatialCompression();
+    long pixels = (long) shape[3] * shape[4] * scale * scale;
+    long frameBytes = pixels * 4L * model.vae().config().decoderDim();
+    long videoBytes = pixels * 3L * 4 * model.vae().config().temporalCompression() * shape[2];
+    return new WorkPlan(
+        id(),
+        model.instanceId(),
+        WorkKind.VAE_TILE,
+        ShapeSignature.of(
+            "wan-vae-decode", shape[1], shape[3], shape[4], s.decode().nextFrame() == 0 ? 1 : 0),
+        new ResourceRequest(0, s.latents().byteSize() + videoBytes, frameBytes * 8, 0),
+        s.scope(),
+        s.stepsDone(),
+        () -> {
+          // The decode state is this request's own; stepping it is this step's work.
+          model.vae().step(s.decode());
+          return StepResult.of(s.decode().decoded().getLast());
+        });
+  }
+
+  @Override
+  public State advance(State s, StepResult result) {
+    return s;
+  }
+
+  @Override
+  public LoopResult finalize(State s) {
+    Backend ops = model.backend();
+    Tensor video = model.vae().finish(s.decode()); // [1, 3, F, H, W] in [-1, 1]
+    // WanPipeline's postprocess: x/2 + 0.5, clamped to [0, 1], channels last.
+    Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
+    Tensor host = ops.download(ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0)));
+    var provenance = WanProvenance.of(model, s.request(), id());
+    Artifact artifact =
+        s.request().task() == TaskType.T2I
+            ? new Artifact.ImageArtifact("image", host.select(0, 0), provenance)
+            : new Artifact.VideoArtifact(VIDEO, host, s.request().params().fps(), provenance);
+    return new LoopResult(Map.of(VIDEO, host), List.of(artifact));
+  }
+
+  @Override
+  public SerializedState serialize(State s) {
+    Backend ops = model.backend();
+    Map<String, Tensor> tensors = new HashMap<>();
+    tensors.put("latents", ops.download(s.latents()));
+    s.decode().tensors().forEach((k, v) -> tensors.put("decode." + k, ops.download(v)));
+    var json = StateJson.object();
+    s.decode().scalars().forEach(json::put);
+    return new SerializedState(id(), tensors, json.toString());
+  }
+
+  @Override
+  public State deserialize(
+      SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
+    Backend ops = model.backend();
+    Tensor latents = ops.upload(data.tensors().get("latents"), DType.F32);
+    Map<String, Tensor> tensors = new HashMap<>();
+    data.tensors()
+        .forEach(
+            (k, v) -> {
+              if (k.startsWith("decode.")) {
+                tensors.put(k.substring("decode.".length()), ops.upload(v, DType.F32));
+              }
+            });
+    Map<String, String> scalars = new HashMap<>();
+    StateJson.parse(data.json(), id())
+        .properties()
+        .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+    return new State(
+        latents, model.vae().restoreDecode(latents, tensors, scalars), request, ctx.cancelScope());
+  }
+}

@@ -1,0 +1,80 @@
+package dev.stepweave.models.wan.vae;
+
+import dev.stepweave.tensor.Tensor;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * What one encode or decode call remembers between its temporal chunks: for every cached
+ * convolution (each owns a fixed slot, numbered when the model loads) the trailing frames of the
+ * input it saw last. Kept outside the layers so one loaded VAE serves many calls at once and a call
+ * can pause between chunks. Only tensors and flags: it serialises as such.
+ */
+public final class CausalCache {
+  private final Tensor[] tails;
+  private final boolean[] firstChunkPassed;
+
+  CausalCache(int slots) {
+    this.tails = new Tensor[slots];
+    this.firstChunkPassed = new boolean[slots];
+  }
+
+  public int slots() {
+    return tails.length;
+  }
+
+  /** The frames remembered in {@code slot}, or null when it has none. */
+  public Tensor tail(int slot) {
+    return tails[slot];
+  }
+
+  void setTail(int slot, Tensor frames) {
+    tails[slot] = frames;
+  }
+
+  /**
+   * Whether a temporal upsampler in {@code slot} has let the first chunk through unchanged and so
+   * holds no frames yet (the reference's "Rep" marker).
+   */
+  public boolean firstChunkPassed(int slot) {
+    return firstChunkPassed[slot];
+  }
+
+  void markFirstChunkPassed(int slot) {
+    firstChunkPassed[slot] = true;
+  }
+
+  /** The remembered frames as named tensors ({@code tail.<slot>}), for serialisation. */
+  Map<String, Tensor> tensors() {
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    for (int i = 0; i < tails.length; i++) {
+      if (tails[i] != null) {
+        out.put("tail." + i, tails[i]);
+      }
+    }
+    return out;
+  }
+
+  /** The per-slot flags as a string of 0/1, for serialisation. */
+  String flags() {
+    StringBuilder sb = new StringBuilder(firstChunkPassed.length);
+    for (boolean b : firstChunkPassed) {
+      sb.append(b ? '1' : '0');
+    }
+    return sb.toString();
+  }
+
+  /** Rebuilds a cache from {@link #tensors} and {@link #flags}. */
+  static CausalCache restore(int slots, Map<String, Tensor> tensors, String flags) {
+    if (flags.length() != slots) {
+      throw new IllegalArgumentException(
+          "causal cache has " + flags.length() + " slots, the model has " + slots);
+    }
+    CausalCache c = new CausalCache(slots);
+    for (int i = 0; i < slots; i++) {
+      c.tails[i] = tensors.get("tail." + i);
+      c.firstChunkPassed[i] = flags.charAt(i) == '1';
+    }
+    return c;
+  }
+}

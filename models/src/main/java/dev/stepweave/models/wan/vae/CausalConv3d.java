@@ -1,0 +1,91 @@
+package dev.stepweave.models.wan.vae;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+import java.util.ArrayList;
+import java.util.List;
+
+/**
+ * A 3-D convolution that never looks at future frames: time is padded only on the past side (by
+ * twice the nominal time padding), height and width symmetrically. Frames remembered from the
+ * previous chunk stand in for that much of the past padding.
+ */
+final class CausalConv3d {
+  private final Backend backend;
+  private final Tensor weight;
+  private final Tensor bias;
+  private final int[] stride;
+  private final int pastFrames;
+  private final int[] spatialPadding;
+
+  private CausalConv3d(
+      Backend backend, Tensor weight, Tensor bias, int[] stride, int pastFrames, int[] spatial) {
+    this.backend = backend;
+    this.weight = weight;
+    this.bias = bias;
+    this.stride = stride;
+    this.pastFrames = pastFrames;
+    this.spatialPadding = spatial;
+  }
+
+  /**
+   * Loads {@code weight [out, in, kernel...]} and {@code bias [out]}.
+   *
+   * @param padding nominal {@code (t, h, w)} padding as the reference declares it
+   */
+  static CausalConv3d load(
+      Weights weights, int in, int out, int[] kernel, int[] stride, int[] padding) {
+    Tensor w = weights.take("weight", out, in, kernel[0], kernel[1], kernel[2]);
+    Tensor b = weights.take("bias", out);
+    return new CausalConv3d(
+        weights.backend(),
+        w,
+        b,
+        stride.clone(),
+        2 * padding[0],
+        new int[] {0, padding[1], padding[2]});
+  }
+
+  /** A {@code k×k×k} convolution with stride 1 and padding {@code k/2} on every axis. */
+  static CausalConv3d cube(Weights weights, int in, int out, int k) {
+    int p = k / 2;
+    return load(weights, in, out, new int[] {k, k, k}, new int[] {1, 1, 1}, new int[] {p, p, p});
+  }
+
+  /**
+   * Convolves {@code x [B, C, T, H, W]}; {@code remembered} (null when none) are the frames that
+   * precede {@code x}. A convolution without past padding ignores them.
+   */
+  Tensor apply(Tensor x, Tensor remembered) {
+    if (pastFrames == 0) {
+      return backend.conv3d(x, weight, bias, stride, spatialPadding);
+    }
+    List<Tensor> parts = new ArrayList<>(3);
+    int have = remembered == null ? 0 : Frames.count(remembered);
+    if (have > pastFrames) {
+      throw new IllegalStateException(
+          have + " remembered frames for a convolution that looks back " + pastFrames);
+    }
+    if (have < pastFrames) {
+      parts.add(Frames.zeros(backend, x, pastFrames - have));
+    }
+    if (remembered != null) {
+      parts.add(remembered);
+    }
+    parts.add(x);
+    return backend.conv3d(Frames.concat(backend, parts), weight, bias, stride, spatialPadding);
+  }
+
+  /**
+   * Convolves one chunk of a streamed pass: the frames remembered in {@code slot} precede it, and
+   * the chunk's own trailing frames replace them.
+   */
+  Tensor applyStreaming(Tensor x, CausalCache cache, int slot) {
+    Tensor remembered = cache.tail(slot);
+    Tensor keep = Frames.tail(backend, x, remembered);
+    Tensor y = apply(x, remembered);
+    cache.setTail(slot, keep);
+    return y;
+  }
+}

@@ -1,0 +1,68 @@
+package dev.stepweave.models.wan.vae;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+import java.util.List;
+
+/**
+ * Halves height and width with a stride-2 3×3 convolution per frame (padded by one on the bottom
+ * and right only); the temporal variant then halves time with a stride-2 causal convolution over
+ * frames.
+ */
+final class Downsample implements CausalLayer {
+  private static final int[] SPATIAL_STRIDE = {1, 2, 2};
+  private static final int[] NO_PADDING = {0, 0, 0};
+  private static final int[] BOTTOM_RIGHT_PAD = {0, 1, 0, 1};
+
+  private final Backend backend;
+  private final Tensor spatialWeight;
+  private final Tensor spatialBias;
+  private final CausalConv3d timeConv;
+  private final int slot;
+
+  private Downsample(
+      Backend backend, Tensor spatialWeight, Tensor spatialBias, CausalConv3d timeConv, int slot) {
+    this.backend = backend;
+    this.spatialWeight = spatialWeight;
+    this.spatialBias = spatialBias;
+    this.timeConv = timeConv;
+    this.slot = slot;
+  }
+
+  /** Loads {@code resample.1} and, when {@code temporal}, {@code time_conv}. */
+  static Downsample load(Weights weights, int channels, boolean temporal, CacheSlots slots) {
+    Weights conv = weights.scope("resample.1");
+    Tensor w = conv.take("weight", channels, channels, 3, 3).unsqueeze(2);
+    Tensor b = conv.take("bias", channels);
+    if (!temporal) {
+      return new Downsample(weights.backend(), w, b, null, -1);
+    }
+    CausalConv3d time =
+        CausalConv3d.load(
+            weights.scope("time_conv"),
+            channels,
+            channels,
+            new int[] {3, 1, 1},
+            new int[] {2, 1, 1},
+            NO_PADDING);
+    return new Downsample(weights.backend(), w, b, time, slots.allocate());
+  }
+
+  @Override
+  public Tensor apply(Tensor x, CausalCache cache) {
+    Tensor padded = backend.pad(x, BOTTOM_RIGHT_PAD, 0f);
+    Tensor y = backend.conv3d(padded, spatialWeight, spatialBias, SPATIAL_STRIDE, NO_PADDING);
+    if (timeConv == null) {
+      return y;
+    }
+    // The first chunk (one frame) passes unchanged; later chunks are convolved together with the
+    // last frame of the chunk before, which is all that is ever remembered here.
+    Tensor previous = cache.tail(slot);
+    cache.setTail(slot, backend.contiguous(Frames.last(y, 1)));
+    if (previous == null) {
+      return y;
+    }
+    return timeConv.apply(Frames.concat(backend, List.of(previous, y)), null);
+  }
+}

@@ -1,0 +1,61 @@
+package dev.stepweave.models.wan.vae;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+
+/**
+ * {@code conv2(silu(norm2(conv1(silu(norm1(x)))))) + shortcut(x)}, the shortcut a 1×1×1 convolution
+ * when the width changes. Dropout is inference-inert and absent.
+ */
+final class ResidualBlock implements CausalLayer {
+  private final Backend backend;
+  private final ChannelRmsNorm norm1;
+  private final CausalConv3d conv1;
+  private final ChannelRmsNorm norm2;
+  private final CausalConv3d conv2;
+  private final CausalConv3d shortcut;
+  private final int slot1;
+  private final int slot2;
+
+  private ResidualBlock(
+      Backend backend,
+      ChannelRmsNorm norm1,
+      CausalConv3d conv1,
+      ChannelRmsNorm norm2,
+      CausalConv3d conv2,
+      CausalConv3d shortcut,
+      int slot1,
+      int slot2) {
+    this.backend = backend;
+    this.norm1 = norm1;
+    this.conv1 = conv1;
+    this.norm2 = norm2;
+    this.conv2 = conv2;
+    this.shortcut = shortcut;
+    this.slot1 = slot1;
+    this.slot2 = slot2;
+  }
+
+  static ResidualBlock load(Weights weights, int in, int out, CacheSlots slots) {
+    return new ResidualBlock(
+        weights.backend(),
+        ChannelRmsNorm.load(weights.scope("norm1"), in, false),
+        CausalConv3d.cube(weights.scope("conv1"), in, out, 3),
+        ChannelRmsNorm.load(weights.scope("norm2"), out, false),
+        CausalConv3d.cube(weights.scope("conv2"), out, out, 3),
+        in == out ? null : CausalConv3d.cube(weights.scope("conv_shortcut"), in, out, 1),
+        slots.allocate(),
+        slots.allocate());
+  }
+
+  @Override
+  public Tensor apply(Tensor x, CausalCache cache) {
+    Tensor skip = shortcut == null ? x : shortcut.apply(x, null);
+    Tensor h = backend.silu(norm1.apply(x));
+    h = conv1.applyStreaming(h, cache, slot1);
+    h = backend.silu(norm2.apply(h));
+    h = conv2.applyStreaming(h, cache, slot2);
+    return backend.add(h, skip);
+  }
+}

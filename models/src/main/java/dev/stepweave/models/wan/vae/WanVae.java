@@ -1,0 +1,220 @@
+package dev.stepweave.models.wan.vae;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+import java.util.Arrays;
+
+/**
+ * The Wan 2.1 video VAE (diffusers {@code AutoencoderKLWan}): a causal 3-D convolutional encoder
+ * and decoder that compress video 8× in space and 4× in time (after the first frame) into {@code
+ * z_dim} channels.
+ *
+ * <p>Both directions run in temporal chunks, as the reference does, each causal convolution
+ * remembering the last frames of the previous chunk; the chunking changes the numbers, so it is
+ * part of the model. All per-call state lives in an {@link EncodeState} or {@link DecodeState}: the
+ * loaded model is immutable and serves concurrent calls, and a call can stop after any chunk and
+ * continue later.
+ */
+public final class WanVae {
+  private static final float LOGVAR_MIN = -30f;
+  private static final float LOGVAR_MAX = 20f;
+
+  private final WanVaeConfig config;
+  private final Backend backend;
+  private final CausalStack encoder;
+  private final CausalConv3d quantConv;
+  private final CausalConv3d postQuantConv;
+  private final CausalStack decoder;
+  private final Tensor latentsMean;
+  private final Tensor latentsInverseStd;
+
+  private WanVae(
+      WanVaeConfig config,
+      Backend backend,
+      CausalStack encoder,
+      CausalConv3d quantConv,
+      CausalConv3d postQuantConv,
+      CausalStack decoder) {
+    this.config = config;
+    this.backend = backend;
+    this.encoder = encoder;
+    this.quantConv = quantConv;
+    this.postQuantConv = postQuantConv;
+    this.decoder = decoder;
+    int z = config.zDim();
+    float[] mean = new float[z];
+    float[] inverseStd = new float[z];
+    for (int c = 0; c < z; c++) {
+      mean[c] = config.latentsMean().get(c).floatValue();
+      // The pipeline stores 1/std in float32 and divides by it; keep that rounding.
+      inverseStd[c] = 1f / config.latentsStd().get(c).floatValue();
+    }
+    this.latentsMean = backend.upload(Tensor.of(mean, 1, z, 1, 1, 1), DType.F32);
+    this.latentsInverseStd = backend.upload(Tensor.of(inverseStd, 1, z, 1, 1, 1), DType.F32);
+  }
+
+  /**
+   * Loads every tensor by its diffusers name with the shape {@code config} implies and fails on any
+   * tensor left over.
+   *
+   * @throws dev.stepweave.tensor.io.CheckpointException naming the file and tensor on a mismatch
+   */
+  public static WanVae load(WanVaeConfig config, Weights weights) {
+    int z = config.zDim();
+    WanVae vae =
+        new WanVae(
+            config,
+            weights.backend(),
+            WanVaeEncoder.load(config, weights.scope("encoder")),
+            CausalConv3d.cube(weights.scope("quant_conv"), 2 * z, 2 * z, 1),
+            CausalConv3d.cube(weights.scope("post_quant_conv"), z, z, 1),
+            WanVaeDecoder.load(config, weights.scope("decoder")));
+    weights.finish();
+    return vae;
+  }
+
+  public WanVaeConfig config() {
+    return config;
+  }
+
+  // ---- encode ---------------------------------------------------------------------------------
+
+  /** Begins encoding {@code video [B, in_channels, T, H, W]} with values in {@code [-1, 1]}. */
+  public EncodeState startEncode(Tensor video) {
+    requireChannels("video", video, config.inChannels());
+    return new EncodeState(video, new CausalCache(encoder.cacheSlots()));
+  }
+
+  /**
+   * Encodes the next temporal chunk.
+   *
+   * @return whether chunks remain
+   */
+  public boolean step(EncodeState state) {
+    if (state.isDone()) {
+      throw new IllegalStateException(
+          "encode already processed all " + state.chunkCount() + " chunks");
+    }
+    Tensor moments = encoder.apply(state.nextFrames(), state.cache());
+    state.accept(quantConv.apply(moments, null));
+    return !state.isDone();
+  }
+
+  /** The raw posterior of a finished encode. */
+  public Posterior finish(EncodeState state) {
+    if (!state.isDone()) {
+      throw new IllegalStateException(
+          "encode finished after " + state.nextChunk() + " of " + state.chunkCount() + " chunks");
+    }
+    Tensor moments = Frames.concat(backend, state.encoded());
+    int z = config.zDim();
+    Tensor logvar = backend.clamp(moments.slice(1, z, 2 * z), LOGVAR_MIN, LOGVAR_MAX);
+    return new Posterior(backend.contiguous(moments.slice(1, 0, z)), logvar);
+  }
+
+  /** Encodes a whole video: the raw posterior mean and log-variance. */
+  public Posterior encode(Tensor video) {
+    EncodeState state = startEncode(video);
+    while (step(state)) {
+      // one chunk per step
+    }
+    return finish(state);
+  }
+
+  // ---- decode ---------------------------------------------------------------------------------
+
+  /** Begins decoding raw latents {@code z [B, z_dim, T', H', W']} (see {@link #denormalize}). */
+  public DecodeState startDecode(Tensor latents) {
+    requireChannels("latents", latents, config.zDim());
+    return new DecodeState(latents, new CausalCache(decoder.cacheSlots()));
+  }
+
+  /**
+   * Decodes the next latent frame (one frame for the first, {@code temporal compression} after).
+   *
+   * @return whether latent frames remain
+   */
+  public boolean step(DecodeState state) {
+    if (state.isDone()) {
+      throw new IllegalStateException("decode already processed all latent frames");
+    }
+    Tensor x = postQuantConv.apply(state.nextLatentFrame(), null);
+    state.accept(decoder.apply(x, state.cache()));
+    return !state.isDone();
+  }
+
+  /** The video of a finished decode, {@code [B, out_channels, T, H, W]} clamped to [-1, 1]. */
+  public Tensor finish(DecodeState state) {
+    if (!state.isDone()) {
+      throw new IllegalStateException(
+          "decode finished after "
+              + state.nextFrame()
+              + " of "
+              + state.latents().dim(2)
+              + " latent frames");
+    }
+    return backend.clamp(Frames.concat(backend, state.decoded()), -1f, 1f);
+  }
+
+  /**
+   * Continues a decode from {@link DecodeState#tensors} and {@link DecodeState#scalars} (tensors
+   * already on this VAE's backend) over the same latents.
+   */
+  public DecodeState restoreDecode(
+      Tensor latents,
+      java.util.Map<String, Tensor> tensors,
+      java.util.Map<String, String> scalars) {
+    requireChannels("latents", latents, config.zDim());
+    return DecodeState.restore(latents, decoder.cacheSlots(), tensors, scalars);
+  }
+
+  /** Decodes raw latents into video clamped to [-1, 1]. */
+  public Tensor decode(Tensor latents) {
+    return backend.clamp(decodeUnclamped(latents), -1f, 1f);
+  }
+
+  /**
+   * Decodes raw latents tile by tile over height and width, blending overlapping tiles linearly, as
+   * diffusers' tiled decode does: it bounds the decoder's activation memory by the tile size, at
+   * the price of small differences from {@link #decode} near tile seams.
+   */
+  public Tensor decodeTiled(Tensor latents, DecodeTiling tiling) {
+    requireChannels("latents", latents, config.zDim());
+    Tensor video = new TiledDecode(this, backend, tiling, config.spatialCompression()).run(latents);
+    return backend.clamp(video, -1f, 1f);
+  }
+
+  /** The decoder's output before the final clamp. */
+  Tensor decodeUnclamped(Tensor latents) {
+    DecodeState state = startDecode(latents);
+    while (step(state)) {
+      // one latent frame per step
+    }
+    return Frames.concat(backend, state.decoded());
+  }
+
+  // ---- latent normalisation -------------------------------------------------------------------
+
+  /** Raw posterior latents → the normalised space the transformer works in. */
+  public Tensor normalize(Tensor latents) {
+    return backend.mul(backend.sub(latents, latentsMean), latentsInverseStd);
+  }
+
+  /** Normalised latents → raw latents for {@link #decode}, as WanPipeline computes it. */
+  public Tensor denormalize(Tensor latents) {
+    return backend.add(backend.div(latents, latentsInverseStd), latentsMean);
+  }
+
+  private static void requireChannels(String what, Tensor x, int channels) {
+    if (x.rank() != 5 || x.dim(1) != channels) {
+      throw new IllegalArgumentException(
+          what
+              + " must be [B, "
+              + channels
+              + ", T, H, W] but has shape "
+              + Arrays.toString(x.shape()));
+    }
+  }
+}

@@ -1,0 +1,279 @@
+package dev.stepweave.tensor.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stepweave.tensor.Backend.BinaryOp;
+import dev.stepweave.tensor.Backend.UnaryOp;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.Arrays;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * Every operation against {@link NaiveOps} on odd shapes (not multiples of the vector width or the
+ * tile sizes) and on strided, permuted and broadcast views.
+ */
+class CpuBackendVsNaiveTest {
+  private final CpuBackend cpu = new CpuBackend(2);
+  private final SplittableRandom random = new SplittableRandom(42);
+
+  private Tensor random(int... shape) {
+    float[] v = new float[(int) Tensor.numel(shape)];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = (float) (random.nextDouble() * 2 - 1);
+    }
+    return Tensor.of(v, shape);
+  }
+
+  /** A non-contiguous view with the given shape: the transpose of a random tensor. */
+  private Tensor transposed(int... shape) {
+    int[] swapped = shape.clone();
+    swapped[shape.length - 1] = shape[shape.length - 2];
+    swapped[shape.length - 2] = shape[shape.length - 1];
+    return random(swapped).transpose(-1, -2);
+  }
+
+  /**
+   * Elementwise {@code |e - a| <= relTol * max(|e|, floor * max|e|)}: a relative bound, relaxed to
+   * a fraction {@code floor} of the tensor's largest magnitude where sums cancel.
+   */
+  private static void assertClose(Tensor expected, Tensor actual, float relTol, float floor) {
+    assertClose(expected, actual, relTol, floor, "");
+  }
+
+  private static void assertClose(
+      Tensor expected, Tensor actual, float relTol, float floor, String what) {
+    assertArrayEquals(expected.shape(), actual.shape());
+    float[] e = expected.toFloatArray();
+    float[] a = actual.toFloatArray();
+    float scale = 0;
+    for (float v : e) {
+      scale = Math.max(scale, Math.abs(v));
+    }
+    for (int i = 0; i < e.length; i++) {
+      float tol = relTol * Math.max(Math.abs(e[i]), scale * floor);
+      if (!(Math.abs(e[i] - a[i]) <= tol)) {
+        throw new AssertionError(
+            what
+                + " element "
+                + i
+                + ": expected "
+                + e[i]
+                + " but was "
+                + a[i]
+                + " (tol "
+                + tol
+                + ")");
+      }
+    }
+  }
+
+  private static void assertClose(Tensor expected, Tensor actual, float relTol) {
+    assertClose(expected, actual, relTol, 0f);
+  }
+
+  private static void assertBitExact(Tensor expected, Tensor actual) {
+    assertArrayEquals(expected.shape(), actual.shape());
+    assertArrayEquals(expected.toFloatArray(), actual.toFloatArray());
+  }
+
+  @Test
+  void linearMatchesFmaChainExactly() {
+    for (int[] mkn : new int[][] {{1, 1, 1}, {7, 33, 17}, {37, 300, 71}, {130, 517, 65}}) {
+      Tensor x = random(mkn[0], mkn[1]);
+      Tensor w = random(mkn[2], mkn[1]);
+      Tensor b = random(mkn[2]);
+      assertBitExact(NaiveOps.linear(x, w, b), cpu.linear(x, w, b));
+      assertBitExact(NaiveOps.linear(x, w, null), cpu.linear(x, w, null));
+    }
+  }
+
+  @Test
+  void linearReadsStridedAndLowPrecisionInputs() {
+    Tensor x = random(3, 5, 19).permute(1, 0, 2);
+    Tensor w = transposed(23, 19);
+    Tensor wb = cpu.upload(random(23, 19), DType.BF16);
+    assertBitExact(NaiveOps.linear(x, w, null), cpu.linear(x, w, null));
+    assertBitExact(NaiveOps.linear(x, wb, null), cpu.linear(x, wb, null));
+  }
+
+  @Test
+  void matmulMatchesFmaChainExactlyWithBroadcastBatch() {
+    Tensor a = random(2, 1, 9, 35);
+    Tensor b = transposed(3, 35, 41);
+    assertBitExact(NaiveOps.matmul(a, b), cpu.matmul(a, b));
+    Tensor shared = random(35, 6);
+    assertBitExact(NaiveOps.matmul(a, shared), cpu.matmul(a, shared));
+  }
+
+  @Test
+  void conv3dMatchesDirectConvolution() {
+    Tensor x = random(2, 3, 4, 7, 9);
+    Tensor w3 = random(5, 3, 3, 3, 3);
+    Tensor b = random(5);
+    int[] one = {1, 1, 1};
+    assertBitExact(NaiveOps.conv3d(x, w3, b, one, one), cpu.conv3d(x, w3, b, one, one));
+    assertBitExact(
+        NaiveOps.conv3d(x, w3, null, new int[] {1, 2, 2}, new int[] {0, 1, 0}),
+        cpu.conv3d(x, w3, null, new int[] {1, 2, 2}, new int[] {0, 1, 0}));
+    Tensor w1 = random(4, 3, 1, 1, 1);
+    int[] zero = {0, 0, 0};
+    assertBitExact(
+        NaiveOps.conv3d(x, w1, b.slice(0, 0, 4), one, zero),
+        cpu.conv3d(x, w1, b.slice(0, 0, 4), one, zero));
+    Tensor patch = random(6, 3, 1, 2, 2);
+    Tensor xEven = random(1, 3, 2, 8, 6).permute(0, 1, 2, 3, 4);
+    int[] patchStride = {1, 2, 2};
+    assertBitExact(
+        NaiveOps.conv3d(xEven, patch, null, patchStride, zero),
+        cpu.conv3d(xEven, patch, null, patchStride, zero));
+  }
+
+  @Test
+  void attentionMatchesFullSoftmax() {
+    Tensor q = random(2, 37, 3, 20);
+    Tensor k = random(2, 3, 70, 20).permute(0, 2, 1, 3);
+    Tensor v = random(2, 70, 3, 12);
+    assertClose(
+        NaiveOps.attention(q, k, v, null, 0.3f), cpu.attention(q, k, v, null, 0.3f), 1e-5f, 1f);
+    Tensor perHead = random(3, 37, 70);
+    assertClose(
+        NaiveOps.attention(q, k, v, perHead, 1f), cpu.attention(q, k, v, perHead, 1f), 1e-5f, 1f);
+    Tensor mask = random(2, 1, 1, 70);
+    assertClose(
+        NaiveOps.attention(q, k, v, mask, 0.5f), cpu.attention(q, k, v, mask, 0.5f), 1e-5f, 1f);
+  }
+
+  @Test
+  void normsMatchDoublePrecision() {
+    Tensor x = random(5, 3, 77);
+    Tensor xt = transposed(13, 50);
+    Tensor w = random(77), b = random(77);
+    assertClose(NaiveOps.layerNorm(x, w, b, 1e-6f), cpu.layerNorm(x, w, b, 1e-6f), 1e-5f, 1e-2f);
+    assertClose(
+        NaiveOps.layerNorm(xt, null, null, 1e-6f),
+        cpu.layerNorm(xt, null, null, 1e-6f),
+        1e-5f,
+        1e-2f);
+    assertClose(NaiveOps.rmsNorm(x, w, 1e-6f), cpu.rmsNorm(x, w, 1e-6f), 1e-5f);
+    assertClose(NaiveOps.rmsNorm(xt, null, 1e-6f), cpu.rmsNorm(xt, null, 1e-6f), 1e-5f);
+    assertClose(NaiveOps.softmax(x), cpu.softmax(x), 1e-5f);
+    assertClose(NaiveOps.softmax(xt), cpu.softmax(xt), 1e-5f);
+    Tensor video = random(2, 19, 3, 5, 7);
+    for (int dim = 0; dim < 5; dim++) {
+      assertClose(
+          NaiveOps.l2Normalize(video, dim, 1e-12f), cpu.l2Normalize(video, dim, 1e-12f), 1e-5f);
+    }
+  }
+
+  @Test
+  void sumLastDimMatchesDoubleSum() {
+    Tensor x = transposed(6, 1001);
+    assertClose(NaiveOps.sumLastDim(x), cpu.sumLastDim(x), 1e-5f);
+  }
+
+  @Test
+  void unaryActivationsMatchDoublePrecision() {
+    Tensor x = cpu.affine(random(3, 131), 8, 0);
+    for (UnaryOp op : UnaryOp.values()) {
+      Tensor in = op == UnaryOp.SQRT || op == UnaryOp.RSQRT ? cpu.unary(x, UnaryOp.ABS) : x;
+      float[] e = in.toFloatArray();
+      for (int i = 0; i < e.length; i++) {
+        e[i] = (float) NaiveOps.unary(op, e[i]);
+      }
+      assertClose(Tensor.of(e, in.shape()), cpu.unary(in, op), 2e-6f, 1e-6f, op.name());
+    }
+    float[] g = x.toFloatArray(), gt = x.toFloatArray(), s = x.toFloatArray();
+    for (int i = 0; i < g.length; i++) {
+      g[i] = (float) NaiveOps.gelu(g[i], false);
+      gt[i] = (float) NaiveOps.gelu(gt[i], true);
+      s[i] = (float) (s[i] / (1 + Math.exp(-s[i])));
+    }
+    assertClose(Tensor.of(g, x.shape()), cpu.gelu(x, false), 2e-6f);
+    assertClose(Tensor.of(gt, x.shape()), cpu.gelu(x, true), 2e-6f);
+    assertClose(Tensor.of(s, x.shape()), cpu.silu(x), 2e-6f);
+  }
+
+  @Test
+  void erfIsAccurateEverywhere() {
+    for (double x = -5; x <= 5; x += 1e-3) {
+      float v = (float) x;
+      assertEquals(
+          NaiveOps.erf(v),
+          ScalarMath.erf(v),
+          1.5e-7 * Math.max(1e-3, Math.abs(NaiveOps.erf(v))),
+          "erf(" + v + ")");
+    }
+  }
+
+  @Test
+  void binaryBroadcastIsExact() {
+    Tensor a = random(4, 1, 37);
+    Tensor b = transposed(5, 37, 1).squeeze(-1);
+    for (BinaryOp op : BinaryOp.values()) {
+      assertBitExact(NaiveOps.binary(a, b, op), cpu.binary(a, b, op));
+      assertBitExact(NaiveOps.binary(b, a, op), cpu.binary(b, a, op));
+    }
+    Tensor scalar = Tensor.of(new float[] {0.5f});
+    assertBitExact(NaiveOps.binary(a, scalar, BinaryOp.MUL), cpu.mul(a, scalar));
+  }
+
+  @Test
+  void scalarMapsAreExact() {
+    Tensor x = transposed(9, 41);
+    float[] e = x.toFloatArray(), c = x.toFloatArray();
+    for (int i = 0; i < e.length; i++) {
+      e[i] = e[i] * 1.5f + 0.25f;
+      c[i] = Math.min(Math.max(c[i], -0.3f), 0.4f);
+    }
+    assertBitExact(Tensor.of(e, 9, 41), cpu.affine(x, 1.5f, 0.25f));
+    assertBitExact(Tensor.of(c, 9, 41), cpu.clamp(x, -0.3f, 0.4f));
+  }
+
+  @Test
+  void ropeIsExact() {
+    Tensor x = random(2, 5, 3, 6).permute(0, 2, 1, 3);
+    Tensor cos = random(3, 3), sin = transposed(3, 3);
+    assertBitExact(NaiveOps.rope(x, cos, sin), cpu.rope(x, cos, sin));
+  }
+
+  @Test
+  void shapeOpsAreExact() {
+    Tensor a = random(2, 3, 5), b = transposed(2, 4, 5), c = random(2, 1, 5);
+    assertBitExact(NaiveOps.concat(List.of(a, b, c), 1), cpu.concat(List.of(a, b, c), 1));
+    assertBitExact(
+        NaiveOps.concat(List.of(a, a.expand(2, 3, 5)), -1), cpu.concat(List.of(a, a), -1));
+    int[] pads = {1, 2, 0, 3, 2, 0};
+    assertBitExact(NaiveOps.pad(b, pads, -7f), cpu.pad(b, pads, -7f));
+    assertBitExact(NaiveOps.pad(b, new int[] {-1, 1}, 0f), cpu.pad(b, new int[] {-1, 1}, 0f));
+    assertBitExact(NaiveOps.upsampleNearest2d(b, 3, 2), cpu.upsampleNearest2d(b, 3, 2));
+    Tensor table = random(11, 6);
+    Tensor ids = Tensor.ofLongs(new long[] {3, 10, 0, 3, 7, 1}, 2, 3);
+    Tensor out = cpu.embedding(table, ids);
+    assertArrayEquals(new int[] {2, 3, 6}, out.shape());
+    assertArrayEquals(
+        table.select(0, 7).toFloatArray(), out.select(0, 1).select(0, 1).toFloatArray());
+    Tensor ids32 = cpu.upload(ids, DType.I32);
+    assertBitExact(out, cpu.embedding(table, ids32));
+  }
+
+  @Test
+  void contiguousAndUploadPreserveValues() {
+    Tensor t = transposed(7, 9);
+    assertTrue(cpu.contiguous(t).isContiguous());
+    assertBitExact(t, cpu.contiguous(t));
+    Tensor half = cpu.upload(t, DType.F16);
+    assertEquals(DType.F16, half.dtype());
+    assertTrue(half.isContiguous());
+    float[] expected = t.toFloatArray();
+    for (int i = 0; i < expected.length; i++) {
+      expected[i] = Float.float16ToFloat(Float.floatToFloat16(expected[i]));
+    }
+    assertArrayEquals(expected, cpu.download(half).toFloatArray());
+    assertEquals(Arrays.toString(t.shape()), Arrays.toString(cpu.download(half).shape()));
+  }
+}
