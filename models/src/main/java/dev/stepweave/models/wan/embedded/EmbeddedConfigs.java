@@ -13,7 +13,7 @@ final class EmbeddedConfigs {
   private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
   private static final String DIFFUSERS_VERSION = "0.40.0.dev0";
 
-  static final int TEXT_DIM = 64;
+  static final int TEXT_DIM = 32;
 
   // Wan 2.1's published latent statistics, so latents are scaled exactly as the real VAE's are.
   private static final double[] LATENTS_MEAN = {
@@ -50,7 +50,7 @@ final class EmbeddedConfigs {
     n.put("attention_head_dim", 32);
     n.put("cross_attn_norm", true);
     n.put("eps", 1e-6);
-    n.put("ffn_dim", 256);
+    n.put("ffn_dim", 128);
     n.put("freq_dim", 256);
     n.putNull("image_dim");
     n.put("in_channels", 16);
@@ -70,7 +70,7 @@ final class EmbeddedConfigs {
     n.put("_class_name", "AutoencoderKLWan");
     n.put("_diffusers_version", DIFFUSERS_VERSION);
     n.set("attn_scales", JSON.arrayNode());
-    n.put("base_dim", 8);
+    n.put("base_dim", 4);
     n.putNull("decoder_base_dim");
     n.set("dim_mult", ints(1, 2, 4, 4));
     n.put("dropout", 0.0);
@@ -92,8 +92,8 @@ final class EmbeddedConfigs {
     ObjectNode n = JSON.objectNode();
     n.set("architectures", JSON.arrayNode().add("UMT5EncoderModel"));
     n.put("classifier_dropout", 0.0);
-    n.put("d_ff", 128);
-    n.put("d_kv", 32);
+    n.put("d_ff", 64);
+    n.put("d_kv", 16);
     n.put("d_model", TEXT_DIM);
     n.put("decoder_start_token_id", WordTokenizer.PAD_ID);
     n.put("dense_act_fn", "gelu_new");

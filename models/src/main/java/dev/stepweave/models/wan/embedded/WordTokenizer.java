@@ -7,7 +7,6 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
-import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.SequencedSet;
@@ -124,8 +123,7 @@ final class WordTokenizer {
         throw new IllegalStateException(
             "resource " + WORD_LIST + " is missing beside " + WordTokenizer.class);
       }
-      return new ArrayList<>(
-          new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().toList());
+      return new String(in.readAllBytes(), StandardCharsets.UTF_8).lines().toList();
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read resource " + WORD_LIST, e);
     }

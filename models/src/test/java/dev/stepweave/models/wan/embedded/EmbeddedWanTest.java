@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stepweave.core.card.GenerationDefaults;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -133,7 +134,7 @@ class EmbeddedWanTest {
 
   @Test
   void defaultsFitTheArchitecture() {
-    EmbeddedWan.Defaults d = EmbeddedWan.DEFAULTS;
+    GenerationDefaults d = EmbeddedWan.DEFAULTS;
     // 8x VAE compression then 2x2 patches; frames are 4k+1 for the causal temporal compression.
     assertEquals(0, d.width() % 16);
     assertEquals(0, d.height() % 16);
