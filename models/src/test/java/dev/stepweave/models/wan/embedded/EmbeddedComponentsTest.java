@@ -1,6 +1,7 @@
 package dev.stepweave.models.wan.embedded;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.GenerationDefaults;
@@ -9,6 +10,7 @@ import dev.stepweave.models.text.PromptTokenizer;
 import dev.stepweave.models.text.TextEmbeddings;
 import dev.stepweave.models.text.UMT5Config;
 import dev.stepweave.models.text.UMT5Encoder;
+import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVae;
@@ -43,6 +45,14 @@ class EmbeddedComponentsTest {
   static void generate() {
     checkpoint = DiffusersDirectory.open(EmbeddedWan.ensure(cache));
     backend = new CpuBackend();
+  }
+
+  @Test
+  void theWholeCheckpointLoadsAsAWanModel() {
+    try (WanModel wan = WanModel.load(checkpoint.dir(), backend)) {
+      assertEquals(EmbeddedConfigs.TEXT_DIM, wan.transformer().config().textDim());
+      assertEquals(16, wan.vae().config().zDim());
+    }
   }
 
   @Test
