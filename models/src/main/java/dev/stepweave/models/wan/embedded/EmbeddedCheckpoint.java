@@ -6,7 +6,13 @@ import com.fasterxml.jackson.core.util.Separators;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.ObjectWriter;
+import dev.stepweave.core.card.CardJson;
+import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -65,6 +71,29 @@ final class EmbeddedCheckpoint {
     writeJson(dir.resolve("text_encoder/config.json"), textEncoder);
     writeTensors(
         dir.resolve("text_encoder/model.safetensors"), Umt5Layout.tensors(textEncoder), values);
+    writeCard(dir);
+  }
+
+  /** The card: imported components, a recipe that says what these weights are, small defaults. */
+  private static void writeCard(Path dir) {
+    ModelCard imported = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    RecipeSpec recipe =
+        new RecipeSpec(
+            "base",
+            List.of(),
+            "stepweave embedded " + EmbeddedWan.FORMAT + ": deterministic, untrained weights",
+            null,
+            null,
+            null,
+            null,
+            ConsistencyRung.C1);
+    ModelCard card =
+        WanCards.card(EmbeddedWan.MODEL_ID, imported.components(), recipe, EmbeddedWan.DEFAULTS);
+    try {
+      CardJson.write(card, dir.resolve(CardJson.FILE_NAME));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException("cannot write " + dir.resolve(CardJson.FILE_NAME), e);
+    }
   }
 
   private static void writeTensors(Path file, List<TensorSpec> specs, SeededValues values) {

@@ -159,7 +159,7 @@ final class EmbeddedConfigs {
     ObjectNode n = JSON.objectNode();
     n.put("backend", "tokenizers");
     n.put("eos_token", WordTokenizer.EOS);
-    n.put("model_max_length", 512);
+    n.put("model_max_length", EmbeddedWan.MAX_SEQUENCE_LENGTH);
     n.put("pad_token", WordTokenizer.PAD);
     n.put("tokenizer_class", "TokenizersBackend");
     n.put("unk_token", WordTokenizer.UNK);

@@ -30,7 +30,25 @@ final class SeededValues {
       double unit = (mix(state) >>> 11) * 0x1.0p-53;
       values[i] = (float) (spec.mean() + spec.std() * SQRT3 * (2 * unit - 1));
     }
+    if (spec.smoothSpatial()) {
+      blurSpatially(values);
+    }
     return Tensor.of(values, spec.shape());
+  }
+
+  /** The 3×3 binomial blur, weights summing to 1: a smooth signal passes at its own scale. */
+  private static final float[] BLUR = {
+    1 / 16f, 2 / 16f, 1 / 16f, 2 / 16f, 4 / 16f, 2 / 16f, 1 / 16f, 2 / 16f, 1 / 16f
+  };
+
+  /** Replaces each 3×3 block by its first value times the blur. */
+  private static void blurSpatially(float[] values) {
+    for (int block = 0; block < values.length; block += 9) {
+      float scale = values[block];
+      for (int k = 0; k < 9; k++) {
+        values[block + k] = scale * BLUR[k];
+      }
+    }
   }
 
   private static long mix(long z) {

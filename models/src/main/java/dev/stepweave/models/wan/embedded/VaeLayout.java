@@ -74,19 +74,19 @@ final class VaeLayout {
       List<Integer> mult,
       List<Boolean> temporalUp) {
     int top = base * mult.getLast();
-    conv3d(t, "decoder.conv_in", z, top, 3, 3, 3);
-    midBlock(t, "decoder.mid_block", top);
+    smoothConv3d(t, "decoder.conv_in", z, top, 3);
+    midBlock(t, "decoder.mid_block", top, true);
     int in = top;
     for (int stage = 0; stage < mult.size(); stage++) {
       String prefix = "decoder.up_blocks." + stage;
       int out = base * mult.get(mult.size() - 1 - stage);
       for (int r = 0; r <= numRes; r++) {
-        residual(t, prefix + ".resnets." + r, in, out);
+        residual(t, prefix + ".resnets." + r, in, out, true);
         in = out;
       }
       if (stage < mult.size() - 1) {
         // An upsampler doubles the resolution and halves the channels.
-        conv2d(t, prefix + ".upsamplers.0.resample.1", out, out / 2);
+        smoothConv2d(t, prefix + ".upsamplers.0.resample.1", out, out / 2);
         if (temporalUp.get(stage)) {
           conv3d(t, prefix + ".upsamplers.0.time_conv", out, 2 * out, 3, 1, 1);
         }
@@ -94,26 +94,35 @@ final class VaeLayout {
       }
     }
     rmsGain(t, "decoder.norm_out.gamma", in, 3);
-    conv3d(t, "decoder.conv_out", in, outChannels, 3, 3, 3);
+    smoothConv3d(t, "decoder.conv_out", in, outChannels, 3);
   }
 
   private static void residual(List<TensorSpec> t, String prefix, int in, int out) {
+    residual(t, prefix, in, out, false);
+  }
+
+  /** A residual block; {@code smooth} makes its 3×3 convolutions blurs (the decoder's). */
+  private static void residual(List<TensorSpec> t, String prefix, int in, int out, boolean smooth) {
     rmsGain(t, prefix + ".norm1.gamma", in, 3);
-    conv3d(t, prefix + ".conv1", in, out, 3, 3, 3);
+    conv3x3x3(t, prefix + ".conv1", in, out, smooth);
     rmsGain(t, prefix + ".norm2.gamma", out, 3);
-    conv3d(t, prefix + ".conv2", out, out, 3, 3, 3);
+    conv3x3x3(t, prefix + ".conv2", out, out, smooth);
     if (in != out) {
       conv3d(t, prefix + ".conv_shortcut", in, out, 1, 1, 1);
     }
   }
 
   private static void midBlock(List<TensorSpec> t, String prefix, int dim) {
-    residual(t, prefix + ".resnets.0", dim, dim);
+    midBlock(t, prefix, dim, false);
+  }
+
+  private static void midBlock(List<TensorSpec> t, String prefix, int dim, boolean smooth) {
+    residual(t, prefix + ".resnets.0", dim, dim, smooth);
     String attention = prefix + ".attentions.0";
     rmsGain(t, attention + ".norm.gamma", dim, 2);
     conv1x1(t, attention + ".to_qkv", dim, 3 * dim);
     conv1x1(t, attention + ".proj", dim, dim);
-    residual(t, prefix + ".resnets.1", dim, dim);
+    residual(t, prefix + ".resnets.1", dim, dim, smooth);
   }
 
   private static void rmsGain(List<TensorSpec> t, String name, int channels, int spatialRank) {
@@ -126,6 +135,30 @@ final class VaeLayout {
   private static void conv3d(
       List<TensorSpec> t, String prefix, int in, int out, int kt, int kh, int kw) {
     t.add(TensorSpec.fanIn(prefix + ".weight", in * kt * kh * kw, out, in, kt, kh, kw));
+    t.add(TensorSpec.bias(prefix + ".bias", out));
+  }
+
+  private static void conv3x3x3(
+      List<TensorSpec> t, String prefix, int in, int out, boolean smooth) {
+    if (smooth) {
+      smoothConv3d(t, prefix, in, out, 3);
+    } else {
+      conv3d(t, prefix, in, out, 3, 3, 3);
+    }
+  }
+
+  /**
+   * A decoder convolution: random channel mixing, a blur in space. An untrained decoder with random
+   * 3×3 kernels produces per-pixel colour noise, which 4:2:0 video cannot carry (and which looks
+   * like nothing); blurred kernels keep the noise-like output spatially smooth.
+   */
+  private static void smoothConv3d(List<TensorSpec> t, String prefix, int in, int out, int kt) {
+    t.add(TensorSpec.smoothSpatial(prefix + ".weight", in * kt, out, in, kt, 3, 3));
+    t.add(TensorSpec.bias(prefix + ".bias", out));
+  }
+
+  private static void smoothConv2d(List<TensorSpec> t, String prefix, int in, int out) {
+    t.add(TensorSpec.smoothSpatial(prefix + ".weight", in, out, in, 3, 3));
     t.add(TensorSpec.bias(prefix + ".bias", out));
   }
 
