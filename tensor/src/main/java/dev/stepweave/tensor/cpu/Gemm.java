@@ -24,13 +24,13 @@ final class Gemm {
   private static final int NR = 2 * L;
 
   /** Depth of one block: a B panel of KC×NR stays in L1 while the A panels stream past it. */
-  private static final int KC = 256;
+  private static final int KC = Integer.getInteger("kc", 256);
 
   /** Rows per task: an A block of MC×KC stays in L2. */
-  private static final int MC = 128;
+  private static final int MC = Integer.getInteger("mc", 128);
 
   /** Column panels per task: the task's C block of MC×(NC_PANELS·NR) stays in L2. */
-  private static final int NC_PANELS = 8;
+  private static final int NC_PANELS = Integer.getInteger("ncp", 8);
 
   private Gemm() {}
 

@@ -34,15 +34,25 @@ final class Panels {
     return packed;
   }
 
-  /** Each line is contiguous: bulk-copy it once, then scatter it into its lane. */
+  /** Depth chunk of the contiguous-line path: a chunk of the output group stays in L1. */
+  private static final int CHUNK = 256;
+
+  /**
+   * Each line is contiguous: bulk-copy a chunk of it, then scatter that into its lane, chunk by
+   * chunk so the strided writes stay within L1.
+   */
   private static void packContiguousLines(
       Lines src, int first, int count, int depth, int width, float[] packed, int base) {
-    float[] line = new float[depth];
-    for (int i = 0; i < count; i++) {
-      long start = (src.offset() + (first + i) * src.lineStride()) * Float.BYTES;
-      MemorySegment.copy(src.segment(), Dense.FLOAT, start, line, 0, depth);
-      for (int q = 0; q < depth; q++) {
-        packed[base + q * width + i] = line[q];
+    float[] chunk = new float[Math.min(CHUNK, depth)];
+    for (int q0 = 0; q0 < depth; q0 += CHUNK) {
+      int len = Math.min(CHUNK, depth - q0);
+      for (int i = 0; i < count; i++) {
+        long start = (src.offset() + (first + i) * src.lineStride() + q0) * Float.BYTES;
+        MemorySegment.copy(src.segment(), Dense.FLOAT, start, chunk, 0, len);
+        int to = base + q0 * width + i;
+        for (int q = 0; q < len; q++) {
+          packed[to + q * width] = chunk[q];
+        }
       }
     }
   }
