@@ -204,7 +204,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       Map.of(
           WanCards.TEXT_ENCODE, Set.of("max_sequence_length"),
           WanCards.DENOISE, Set.of("cfg", "cfg_batched", "cfg_zero_init_steps", "cfg_rescale"),
-          WanCards.VAE_DECODE, Set.of("tile", "tile_size", "tile_stride"));
+          WanCards.VAE_DECODE, Set.of("tile", "tile_size"));
 
   @Override
   public void validate(Request request) {
