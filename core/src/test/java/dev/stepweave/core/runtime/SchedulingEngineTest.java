@@ -114,12 +114,14 @@ class SchedulingEngineTest {
   @Test
   void aLongVideoKeepsOneStepPerTickWhileShortRequestsFlow() throws Exception {
     FakePool pool = new FakePool();
+    CountDownLatch release = holdFirstStep(pool); // all are queued before the video's 2nd step
     try (Engine engine = new Engine(pool, EngineConfig.defaults().withMaxRunning(3))) {
       RequestHandle video = engine.submit(request("video", 30, 512));
       List<RequestHandle> images = new ArrayList<>();
       for (int i = 0; i < 12; i++) {
         images.add(engine.submit(request("image" + i, 2, 256)));
       }
+      release.countDown();
       assertEquals(expected(30), value(await(video)));
       for (RequestHandle h : images) {
         assertEquals(expected(2), value(await(h)));
