@@ -155,6 +155,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
   Tensor downloadRaw(Tensor t) {
+    context.bind();
     Tensor dense = contiguous(t);
     Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
     if (host.byteSize() > 0) {

@@ -19,6 +19,8 @@ public final class CudaContext implements AutoCloseable {
   private final int major;
   private final int minor;
   private final int multiprocessors;
+  // A context is current per thread; work may be issued from any thread (loops run on workers).
+  private final ThreadLocal<Boolean> boundHere = ThreadLocal.withInitial(() -> false);
 
   private CudaContext(
       int device, long context, long stream, String name, int major, int minor, int sms) {
@@ -80,6 +82,14 @@ public final class CudaContext implements AutoCloseable {
   /** Makes this context current on the calling thread (each thread that issues work needs it). */
   public void makeCurrent() {
     call("cuCtxSetCurrent", () -> (int) Driver.cuCtxSetCurrent.invokeExact(context));
+  }
+
+  /** Makes this context current on the calling thread once; cheap after the first call. */
+  void bind() {
+    if (!boundHere.get()) {
+      makeCurrent();
+      boundHere.set(true);
+    }
   }
 
   public long stream() {

@@ -40,6 +40,7 @@ final class DeviceAllocator {
 
   /** A block of at least {@code bytes} wrapped as storage, recycled when unreachable. */
   Storage allocate(long bytes) {
+    context.bind();
     long size = sizeClass(Math.max(bytes, 1));
     long ptr = take(size);
     liveBytes += size;
