@@ -50,15 +50,28 @@ class VerifyCommandTest {
 
   @Test
   void theGoldenVerifiesAndListsEveryOutputAndTap() {
-    var r = CliHarness.run("verify", "--checkpoint", CHECKPOINT.toString(), "--reference", EXPECTED.toString());
+    var r =
+        CliHarness.run(
+            "verify", "--checkpoint", CHECKPOINT.toString(), "--reference", EXPECTED.toString());
     assertEquals(0, r.exit(), r.err());
     for (String name :
         new String[] {
-          "dit/out", "dit/block_1", "dit/rope_sin", "umt5/last_hidden_state", "vae/decoded", "vae/latent_mean",
-          "sched_unipc_20/trajectory", "sched_euler_6/sigmas", "torch_cpu_randn/seed0_7", "pipeline/frames",
-          "pipeline/step_latents", "pipeline/prompt_embeds"
+          "dit/out",
+          "dit/block_1",
+          "dit/rope_sin",
+          "umt5/last_hidden_state",
+          "vae/decoded",
+          "vae/latent_mean",
+          "sched_unipc_20/trajectory",
+          "sched_euler_6/sigmas",
+          "torch_cpu_randn/seed0_7",
+          "pipeline/frames",
+          "pipeline/step_latents",
+          "pipeline/prompt_embeds"
         }) {
-      assertTrue(r.out().lines().anyMatch(l -> l.startsWith("PASS " + name + " ")), name + " missing:\n" + r.out());
+      assertTrue(
+          r.out().lines().anyMatch(l -> l.startsWith("PASS " + name + " ")),
+          name + " missing:\n" + r.out());
     }
     assertTrue(r.out().contains("42 of 42 outputs and taps within tolerance"), r.out());
     assertTrue(r.out().contains("no divergence"), r.out());
@@ -70,7 +83,9 @@ class VerifyCommandTest {
     Path weights = ckpt.resolve("transformer/diffusion_pytorch_model.safetensors");
     byte[] bytes = Files.readAllBytes(weights);
     Files.write(weights, java.util.Arrays.copyOf(bytes, bytes.length - 100));
-    var r = CliHarness.run("verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
+    var r =
+        CliHarness.run(
+            "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
     assertEquals(1, r.err().lines().count(), r.err());
     assertTrue(r.err().startsWith("stepweave: "), r.err());
@@ -91,7 +106,9 @@ class VerifyCommandTest {
       }
     }
     dev.stepweave.tensor.io.Safetensors.write(weights, tensors, java.util.Map.of());
-    var r = CliHarness.run("verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
+    var r =
+        CliHarness.run(
+            "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
     assertEquals(1, r.err().lines().count(), r.err());
     assertTrue(r.err().contains("missing tensor 'blocks.1.attn2.to_k.weight'"), r.err());
@@ -102,15 +119,24 @@ class VerifyCommandTest {
   void configDimsThatDisagreeWithTheWeightsAreOneLine() throws IOException {
     Path ckpt = copyCheckpoint("dims");
     Path config = ckpt.resolve("transformer/config.json");
-    Files.writeString(config, Files.readString(config).replace("\"ffn_dim\": 48", "\"ffn_dim\": 64"));
-    var r = CliHarness.run("verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
+    Files.writeString(
+        config, Files.readString(config).replace("\"ffn_dim\": 48", "\"ffn_dim\": 64"));
+    var r =
+        CliHarness.run(
+            "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
     assertEquals(1, r.err().lines().count(), r.err());
     assertTrue(r.err().contains("blocks.0.ffn.net.0.proj.weight"), r.err());
     assertTrue(r.err().contains("[48, 32]") && r.err().contains("[64, 32]"), r.err());
     // --debug adds the stack trace for developers.
     var debug =
-        CliHarness.run("verify", "--debug", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
+        CliHarness.run(
+            "verify",
+            "--debug",
+            "--checkpoint",
+            ckpt.toString(),
+            "--reference",
+            onlyDit.toString());
     assertEquals(1, debug.exit());
     assertTrue(debug.err().lines().count() > 3, debug.err());
     assertTrue(debug.err().contains("\tat "), debug.err());
@@ -118,10 +144,23 @@ class VerifyCommandTest {
 
   @Test
   void aMissingReferenceOrCheckpointIsOneLine() {
-    var r = CliHarness.run("verify", "--checkpoint", CHECKPOINT.toString(), "--reference", tmp.resolve("nope").toString());
+    var r =
+        CliHarness.run(
+            "verify",
+            "--checkpoint",
+            CHECKPOINT.toString(),
+            "--reference",
+            tmp.resolve("nope").toString());
     assertEquals(1, r.exit());
-    assertEquals("stepweave: reference directory not found: " + tmp.resolve("nope"), r.err().strip());
-    var c = CliHarness.run("verify", "--checkpoint", tmp.resolve("nope").toString(), "--reference", onlyDit.toString());
+    assertEquals(
+        "stepweave: reference directory not found: " + tmp.resolve("nope"), r.err().strip());
+    var c =
+        CliHarness.run(
+            "verify",
+            "--checkpoint",
+            tmp.resolve("nope").toString(),
+            "--reference",
+            onlyDit.toString());
     assertEquals(1, c.exit());
     assertEquals(1, c.err().lines().count(), c.err());
     assertFalse(c.err().contains("Exception"), c.err());

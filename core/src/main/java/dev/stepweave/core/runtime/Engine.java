@@ -53,6 +53,37 @@ public final class Engine implements AutoCloseable {
     return model;
   }
 
+  private final java.util.concurrent.atomic.AtomicInteger queued =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicInteger running =
+      new java.util.concurrent.atomic.AtomicInteger();
+  private final java.util.concurrent.atomic.AtomicLong admitted =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong rejected =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong completed =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong failed =
+      new java.util.concurrent.atomic.AtomicLong();
+  private final java.util.concurrent.atomic.AtomicLong cancelled =
+      new java.util.concurrent.atomic.AtomicLong();
+
+  /** What the engine is doing now. This engine runs one request at a time, unbatched. */
+  public EngineStats stats() {
+    return new EngineStats(
+        queued.get(),
+        running.get(),
+        admitted.get(),
+        rejected.get(),
+        completed.get(),
+        failed.get(),
+        cancelled.get(),
+        java.util.Map.of(),
+        Histogram.empty(),
+        Histogram.empty(),
+        !worker.isShutdown());
+  }
+
   /**
    * Validates the request and the card's recipe, then queues it.
    *
@@ -80,22 +111,30 @@ public final class Engine implements AutoCloseable {
   }
 
   private RequestHandle submit(Request request, ProgramCheckpoint from, CheckpointSink sink) {
-    request.validate();
-    model.validate(request);
-    InlineProgram program = InlineProgram.forTask(model.card(), request.task());
-    List<String> overrides =
-        model
-            .card()
-            .admitSettings(
-                model.samplerFor(request),
-                request.params().steps(),
-                model.precision(),
-                request.overrideRecipe())
-            .stream()
-            .map(Object::toString)
-            .toList();
+    InlineProgram program;
+    List<String> overrides;
+    try {
+      request.validate();
+      model.validate(request);
+      program = InlineProgram.forTask(model.card(), request.task());
+      overrides =
+          model
+              .card()
+              .admitSettings(
+                  model.samplerFor(request),
+                  request.params().steps(),
+                  model.precision(),
+                  request.overrideRecipe())
+              .stream()
+              .map(Object::toString)
+              .toList();
+    } catch (RuntimeException e) {
+      rejected.incrementAndGet();
+      throw e;
+    }
     RequestHandle handle = new RequestHandle(request.id());
     handle.emit(new RequestEvent.Queued(request.id()));
+    queued.incrementAndGet();
     worker.execute(() -> run(program, request, handle, overrides, from, sink));
     return handle;
   }
@@ -108,6 +147,9 @@ public final class Engine implements AutoCloseable {
       ProgramCheckpoint from,
       CheckpointSink sink) {
     long start = System.nanoTime();
+    queued.decrementAndGet();
+    admitted.incrementAndGet();
+    running.incrementAndGet();
     handle.emit(new RequestEvent.Started(request.id(), model.card().modelId()));
     Map<String, LoopResult> finished =
         new LinkedHashMap<>(from == null ? Map.of() : from.finished());
@@ -137,8 +179,10 @@ public final class Engine implements AutoCloseable {
       }
       handle.emit(
           new RequestEvent.Completed(request.id(), Duration.ofNanos(System.nanoTime() - start)));
+      completed.incrementAndGet();
       handle.finish(new GenerationResult(request.id(), artifacts, timings, finished, overrides));
     } catch (CancelledException e) {
+      cancelled.incrementAndGet();
       handle.emit(new RequestEvent.Cancelled(request.id(), e.loopId(), e.stepsDone()));
       handle.fail(e);
     } catch (RuntimeException | Error e) {
@@ -146,8 +190,11 @@ public final class Engine implements AutoCloseable {
           e.getMessage() == null
               ? e.getClass().getSimpleName()
               : e.getMessage().lines().findFirst().orElse("");
+      failed.incrementAndGet();
       handle.emit(new RequestEvent.Failed(request.id(), msg));
       handle.fail(e);
+    } finally {
+      running.decrementAndGet();
     }
   }
 

@@ -29,11 +29,11 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * VAE decoding: one {@code VAE_TILE} step per latent frame (the decoder's causal cache carries
- * between frames; the state is the request's own {@link DecodeState}, stepped in place by the
- * step's call). Frames larger than {@link #AUTO_TILE_PIXELS} are to be decoded in spatial tiles to
- * bound memory; overrides {@code tile = on|off|auto}, {@code tile_size}, {@code tile_stride}
- * (pixels) choose otherwise.
+ * VAE decoding: one {@code VAE_TILE} step per spatial tile of each latent frame, or per latent
+ * frame when untiled (the decoder's causal caches carry between frames; the state is the request's
+ * own {@link DecodeState}, stepped in place by the step's call). Frames larger than {@link
+ * #AUTO_TILE_PIXELS} are decoded in spatial tiles to bound memory, with the same result; overrides
+ * {@code tile = on|off|auto} and {@code tile_size} (output pixels per tile side) choose otherwise.
  */
 final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   static final String VIDEO = "video";
@@ -55,12 +55,12 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
       implements LoopState {
     @Override
     public int stepsDone() {
-      return decode.nextFrame();
+      return decode.stepsDone();
     }
 
     @Override
     public int totalSteps() {
-      return latents.dim(2);
+      return decode.totalSteps();
     }
   }
 
@@ -77,7 +77,8 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     }
     WanVae vae = model.vae();
     Tensor latents = vae.denormalize(denoised.tensor(DenoiseLoop.LATENTS));
-    return new State(latents, vae.startDecode(latents), request, ctx.cancelScope());
+    return new State(
+        latents, vae.startDecode(latents, tiling(request, vae)), request, ctx.cancelScope());
   }
 
   /** The tiling a request asks for, or null to decode whole frames. */
@@ -97,20 +98,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     if (!tile) {
       return null;
     }
-    DecodeTiling d = DecodeTiling.diffusersDefault();
-    int size = integer(o, "tile_size", d.minHeight());
-    int stride = integer(o, "tile_stride", d.strideHeight());
+    int size = integer(o, "tile_size", DecodeTiling.standard().tileHeight());
     int unit = vae.config().spatialCompression();
-    if (size % unit != 0 || stride % unit != 0 || stride <= 0 || stride > size) {
+    if (size <= 0 || size % unit != 0) {
       throw new InvalidRequestException(
-          "vae_decode tile_size and tile_stride must be multiples of "
-              + unit
-              + " with 0 < stride <= size, got "
-              + size
-              + "/"
-              + stride);
+          "vae_decode tile_size must be a positive multiple of " + unit + ", got " + size);
     }
-    return new DecodeTiling(size, size, stride, stride);
+    return new DecodeTiling(size, size);
   }
 
   private static int integer(Map<String, String> o, String key, int fallback) {
@@ -144,7 +138,7 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
         () -> {
           // The decode state is this request's own; stepping it is this step's work.
           model.vae().step(s.decode());
-          return StepResult.of(s.decode().decoded().getLast());
+          return StepResult.of(s.decode().latestOutput());
         });
   }
 
@@ -197,6 +191,9 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
         .properties()
         .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
     return new State(
-        latents, model.vae().restoreDecode(latents, tensors, scalars), request, ctx.cancelScope());
+        latents,
+        model.vae().restoreDecode(latents, tiling(request, model.vae()), tensors, scalars),
+        request,
+        ctx.cancelScope());
   }
 }

@@ -67,8 +67,25 @@ final class CausalStack {
 
   /** Runs one temporal chunk, updating {@code cache}. */
   Tensor apply(Tensor chunk, CausalCache cache) {
+    return applyBack(applyFront(chunk, cache, stages.size()), cache, stages.size());
+  }
+
+  /** The first part of {@link #apply}: {@code conv_in} and the stages before {@code split}. */
+  Tensor applyFront(Tensor chunk, CausalCache cache, int split) {
     Tensor x = convIn.applyStreaming(chunk, cache, convInSlot);
-    for (CausalLayer stage : stages) {
+    for (CausalLayer stage : stages.subList(0, split)) {
+      x = stage.apply(x, cache);
+    }
+    return x;
+  }
+
+  /**
+   * The rest of {@link #apply} after {@link #applyFront}: the stages from {@code split} on, norm,
+   * SiLU and {@code conv_out}. The two parts touch disjoint cache slots, so each may keep its own
+   * cache.
+   */
+  Tensor applyBack(Tensor x, CausalCache cache, int split) {
+    for (CausalLayer stage : stages.subList(split, stages.size())) {
       x = stage.apply(x, cache);
     }
     x = backend.silu(normOut.apply(x));

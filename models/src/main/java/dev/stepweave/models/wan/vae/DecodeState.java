@@ -1,5 +1,6 @@
 package dev.stepweave.models.wan.vae;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -7,35 +8,70 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * A latent decode in progress: the latents, which latent frame comes next (the decoder takes one at
- * a time), the causal cache and the decoded frames so far.
+ * A latent decode in progress. Every latent frame (the decoder takes one at a time) is decoded in
+ * two parts: the global part over the whole frame, whose causal cache carries across frames, then
+ * the local part tile by tile, each tile with its own causal cache carrying its region across
+ * frames. One step decodes one tile of one frame (starting with the frame's global part); an
+ * untiled decode has one tile per frame.
  */
 public final class DecodeState {
   private final Tensor latents;
-  private final CausalCache cache;
+  private final TileGrid grid;
+  private final CausalCache globalCache;
+  private final CausalCache[] tileCaches;
   private final List<Tensor> decoded = new ArrayList<>();
+  private final List<Tensor> frameTiles = new ArrayList<>();
+  private Tensor features;
   private int nextFrame;
 
-  DecodeState(Tensor latents, CausalCache cache) {
+  DecodeState(Tensor latents, TileGrid grid, CausalCache globalCache, CausalCache[] tileCaches) {
+    if (tileCaches.length != grid.size()) {
+      throw new IllegalArgumentException(
+          tileCaches.length + " tile caches for a grid of " + grid.size() + " tiles");
+    }
     this.latents = latents;
-    this.cache = cache;
+    this.grid = grid;
+    this.globalCache = globalCache;
+    this.tileCaches = tileCaches.clone();
   }
 
   public Tensor latents() {
     return latents;
   }
 
-  public CausalCache cache() {
-    return cache;
-  }
-
-  /** The decoded chunks so far, unclamped, each {@code [B, C, t, H, W]}. */
+  /** The decoded latent frames so far, unclamped, each {@code [B, C, t, H, W]}. */
   public List<Tensor> decoded() {
     return List.copyOf(decoded);
   }
 
+  /**
+   * The video the latest step completed: the whole frame when it finished one, otherwise its tile.
+   */
+  public Tensor latestOutput() {
+    if (!frameTiles.isEmpty()) {
+      return frameTiles.getLast();
+    }
+    if (decoded.isEmpty()) {
+      throw new IllegalStateException("no decode step has run yet");
+    }
+    return decoded.getLast();
+  }
+
   public int nextFrame() {
     return nextFrame;
+  }
+
+  /** Tiles per latent frame (1 when untiled). */
+  public int tilesPerFrame() {
+    return grid.size();
+  }
+
+  public int stepsDone() {
+    return nextFrame * grid.size() + frameTiles.size();
+  }
+
+  public int totalSteps() {
+    return latents.dim(2) * grid.size();
   }
 
   public boolean isDone() {
@@ -46,56 +82,148 @@ public final class DecodeState {
     return latents.slice(2, nextFrame, nextFrame + 1);
   }
 
-  void accept(Tensor chunk) {
-    decoded.add(chunk);
-    nextFrame++;
+  CausalCache globalCache() {
+    return globalCache;
+  }
+
+  /** The global part's output for the current frame, or null before its first tile. */
+  Tensor features() {
+    return features;
+  }
+
+  void beginFrame(Tensor frameFeatures) {
+    features = frameFeatures;
+  }
+
+  DecodeTile nextTile() {
+    return grid.tiles().get(frameTiles.size());
+  }
+
+  CausalCache nextTileCache() {
+    return tileCaches[frameTiles.size()];
+  }
+
+  /** Records the next tile's video; the frame's last tile completes the frame. */
+  void acceptTile(Tensor video, Backend backend) {
+    frameTiles.add(video);
+    if (frameTiles.size() == grid.size()) {
+      decoded.add(grid.assemble(backend, frameTiles));
+      frameTiles.clear();
+      features = null;
+      nextFrame++;
+    }
   }
 
   /**
-   * The state's tensors by name (decoded chunks and the causal cache; not the latents, which the
-   * caller keeps), on the decoder's device.
+   * The state's tensors by name (decoded frames, the current frame's finished tiles and global
+   * features, the causal caches; not the latents, which the caller keeps), on the decoder's device.
    */
   public Map<String, Tensor> tensors() {
     Map<String, Tensor> out = new LinkedHashMap<>();
     for (int i = 0; i < decoded.size(); i++) {
       out.put("decoded." + i, decoded.get(i));
     }
-    cache.tensors().forEach((k, v) -> out.put("cache." + k, v));
+    for (int i = 0; i < frameTiles.size(); i++) {
+      out.put("tile." + i, frameTiles.get(i));
+    }
+    if (features != null) {
+      out.put("features", features);
+    }
+    globalCache.tensors().forEach((k, v) -> out.put("cache.global." + k, v));
+    for (int i = 0; i < tileCaches.length; i++) {
+      String prefix = "cache.tile." + i + ".";
+      tileCaches[i].tensors().forEach((k, v) -> out.put(prefix + k, v));
+    }
     return out;
   }
 
-  /** The state's counters and flags as strings. */
+  /** The state's counters and cache flags as strings. */
   public Map<String, String> scalars() {
-    return Map.of("next_frame", Integer.toString(nextFrame), "cache_flags", cache.flags());
+    Map<String, String> out = new LinkedHashMap<>();
+    out.put("next_frame", Integer.toString(nextFrame));
+    out.put("next_tile", Integer.toString(frameTiles.size()));
+    out.put("tiles", Integer.toString(grid.size()));
+    out.put("cache_flags.global", globalCache.flags());
+    for (int i = 0; i < tileCaches.length; i++) {
+      out.put("cache_flags.tile." + i, tileCaches[i].flags());
+    }
+    return out;
   }
 
-  /** Rebuilds a state from {@link #tensors} and {@link #scalars} over the same latents. */
+  /**
+   * Rebuilds a state from {@link #tensors} and {@link #scalars} over the same latents and the same
+   * tile grid.
+   */
   static DecodeState restore(
-      Tensor latents, int cacheSlots, Map<String, Tensor> tensors, Map<String, String> scalars) {
-    String next = scalars.get("next_frame");
-    String flags = scalars.get("cache_flags");
-    if (next == null || flags == null) {
-      throw new IllegalArgumentException("decode state lacks next_frame or cache_flags");
+      Tensor latents,
+      TileGrid grid,
+      int cacheSlots,
+      Map<String, Tensor> tensors,
+      Map<String, String> scalars) {
+    int tiles = count(scalars, "tiles", 1, Integer.MAX_VALUE);
+    if (tiles != grid.size()) {
+      throw new IllegalArgumentException(
+          "decode state has " + tiles + " tiles per frame, this tiling gives " + grid.size());
     }
-    Map<String, Tensor> cacheTensors = new LinkedHashMap<>();
+    int frame = count(scalars, "next_frame", 0, latents.dim(2));
+    int tile = count(scalars, "next_tile", 0, frame == latents.dim(2) ? 0 : tiles - 1);
+    CausalCache[] tileCaches = new CausalCache[tiles];
+    for (int i = 0; i < tiles; i++) {
+      tileCaches[i] = cache(cacheSlots, "tile." + i, tensors, scalars);
+    }
+    DecodeState s =
+        new DecodeState(latents, grid, cache(cacheSlots, "global", tensors, scalars), tileCaches);
+    for (int i = 0; i < frame; i++) {
+      s.decoded.add(required(tensors, "decoded." + i));
+    }
+    s.nextFrame = frame;
+    for (int i = 0; i < tile; i++) {
+      s.frameTiles.add(required(tensors, "tile." + i));
+    }
+    s.features = tile > 0 ? required(tensors, "features") : null;
+    return s;
+  }
+
+  private static CausalCache cache(
+      int slots, String name, Map<String, Tensor> tensors, Map<String, String> scalars) {
+    String flags = scalars.get("cache_flags." + name);
+    if (flags == null) {
+      throw new IllegalArgumentException("decode state lacks cache_flags." + name);
+    }
+    String prefix = "cache." + name + ".";
+    Map<String, Tensor> own = new LinkedHashMap<>();
     tensors.forEach(
         (k, v) -> {
-          if (k.startsWith("cache.")) {
-            cacheTensors.put(k.substring("cache.".length()), v);
+          if (k.startsWith(prefix)) {
+            own.put(k.substring(prefix.length()), v);
           }
         });
-    DecodeState s = new DecodeState(latents, CausalCache.restore(cacheSlots, cacheTensors, flags));
-    int n = Integer.parseInt(next);
-    if (n < 0 || n > latents.dim(2)) {
-      throw new IllegalArgumentException("decode state next_frame " + n + " outside the latents");
+    return CausalCache.restore(slots, own, flags);
+  }
+
+  private static int count(Map<String, String> scalars, String key, int min, int max) {
+    String value = scalars.get(key);
+    if (value == null) {
+      throw new IllegalArgumentException("decode state lacks " + key);
     }
-    for (int i = 0; i < n; i++) {
-      Tensor chunk = tensors.get("decoded." + i);
-      if (chunk == null) {
-        throw new IllegalArgumentException("decode state lacks decoded." + i);
-      }
-      s.accept(chunk);
+    int n;
+    try {
+      n = Integer.parseInt(value);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException("decode state " + key + " is not an integer: " + value);
     }
-    return s;
+    if (n < min || n > max) {
+      throw new IllegalArgumentException(
+          "decode state " + key + " " + n + " outside " + min + ".." + max);
+    }
+    return n;
+  }
+
+  private static Tensor required(Map<String, Tensor> tensors, String key) {
+    Tensor t = tensors.get(key);
+    if (t == null) {
+      throw new IllegalArgumentException("decode state lacks " + key);
+    }
+    return t;
   }
 }

@@ -1,31 +1,22 @@
 package dev.stepweave.models.wan.vae;
 
 /**
- * Spatial tiles for {@link WanVae#decodeTiled}, in output pixels: tiles of {@code minHeight ×
- * minWidth} start every {@code strideHeight × strideWidth}, and neighbours blend over the overlap
- * ({@code min − stride}). Diffusers' defaults are 256/256 with stride 192/192.
+ * Spatial tiling of a decode, in output pixels: each latent frame's video is produced in
+ * non-overlapping tiles of {@code tileHeight × tileWidth} (the last row and column smaller when the
+ * frame does not divide evenly). Each tile also decodes a halo of context around it, so the result
+ * equals the untiled decode; the tile size bounds the memory of the high-resolution layers. Both
+ * sizes must be multiples of the VAE's spatial compression.
  */
-public record DecodeTiling(int minHeight, int minWidth, int strideHeight, int strideWidth) {
+public record DecodeTiling(int tileHeight, int tileWidth) {
   public DecodeTiling {
-    if (strideHeight <= 0 || strideWidth <= 0) {
-      throw new IllegalArgumentException("tile strides must be positive");
-    }
-    if (strideHeight > minHeight || strideWidth > minWidth) {
+    if (tileHeight <= 0 || tileWidth <= 0) {
       throw new IllegalArgumentException(
-          "tile strides "
-              + strideHeight
-              + "×"
-              + strideWidth
-              + " exceed the tile size "
-              + minHeight
-              + "×"
-              + minWidth
-              + ", leaving gaps");
+          "tile size " + tileHeight + "×" + tileWidth + " must be positive");
     }
   }
 
-  /** Diffusers' default tiling. */
-  public static DecodeTiling diffusersDefault() {
-    return new DecodeTiling(256, 256, 192, 192);
+  /** 256 × 256 pixel tiles. */
+  public static DecodeTiling standard() {
+    return new DecodeTiling(256, 256);
   }
 }

@@ -5,6 +5,7 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 import java.util.Arrays;
+import java.util.Map;
 
 /**
  * The Wan 2.1 video VAE (diffusers {@code AutoencoderKLWan}): a causal 3-D convolutional encoder
@@ -15,7 +16,8 @@ import java.util.Arrays;
  * remembering the last frames of the previous chunk; the chunking changes the numbers, so it is
  * part of the model. All per-call state lives in an {@link EncodeState} or {@link DecodeState}: the
  * loaded model is immutable and serves concurrent calls, and a call can stop after any chunk and
- * continue later.
+ * continue later. Decoding can also split each frame into spatial tiles, exactly (see {@link
+ * WanVaeDecoder#haloCells}): tiles bound the memory of the high-resolution layers, not the result.
  */
 public final class WanVae {
   private static final float LOGVAR_MIN = -30f;
@@ -26,7 +28,7 @@ public final class WanVae {
   private final CausalStack encoder;
   private final CausalConv3d quantConv;
   private final CausalConv3d postQuantConv;
-  private final CausalStack decoder;
+  private final WanVaeDecoder decoder;
   private final Tensor latentsMean;
   private final Tensor latentsInverseStd;
 
@@ -36,7 +38,7 @@ public final class WanVae {
       CausalStack encoder,
       CausalConv3d quantConv,
       CausalConv3d postQuantConv,
-      CausalStack decoder) {
+      WanVaeDecoder decoder) {
     this.config = config;
     this.backend = backend;
     this.encoder = encoder;
@@ -125,23 +127,43 @@ public final class WanVae {
 
   // ---- decode ---------------------------------------------------------------------------------
 
-  /** Begins decoding raw latents {@code z [B, z_dim, T', H', W']} (see {@link #denormalize}). */
+  /** Begins an untiled decode of raw latents {@code z [B, z_dim, T', H', W']}. */
   public DecodeState startDecode(Tensor latents) {
-    requireChannels("latents", latents, config.zDim());
-    return new DecodeState(latents, new CausalCache(decoder.cacheSlots()));
+    return startDecode(latents, null);
   }
 
   /**
-   * Decodes the next latent frame (one frame for the first, {@code temporal compression} after).
+   * Begins decoding raw latents {@code z [B, z_dim, T', H', W']} (see {@link #denormalize}) in
+   * spatial tiles, or untiled when {@code tiling} is null. Tiling changes memory, not the result.
+   */
+  public DecodeState startDecode(Tensor latents, DecodeTiling tiling) {
+    TileGrid grid = tileGrid(latents, tiling);
+    CausalCache[] tileCaches = new CausalCache[grid.size()];
+    for (int i = 0; i < tileCaches.length; i++) {
+      tileCaches[i] = new CausalCache(decoder.cacheSlots());
+    }
+    return new DecodeState(latents, grid, new CausalCache(decoder.cacheSlots()), tileCaches);
+  }
+
+  /**
+   * Decodes the next tile of the current latent frame (one frame for the first, {@code temporal
+   * compression} after), first running the frame's global part when the tile is its first.
    *
-   * @return whether latent frames remain
+   * @return whether steps remain
    */
   public boolean step(DecodeState state) {
     if (state.isDone()) {
       throw new IllegalStateException("decode already processed all latent frames");
     }
-    Tensor x = postQuantConv.apply(state.nextLatentFrame(), null);
-    state.accept(decoder.apply(x, state.cache()));
+    if (state.features() == null) {
+      Tensor x = postQuantConv.apply(state.nextLatentFrame(), null);
+      state.beginFrame(decoder.global(x, state.globalCache()));
+    }
+    DecodeTile tile = state.nextTile();
+    Tensor video = decoder.local(tile.inputOf(state.features()), state.nextTileCache());
+    // A copy, so the halo's pixels are not retained with the tile.
+    state.acceptTile(
+        backend.contiguous(tile.outputOf(video, config.spatialCompression())), backend);
     return !state.isDone();
   }
 
@@ -149,50 +171,49 @@ public final class WanVae {
   public Tensor finish(DecodeState state) {
     if (!state.isDone()) {
       throw new IllegalStateException(
-          "decode finished after "
-              + state.nextFrame()
-              + " of "
-              + state.latents().dim(2)
-              + " latent frames");
+          "decode finished after " + state.stepsDone() + " of " + state.totalSteps() + " steps");
     }
     return backend.clamp(Frames.concat(backend, state.decoded()), -1f, 1f);
   }
 
   /**
    * Continues a decode from {@link DecodeState#tensors} and {@link DecodeState#scalars} (tensors
-   * already on this VAE's backend) over the same latents.
+   * already on this VAE's backend) over the same latents and tiling.
    */
   public DecodeState restoreDecode(
       Tensor latents,
-      java.util.Map<String, Tensor> tensors,
-      java.util.Map<String, String> scalars) {
-    requireChannels("latents", latents, config.zDim());
-    return DecodeState.restore(latents, decoder.cacheSlots(), tensors, scalars);
+      DecodeTiling tiling,
+      Map<String, Tensor> tensors,
+      Map<String, String> scalars) {
+    return DecodeState.restore(
+        latents, tileGrid(latents, tiling), decoder.cacheSlots(), tensors, scalars);
   }
 
   /** Decodes raw latents into video clamped to [-1, 1]. */
   public Tensor decode(Tensor latents) {
-    return backend.clamp(decodeUnclamped(latents), -1f, 1f);
+    return decodeTiled(latents, null);
   }
 
   /**
-   * Decodes raw latents tile by tile over height and width, blending overlapping tiles linearly, as
-   * diffusers' tiled decode does: it bounds the decoder's activation memory by the tile size, at
-   * the price of small differences from {@link #decode} near tile seams.
+   * Decodes raw latents tile by tile over height and width (untiled when {@code tiling} is null):
+   * the same video as {@link #decode}, with the high-resolution activations bounded by the tile.
    */
   public Tensor decodeTiled(Tensor latents, DecodeTiling tiling) {
-    requireChannels("latents", latents, config.zDim());
-    Tensor video = new TiledDecode(this, backend, tiling, config.spatialCompression()).run(latents);
-    return backend.clamp(video, -1f, 1f);
+    DecodeState state = startDecode(latents, tiling);
+    while (step(state)) {
+      // one tile of one latent frame per step
+    }
+    return finish(state);
   }
 
-  /** The decoder's output before the final clamp. */
-  Tensor decodeUnclamped(Tensor latents) {
-    DecodeState state = startDecode(latents);
-    while (step(state)) {
-      // one latent frame per step
-    }
-    return Frames.concat(backend, state.decoded());
+  private TileGrid tileGrid(Tensor latents, DecodeTiling tiling) {
+    requireChannels("latents", latents, config.zDim());
+    return TileGrid.plan(
+        latents.dim(3),
+        latents.dim(4),
+        tiling,
+        config.spatialCompression(),
+        WanVaeDecoder.haloCells(config));
   }
 
   // ---- latent normalisation -------------------------------------------------------------------

@@ -1,14 +1,31 @@
 package dev.stepweave.models.wan.vae;
 
+import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Builds the decoder stack: {@code z_dim} latent channels → video channels. */
+/**
+ * The decoder stack ({@code z_dim} latent channels → video channels), in two parts: a global part
+ * at latent resolution ({@code conv_in} and the mid block, whose attention spans the whole frame)
+ * and a local part (the up blocks, {@code norm_out}, SiLU, {@code conv_out}) where every output
+ * pixel depends only on a bounded neighbourhood of the global part's output, so it can run tile by
+ * tile.
+ */
 final class WanVaeDecoder {
-  private WanVaeDecoder() {}
+  /** The stages of the global part: the mid block. */
+  private static final int GLOBAL_STAGES = 1;
 
-  static CausalStack load(WanVaeConfig config, Weights weights) {
+  /** Extra latent cells of halo beyond the derived reach, in case a layer is ever miscounted. */
+  private static final int HALO_MARGIN = 1;
+
+  private final CausalStack stack;
+
+  private WanVaeDecoder(CausalStack stack) {
+    this.stack = stack;
+  }
+
+  static WanVaeDecoder load(WanVaeConfig config, Weights weights) {
     List<Integer> mult = config.dimMult();
     int base = config.decoderDim();
     int[] dims = new int[mult.size() + 1];
@@ -17,29 +34,75 @@ final class WanVaeDecoder {
       dims[i + 1] = base * mult.get(mult.size() - 1 - i);
     }
     List<Boolean> temporal = config.temporalUpsample();
-    return CausalStack.load(
-        weights,
-        config.zDim(),
-        dims[0],
-        slots -> {
-          List<CausalLayer> stages = new ArrayList<>();
-          stages.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots));
-          for (int i = 0; i < mult.size(); i++) {
-            Weights block = weights.scope("up_blocks." + i);
-            // Every upsampler halves the width, so later stages start from half the width before.
-            int in = i == 0 ? dims[0] : dims[i] / 2;
-            for (int r = 0; r <= config.numResBlocks(); r++) {
-              stages.add(ResidualBlock.load(block.scope("resnets." + r), in, dims[i + 1], slots));
-              in = dims[i + 1];
-            }
-            if (i < mult.size() - 1) {
-              stages.add(
-                  Upsample.load(block.scope("upsamplers.0"), dims[i + 1], temporal.get(i), slots));
-            }
-          }
-          return stages;
-        },
-        dims[mult.size()],
-        config.outChannels());
+    return new WanVaeDecoder(
+        CausalStack.load(
+            weights,
+            config.zDim(),
+            dims[0],
+            slots -> {
+              List<CausalLayer> stages = new ArrayList<>();
+              stages.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots));
+              for (int i = 0; i < mult.size(); i++) {
+                Weights block = weights.scope("up_blocks." + i);
+                // Every upsampler halves the width, so later stages start from half the width.
+                int in = i == 0 ? dims[0] : dims[i] / 2;
+                for (int r = 0; r <= config.numResBlocks(); r++) {
+                  stages.add(
+                      ResidualBlock.load(block.scope("resnets." + r), in, dims[i + 1], slots));
+                  in = dims[i + 1];
+                }
+                if (i < mult.size() - 1) {
+                  stages.add(
+                      Upsample.load(
+                          block.scope("upsamplers.0"), dims[i + 1], temporal.get(i), slots));
+                }
+              }
+              return stages;
+            },
+            dims[mult.size()],
+            config.outChannels()));
+  }
+
+  int cacheSlots() {
+    return stack.cacheSlots();
+  }
+
+  /** The global part for one latent frame over the whole frame: features at latent resolution. */
+  Tensor global(Tensor latentFrame, CausalCache cache) {
+    return stack.applyFront(latentFrame, cache, GLOBAL_STAGES);
+  }
+
+  /** The local part for (a region of) one frame's {@link #global} features: video pixels. */
+  Tensor local(Tensor features, CausalCache cache) {
+    return stack.applyBack(features, cache, GLOBAL_STAGES);
+  }
+
+  /**
+   * How many latent cells of context a tile of the local part needs on each side so that its
+   * interior equals the untiled decode.
+   *
+   * <p>Walk back from an output pixel and count how far its inputs reach, in cells of the
+   * resolution at hand. Only 3×3 spatial kernels widen the reach, by one cell each: {@code
+   * conv_out}, two per residual block ({@code num_res_blocks + 1} blocks per up stage) and one per
+   * upsampler (applied after its ×2 nearest-neighbour doubling, so at the doubled resolution).
+   * Passing back through a ×2 nearest doubling turns a reach of R cells into ⌈R/2⌉ cells (pixel
+   * {@code p ± R} reads cell {@code ⌊(p ± R)/2⌋}). Norms act per position and shortcuts and
+   * temporal convolutions are 1×1 in space. Time does not compound the reach: a layer reads the
+   * previous layer's remembered frames at the same ±1 cells as its current ones, so every path from
+   * the global features to a pixel crosses each spatial kernel once. Cells the halo clips at the
+   * frame border are zero padding in the untiled decode too.
+   */
+  static int haloCells(WanVaeConfig config) {
+    int convsPerStage = 2 * (config.numResBlocks() + 1);
+    int stages = config.dimMult().size();
+    int reach = 1; // conv_out
+    for (int stage = stages - 1; stage >= 0; stage--) {
+      if (stage < stages - 1) {
+        reach += 1; // the upsampler's 3×3 convolution, at the doubled resolution
+        reach = (reach + 1) / 2; // back through the ×2 doubling
+      }
+      reach += convsPerStage;
+    }
+    return reach + HALO_MARGIN;
   }
 }

@@ -101,15 +101,6 @@ class WanVaeParityTest {
   }
 
   @Test
-  void tiledDecodeWithOneTileCoveringAllIsTheUntiledDecode() {
-    Tensor z = input("z");
-    Tensor whole = backend.download(vae.decode(z));
-    Tensor tiled = backend.download(vae.decodeTiled(z, new DecodeTiling(64, 64, 48, 48)));
-    assertArrayEquals(whole.shape(), tiled.shape());
-    assertArrayEquals(whole.toFloatArray(), tiled.toFloatArray());
-  }
-
-  @Test
   void denormalizeInvertsNormalize() {
     Tensor z = input("z");
     float[] raw = z.toFloatArray();

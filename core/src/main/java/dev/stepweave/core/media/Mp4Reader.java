@@ -1,0 +1,84 @@
+package dev.stepweave.core.media;
+
+import dev.stepweave.tensor.Tensor;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.jcodec.codecs.h264.H264Decoder;
+import org.jcodec.common.Codec;
+import org.jcodec.common.DemuxerTrack;
+import org.jcodec.common.DemuxerTrackMeta;
+import org.jcodec.common.io.FileChannelWrapper;
+import org.jcodec.common.io.NIOUtils;
+import org.jcodec.common.model.ColorSpace;
+import org.jcodec.common.model.Packet;
+import org.jcodec.common.model.Picture;
+import org.jcodec.common.model.Size;
+import org.jcodec.containers.mp4.demuxer.MP4Demuxer;
+
+/**
+ * Decodes an H.264 MP4 as written by {@link Mp4Writer} back to RGB frames, for tests and quality
+ * checks. It reads BT.709 limited range (what the writer labels its streams with) and expects a
+ * constant frame rate.
+ */
+public final class Mp4Reader {
+  /**
+   * @param frames {@code [F, H, W, 3]} F32 in [0, 1] on the CPU
+   * @param fps frames per second the file declares
+   */
+  public record Video(Tensor frames, int fps) {}
+
+  private Mp4Reader() {}
+
+  public static Video read(Path file) throws IOException {
+    try (FileChannelWrapper channel = NIOUtils.readableChannel(file.toFile())) {
+      MP4Demuxer demuxer = MP4Demuxer.createMP4Demuxer(channel);
+      if (demuxer.getVideoTracks().isEmpty()) {
+        throw new IOException(file + " has no video track");
+      }
+      DemuxerTrack track = demuxer.getVideoTracks().getFirst();
+      DemuxerTrackMeta meta = track.getMeta();
+      if (meta.getCodec() != Codec.H264) {
+        throw new IOException(file + " holds " + meta.getCodec() + " video, not H.264");
+      }
+      H264Decoder decoder = H264Decoder.createH264DecoderFromCodecPrivate(meta.getCodecPrivate());
+      Size size = meta.getVideoCodecMeta().getSize();
+      int codedWidth = (size.getWidth() + 15) & ~15;
+      int codedHeight = (size.getHeight() + 15) & ~15;
+      List<float[]> frames = new ArrayList<>();
+      int height = 0;
+      int width = 0;
+      int fps = 0;
+      for (Packet packet = track.nextFrame(); packet != null; packet = track.nextFrame()) {
+        if (fps == 0) {
+          fps = Math.toIntExact(Math.round((double) packet.getTimescale() / packet.getDuration()));
+        }
+        // A fresh buffer each time: the decoder keeps earlier pictures as references.
+        Picture decoded =
+            decoder.decodeFrame(
+                packet.getData(),
+                Picture.create(codedWidth, codedHeight, ColorSpace.YUV420).getData());
+        if (decoded == null) {
+          throw new IOException(file + ": frame " + frames.size() + " could not be decoded");
+        }
+        height = decoded.getCroppedHeight();
+        width = decoded.getCroppedWidth();
+        frames.add(Bt709.toRgb(decoded));
+      }
+      if (frames.isEmpty()) {
+        throw new IOException(file + " has no video frames");
+      }
+      return new Video(stack(frames, height, width), fps);
+    }
+  }
+
+  private static Tensor stack(List<float[]> frames, int height, int width) {
+    int frameSize = height * width * 3;
+    float[] all = new float[frames.size() * frameSize];
+    for (int f = 0; f < frames.size(); f++) {
+      System.arraycopy(frames.get(f), 0, all, f * frameSize, frameSize);
+    }
+    return Tensor.of(all, frames.size(), height, width, 3);
+  }
+}

@@ -1,0 +1,116 @@
+package dev.stepweave.core.media;
+
+import dev.stepweave.tensor.Tensor;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import org.jcodec.codecs.h264.H264Encoder;
+import org.jcodec.common.Codec;
+import org.jcodec.common.MuxerTrack;
+import org.jcodec.common.VideoCodecMeta;
+import org.jcodec.common.VideoEncoder.EncodedFrame;
+import org.jcodec.common.io.FileChannelWrapper;
+import org.jcodec.common.io.NIOUtils;
+import org.jcodec.common.model.ColorSpace;
+import org.jcodec.common.model.Packet;
+import org.jcodec.common.model.Packet.FrameType;
+import org.jcodec.common.model.Picture;
+import org.jcodec.common.model.Size;
+import org.jcodec.containers.mp4.muxer.MP4Muxer;
+
+/**
+ * Writes {@code [F, H, W, 3]} RGB frames in [0, 1] as an H.264 (Baseline profile, 4:2:0, BT.709
+ * limited range) MP4 that browsers and ffmpeg play, in pure Java.
+ *
+ * <p>Every frame is coded at a constant QP of {@value #QP}: about 40 dB PSNR on smooth content and
+ * on grey noise. Colour detail finer than 2×2 pixels is lost to 4:2:0 chroma subsampling, not to
+ * the codec: independent per-pixel RGB noise cannot exceed about 13 dB in any 4:2:0 format. Even
+ * sizes are kept exactly (the stream is padded to whole macroblocks and cropped on display); 4:2:0
+ * cannot represent an odd width or height, so an odd last column or row is dropped.
+ */
+public final class Mp4Writer {
+  /**
+   * H.264 quantiser. jcodec 0.2.5's encoder drifts (its reconstruction stops matching what
+   * decoders, ffmpeg included, produce) from QP 16 up: a 832×480 gradient clip decodes at 44 dB
+   * PSNR for QP 6-12, 42.5 at 14, then 32.7 at 16, 28 at 18-26. 14 is the coarsest safe value.
+   */
+  static final int QP = 14;
+
+  private static final int KEY_FRAME_INTERVAL = 25;
+
+  private Mp4Writer() {}
+
+  /**
+   * Fails fast, before any encoding, with a one-line message naming {@code target} unless an MP4
+   * can be written there.
+   */
+  public static void checkWritable(Path target) throws IOException {
+    AtomicOutput.checkFileWritable(target, "video");
+  }
+
+  /**
+   * Encodes {@code frames} at {@code fps} frames per second into {@code target}, atomically: the
+   * file appears complete or not at all, and an existing file is replaced only on success.
+   */
+  public static void write(Path target, Tensor frames, int fps) throws IOException {
+    if (fps < 1) {
+      throw new IllegalArgumentException("fps must be >= 1, got " + fps);
+    }
+    checkWritable(target);
+    RgbFrames.requireVideo(frames);
+    AtomicOutput.writeFile(target, temporary -> encode(temporary, frames, fps));
+  }
+
+  private static void encode(Path file, Tensor frames, int fps) throws IOException {
+    int sourceHeight = frames.dim(1);
+    int sourceWidth = frames.dim(2);
+    int height = sourceHeight & ~1;
+    int width = sourceWidth & ~1;
+    if (height == 0 || width == 0) {
+      throw new IllegalArgumentException(
+          "video frames of " + sourceHeight + "x" + sourceWidth + " are too small for H.264");
+    }
+    H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
+    encoder.setKeyInterval(KEY_FRAME_INTERVAL);
+    // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
+    // parameter sets and start-code escaping.
+    ByteBuffer out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
+    try (FileChannelWrapper channel = NIOUtils.writableChannel(file.toFile())) {
+      MP4Muxer muxer = MP4Muxer.createMP4MuxerToChannel(channel);
+      MuxerTrack track =
+          muxer.addVideoTrack(
+              Codec.H264,
+              VideoCodecMeta.createSimpleVideoCodecMeta(
+                  new Size(width, height), ColorSpace.YUV420J));
+      for (int f = 0; f < frames.dim(0); f++) {
+        float[] rgb = cropToEven(RgbFrames.frame(frames, f), sourceHeight, sourceWidth);
+        Picture picture = Bt709.toYuv420(rgb, height, width);
+        out.clear();
+        EncodedFrame encoded = encoder.encodeFrame(picture, out);
+        track.addFrame(
+            Packet.createPacket(
+                encoded.getData(),
+                f,
+                fps,
+                1,
+                f,
+                encoded.isKeyFrame() ? FrameType.KEY : FrameType.INTER,
+                null));
+      }
+      muxer.finish();
+    }
+  }
+
+  private static float[] cropToEven(float[] rgb, int height, int width) {
+    if (height % 2 == 0 && width % 2 == 0) {
+      return rgb;
+    }
+    int evenHeight = height & ~1;
+    int evenWidth = width & ~1;
+    float[] cropped = new float[evenHeight * evenWidth * 3];
+    for (int y = 0; y < evenHeight; y++) {
+      System.arraycopy(rgb, y * width * 3, cropped, y * evenWidth * 3, evenWidth * 3);
+    }
+    return cropped;
+  }
+}
