@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine needs into DEST (default: <repo>/.device, git-ignored):
 # the jars of tensor/core/models/cuda with their runtime and test dependencies, the cuda module's
-# test classes (the "gpu" group, GpuSuite, DitTiming), a jlink'd Java 25 runtime and run.sh.
+# test classes (the "gpu" group, GpuSuite, Bench), a jlink'd Java 25 runtime and run.sh.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)

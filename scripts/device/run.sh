@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root (see package.sh): unpacks the carried Java
 # runtime, runs the "gpu" test group (op-by-op CudaBackend vs CpuBackend, kernel compilation, the
-# VMM pool, the golden parity suite), then times DiT forwards (TIMINGS=small: only the small
-# shape). Logs go to $OUT (or ./device-out).
+# VMM pool, the golden parity suite in F32, the BF16 mode's bounds), then the benchmark table
+# (BENCH=quick for small shapes only). Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/device-out}
@@ -24,12 +24,7 @@ flags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xs
 } 2>&1 | tee "$out/gpu-tests.log"
 
 {
-  echo "== DiT timings (F32 path, random weights)"
-  timeout 120 "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.DitTiming small f32 1 5 16 16 32 3
-  if [ "${TIMINGS:-all}" = all ]; then
-    timeout 120 "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.DitTiming small f32 1 21 60 104 512 3
-    timeout 120 "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.DitTiming small bf16 1 21 60 104 512 3
-    timeout ${FULL_TIMEOUT:-240} "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.DitTiming 1.3b bf16 1 21 60 104 512 2
-  fi
-  echo "timings exit: $?"
-} 2>&1 | tee "$out/timings.log"
+  # BENCH=quick: small shapes only; BENCH=all: the issue's table (see Bench).
+  timeout ${BENCH_TIMEOUT:-420} "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.Bench "${BENCH:-all}"
+  echo "bench exit: $?"
+} 2>&1 | tee "$out/bench.log"

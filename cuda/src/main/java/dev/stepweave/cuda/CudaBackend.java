@@ -30,9 +30,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   private final Gemm gemm;
   private final Ops ops;
   private final Storage gemmWorkspace;
+  private final Precision precision;
 
-  private CudaBackend(CudaContext context, Path kernelCache) {
+  private CudaBackend(CudaContext context, Path kernelCache, Precision precision) {
     this.context = context;
+    this.precision = precision;
     this.device = Device.cuda(context.device());
     this.allocator = new DeviceAllocator(device, context);
     this.kernels = new Kernels(context, kernelCache);
@@ -41,14 +43,25 @@ public final class CudaBackend implements Backend, AutoCloseable {
     this.ops = new Ops(this, kernels, gemm);
   }
 
-  /** A backend on device {@code ordinal}, kernels cached in the default cache directory. */
+  /**
+   * An F32-precision backend on device {@code ordinal}, kernels cached in the default cache
+   * directory.
+   */
   public static CudaBackend open(int ordinal) {
-    return open(ordinal, KernelCompiler.defaultCacheDir());
+    return open(ordinal, Precision.F32);
   }
 
-  public static CudaBackend open(int ordinal, Path kernelCache) {
+  public static CudaBackend open(int ordinal, Precision precision) {
+    return open(ordinal, KernelCompiler.defaultCacheDir(), precision);
+  }
+
+  public static CudaBackend open(int ordinal, Path kernelCache, Precision precision) {
     CudaContext context = CudaContext.open(ordinal);
-    return new CudaBackend(context, kernelCache);
+    return new CudaBackend(context, kernelCache, precision);
+  }
+
+  public Precision precision() {
+    return precision;
   }
 
   public CudaContext context() {
@@ -63,6 +76,21 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** The most bytes of tensors that were live at once. */
   public long peakLiveBytes() {
     return allocator.peakLiveBytes();
+  }
+
+  /** The most bytes this backend's allocator held from the driver at once. */
+  public long peakReservedBytes() {
+    return allocator.peakReservedBytes();
+  }
+
+  /** Restarts {@link #peakLiveBytes} and {@link #peakReservedBytes} from the current figures. */
+  public void resetPeaks() {
+    allocator.resetPeaks();
+  }
+
+  /** Opens the (single) scope whose tensors the caller releases explicitly; see MemoryScope. */
+  public MemoryScope openScope() {
+    return new MemoryScope(allocator.openScope());
   }
 
   /** Waits for all issued work. */
@@ -94,6 +122,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
     }
     Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
     return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Releases {@code derived}, a temporary an op made from {@code original} (a conversion or an
+   * upload), once the kernels reading it are issued; nothing when it is {@code original} itself.
+   */
+  void releaseDerived(Tensor derived, Tensor original) {
+    if (derived != null && derived.storage() != original.storage()) {
+      allocator.release(derived.storage());
+    }
   }
 
   @Override

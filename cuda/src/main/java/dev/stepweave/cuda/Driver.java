@@ -61,6 +61,9 @@ public final class Driver {
   static final MethodHandle cuModuleGetFunction =
       Ffm.status(LIB, "cuModuleGetFunction", PTR, LONG, PTR);
   static final MethodHandle cuModuleUnload = Ffm.status(LIB, "cuModuleUnload", LONG);
+  static final int CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES = 8;
+  static final MethodHandle cuFuncSetAttribute =
+      Ffm.status(LIB, "cuFuncSetAttribute", LONG, INT, INT);
   static final MethodHandle cuLaunchKernel =
       Ffm.status(LIB, "cuLaunchKernel", LONG, INT, INT, INT, INT, INT, INT, INT, LONG, PTR, PTR);
 

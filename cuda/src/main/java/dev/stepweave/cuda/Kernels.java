@@ -9,7 +9,7 @@ import java.util.Map;
 final class Kernels {
   /** Every kernel file shipped as a resource. */
   static final List<String> FILES =
-      List.of("copy.cu", "elementwise.cu", "norms.cu", "misc.cu", "attention.cu");
+      List.of("copy.cu", "elementwise.cu", "norms.cu", "misc.cu", "attention.cu", "flash.cu");
 
   private static final int THREADS = 256;
 
@@ -29,6 +29,20 @@ final class Kernels {
   Launch launch(String file, String name) {
     long f = functions.computeIfAbsent(name, n -> modules.get(file).function(n));
     return new Launch(f);
+  }
+
+  /**
+   * Lets kernel {@code name} of {@code file} use {@code bytes} of dynamic shared memory (beyond the
+   * default 48 KiB a launch may ask for without opting in).
+   */
+  void allowSharedMemory(String file, String name, int bytes) {
+    long f = functions.computeIfAbsent(name, n -> modules.get(file).function(n));
+    Driver.call(
+        "cuFuncSetAttribute",
+        () ->
+            (int)
+                Driver.cuFuncSetAttribute.invokeExact(
+                    f, Driver.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, bytes));
   }
 
   /** Runs a grid-stride kernel over {@code n} elements. */

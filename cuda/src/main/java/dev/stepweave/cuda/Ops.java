@@ -6,7 +6,9 @@ import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
 
 /** The compute operations of {@link CudaBackend}: argument checks, then kernels and GEMMs. */
 final class Ops {
@@ -19,10 +21,17 @@ final class Ops {
 
   private static final long IM2COL_BUDGET_BYTES = 512L << 20;
   private static final int SHARED_LIMIT = 48 * 1024;
+  // flash.cu's head dims and tiles (FLASH_BM, FLASH_BN, 8 warps).
+  private static final Set<Integer> FLASH_DIMS = Set.of(16, 32, 64, 128);
+  private static final int FLASH_QUERY_TILE = 128;
+  private static final int FLASH_KEY_TILE = 64;
+  private static final int FLASH_THREADS = 256;
+  private static final float LOG2_E = 1.4426950408889634f;
 
   private final CudaBackend cb;
   private final Kernels kernels;
   private final Gemm gemm;
+  private final Set<String> flashReady = new HashSet<>();
 
   Ops(CudaBackend cb, Kernels kernels, Gemm gemm) {
     this.cb = cb;
@@ -78,6 +87,11 @@ final class Ops {
             bf16,
             bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS);
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
+    cb.releaseDerived(xd, x);
+    cb.releaseDerived(wd, w);
+    if (bias != null) {
+      cb.releaseDerived(bd, bias);
+    }
     return out;
   }
 
@@ -173,6 +187,14 @@ final class Ops {
                 + Arrays.toString(new int[] {b, h, lq, lk}));
       }
     }
+    if (bias == null
+        && d == dv
+        && lk > 0
+        && cb.precision() == Precision.BF16
+        && FLASH_DIMS.contains(d)) {
+      flash(q, k, v, out, scale);
+      return out;
+    }
     int warps = 16;
     int keyTile = 64;
     while (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT && keyTile > 32) {
@@ -201,7 +223,41 @@ final class Ops {
           warps * 32,
           sharedBytes(keyTile, warps, d, dv));
     }
+    cb.releaseDerived(qf, q);
+    cb.releaseDerived(kf, k);
+    cb.releaseDerived(vf, v);
     return out;
+  }
+
+  /** Tensor-core attention (flash.cu) of validated [B, L, H, D] q, k, v into F32 {@code out}. */
+  private void flash(Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1);
+    String kernel = "flash_bf16_d" + d;
+    int shared = (FLASH_QUERY_TILE + 4 * FLASH_KEY_TILE) * d * 2;
+    if (flashReady.add(kernel)) {
+      kernels.allowSharedMemory("flash.cu", kernel, shared);
+    }
+    Tensor qb = bf16(q), kb = bf16(k), vb = bf16(v);
+    try (Launch l = kernels.launch("flash.cu", kernel)) {
+      l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(out));
+      l.i32(lq).i32(lk).i32(h).f32(scale * LOG2_E);
+      l.run(
+          kernels.context().stream(),
+          (lq + FLASH_QUERY_TILE - 1) / FLASH_QUERY_TILE,
+          b * h,
+          1,
+          FLASH_THREADS,
+          shared);
+    }
+    cb.releaseDerived(qb, q);
+    cb.releaseDerived(kb, k);
+    cb.releaseDerived(vb, v);
+  }
+
+  /** {@code t} as contiguous BF16 on this device (itself when it already is). */
+  private Tensor bf16(Tensor t) {
+    Tensor here = cb.onDevice(t);
+    return here.dtype() == DType.BF16 && here.isContiguous() ? here : cb.convert(here, DType.BF16);
   }
 
   private static int sharedBytes(int keyTile, int warps, int d, int dv) {
@@ -291,6 +347,9 @@ final class Ops {
             0L);
       }
     }
+    cb.releaseDerived(col, xf);
+    cb.releaseDerived(xf, x);
+    cb.releaseDerived(wf, w);
     if (bias != null) {
       Tensor bf = cb.f32(bias);
       long n = out.numel();
@@ -331,6 +390,7 @@ final class Ops {
         kernels.rows(l, rows(x), n);
       }
     }
+    cb.releaseDerived(xf, x);
     return out;
   }
 
@@ -345,6 +405,7 @@ final class Ops {
         kernels.rows(l, rows(x), n);
       }
     }
+    cb.releaseDerived(xf, x);
     return out;
   }
 
@@ -412,6 +473,7 @@ final class Ops {
         kernels.elementwise(l, n);
       }
     }
+    cb.releaseDerived(xf, x);
     return out;
   }
 
@@ -428,6 +490,8 @@ final class Ops {
         kernels.elementwise(l, n);
       }
     }
+    cb.releaseDerived(av, a);
+    cb.releaseDerived(bv, b);
     return out;
   }
 
@@ -452,6 +516,7 @@ final class Ops {
         kernels.elementwise(launch, pairs);
       }
     }
+    cb.releaseDerived(xf, x);
     return out;
   }
 

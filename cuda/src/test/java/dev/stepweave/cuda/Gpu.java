@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 /** The one CUDA backend the GPU tests share (opening a context and loading kernels costs time). */
 final class Gpu {
   private static Backends.Availability availability;
+  private static CudaBackend bf16;
 
   private Gpu() {}
 
@@ -15,5 +16,14 @@ final class Gpu {
     }
     assumeTrue(availability.backend() != null, availability.reason());
     return availability.backend();
+  }
+
+  /** A second backend in {@link Precision#BF16} on the same device. */
+  static synchronized CudaBackend bf16() {
+    backend();
+    if (bf16 == null) {
+      bf16 = CudaBackend.open(0, Precision.BF16);
+    }
+    return bf16;
   }
 }

@@ -1,0 +1,176 @@
+package dev.stepweave.cuda;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.models.wan.transformer.WanTransformer;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Weights;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The performance table of issue 5 on the GPU, random BF16 weights, CUDA-event timings (median of
+ * the timed runs after one warm-up). {@code Bench quick} times small shapes only (a smoke test);
+ * {@code Bench all} times attention alone at the 480p shape, the Wan2.1-1.3B DiT forward at 480p
+ * (batch 1 and 2) and 720p, and the 14B widths with 2 of the 40 layers. Each forward releases its
+ * activations block by block ({@link BlockScopes}); peak memory is the allocator's high-water mark
+ * of live tensors and of memory held from the driver, weights included.
+ */
+public final class Bench {
+  private record Row(String what, String ours, String reference) {}
+
+  private final CudaBackend gpu;
+  private final List<Row> rows = new ArrayList<>();
+
+  private Bench(CudaBackend gpu) {
+    this.gpu = gpu;
+  }
+
+  public static void main(String[] args) {
+    CudaLibraries.Probe probe = CudaLibraries.probe();
+    if (!probe.found()) {
+      System.out.println(probe.notice());
+      System.exit(2);
+    }
+    probe.libraries().get().makeCurrent();
+    Bench bench = new Bench(CudaBackend.open(0, Precision.BF16));
+    System.out.println("== " + bench.gpu.name());
+    if (args.length > 0 && args[0].equals("all")) {
+      bench.attention(1, 32760, 12, 128, 10, "11.0 ms (cuDNN) / 18.3 ms (flash)");
+      WanTransformer small = bench.load("1.3b");
+      bench.dit(small, "1.3B 480p×81, batch 1", 1, 21, 60, 104, 5, "603 ms (516 compiled)");
+      bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
+      bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
+      small = null;
+      System.gc();
+      WanTransformer big = bench.load("14b-2");
+      bench.dit(big, "14B widths, 2 of 40 layers, 480p×81", 1, 21, 60, 104, 3, "–");
+    } else {
+      bench.attention(2, 300, 3, 64, 3, "–");
+      bench.dit(bench.load("small"), "1.3B widths, 2 layers, small", 1, 5, 16, 16, 3, "–");
+    }
+    System.out.println();
+    System.out.println("| what | ours | reference (PyTorch 2.11 eager, H200) |");
+    System.out.println("|---|---|---|");
+    for (Row r : bench.rows) {
+      System.out.println("| " + r.what() + " | " + r.ours() + " | " + r.reference() + " |");
+    }
+    System.exit(0);
+  }
+
+  private void attention(int b, int l, int h, int d, int iterations, String reference) {
+    Tensor q = gpu.upload(RandomWeights.uniform(11, 1f, b, l, h, d), DType.BF16);
+    Tensor k = gpu.upload(RandomWeights.uniform(12, 1f, b, l, h, d), DType.BF16);
+    Tensor v = gpu.upload(RandomWeights.uniform(13, 1f, b, l, h, d), DType.BF16);
+    float scale = (float) (1 / Math.sqrt(d));
+    float ms = median(iterations, () -> gpu.attention(q, k, v, null, scale));
+    double tflops = 4.0 * b * h * (double) l * l * d / (ms * 1e-3) / 1e12;
+    add(
+        "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16",
+        String.format("%.1f ms (%.0f TFLOP/s)", ms, tflops),
+        reference);
+  }
+
+  private WanTransformer load(String size) {
+    long t0 = System.nanoTime();
+    WanTransformerConfig cfg = config(size);
+    WanTransformer dit =
+        WanTransformer.load(
+            cfg,
+            new Weights(
+                new RandomWeights(WanDitShapes.of(cfg), DType.BF16, 0.02f), gpu, DType.BF16));
+    gpu.synchronize();
+    System.out.printf("  loaded %s in %.1f s%n", size, (System.nanoTime() - t0) / 1e9);
+    return dit;
+  }
+
+  private void dit(
+      WanTransformer dit,
+      String what,
+      int b,
+      int f,
+      int h,
+      int w,
+      int iterations,
+      String reference) {
+    Tensor latents = gpu.upload(RandomWeights.uniform(1, 1f, b, 16, f, h, w), DType.F32);
+    Tensor timestep = gpu.upload(Tensor.full(500f, b), DType.F32);
+    Tensor context = gpu.upload(RandomWeights.uniform(2, 1f, b, 512, 4096), DType.F32);
+    gpu.synchronize();
+    gpu.resetPeaks();
+    Tensor[] out = new Tensor[1];
+    float ms =
+        median(
+            iterations,
+            () -> {
+              BlockScopes scopes = new BlockScopes(gpu);
+              out[0] = dit.forward(latents, timestep, context, scopes);
+              scopes.finish(out[0]);
+            });
+    long[] mem = gpu.context().memoryInfo();
+    float[] sample = gpu.download(out[0]).toFloatArray();
+    double sum = 0;
+    for (float x : sample) {
+      sum += x * x;
+    }
+    System.out.printf(
+        "  %s: out rms %.4f, peak live %.2f GB, peak reserved %.2f GB, device used now %.2f GB%n",
+        what,
+        Math.sqrt(sum / sample.length),
+        gpu.peakLiveBytes() / 1e9,
+        gpu.peakReservedBytes() / 1e9,
+        (mem[1] - mem[0]) / 1e9);
+    add(what, String.format("%.0f ms", ms), reference);
+    add(
+        what + ": peak device memory (live tensors / held by the allocator)",
+        String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
+        b == 1 && h == 60 && what.startsWith("1.3B") ? "6.4 GB" : "–");
+  }
+
+  /** Median CUDA-event milliseconds of {@code iterations} timed runs after one warm-up. */
+  private float median(int iterations, Runnable work) {
+    float[] ms = new float[iterations];
+    for (int i = -1; i < iterations; i++) {
+      float t = gpu.context().time(work);
+      System.out.printf("    %s %.2f ms%n", i < 0 ? "warm-up" : "run " + i, t);
+      if (i >= 0) {
+        ms[i] = t;
+      }
+    }
+    Arrays.sort(ms);
+    return ms[iterations / 2];
+  }
+
+  private void add(String what, String ours, String reference) {
+    System.out.println("ROW " + what + " | " + ours + " | " + reference);
+    rows.add(new Row(what, ours, reference));
+  }
+
+  /**
+   * Wan2.1 DiT configurations: {@code small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b-2}.
+   */
+  static WanTransformerConfig config(String size) {
+    boolean big = size.startsWith("14b");
+    ObjectNode json = new ObjectMapper().createObjectNode();
+    json.put("attention_head_dim", 128);
+    json.put("num_attention_heads", big ? 40 : 12);
+    json.put("ffn_dim", big ? 13824 : 8960);
+    json.put("freq_dim", 256);
+    json.put("num_layers", size.equals("1.3b") ? 30 : 2);
+    json.put("text_dim", 4096);
+    json.put("in_channels", 16);
+    json.put("out_channels", 16);
+    json.putArray("patch_size").add(1).add(2).add(2);
+    json.put("cross_attn_norm", true);
+    json.put("qk_norm", "rms_norm_across_heads");
+    json.put("eps", 1e-6);
+    json.put("rope_max_seq_len", 1024);
+    json.putNull("added_kv_proj_dim");
+    json.putNull("image_dim");
+    json.putNull("pos_embed_seq_len");
+    return WanTransformerConfig.fromJson(json);
+  }
+}
