@@ -48,6 +48,8 @@ public final class Bench {
       System.gc();
       WanTransformer big = bench.load("14b-2");
       bench.dit(big, "14B widths, 2 of 40 layers, 480p×81", 1, 21, 60, 104, 3, "–");
+    } else if (args.length > 0 && args[0].equals("cfg")) {
+      bench.denoise(bench.load("1.3b"), 50, 5f);
     } else {
       bench.attention(2, 300, 3, 64, 3, "–");
       bench.dit(bench.load("small"), "1.3B widths, 2 layers, small", 1, 5, 16, 16, 3, "–");
@@ -128,6 +130,43 @@ public final class Bench {
         what + ": peak device memory (live tensors / held by the allocator)",
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         b == 1 && h == 60 && what.startsWith("1.3B") ? "6.4 GB" : "–");
+  }
+
+  /**
+   * A whole classifier-free-guided flow-matching denoise at 480p×81: per step one batch-2 forward
+   * (conditional and unconditional text), {@code u + g·(c − u)}, and an Euler step over a linear
+   * sigma schedule; timed once with CUDA events after a warm-up forward.
+   */
+  private void denoise(WanTransformer dit, int steps, float guidance) {
+    Tensor x = gpu.upload(RandomWeights.uniform(1, 1f, 1, 16, 21, 60, 104), DType.F32);
+    Tensor context = gpu.upload(RandomWeights.uniform(2, 1f, 2, 512, 4096), DType.F32);
+    Tensor warm = gpu.upload(RandomWeights.uniform(3, 1f, 2, 16, 21, 60, 104), DType.F32);
+    BlockScopes warmScopes = new BlockScopes(gpu);
+    warmScopes.finish(
+        dit.forward(warm, gpu.upload(Tensor.full(999f, 2), DType.F32), context, warmScopes));
+    Tensor[] latents = {x};
+    float ms =
+        gpu.context()
+            .time(
+                () -> {
+                  for (int i = 0; i < steps; i++) {
+                    float sigma = 1f - (float) i / steps;
+                    float next = 1f - (float) (i + 1) / steps;
+                    Tensor pair = gpu.concat(List.of(latents[0], latents[0]), 0);
+                    Tensor t = gpu.upload(Tensor.full(sigma * 1000f, 2), DType.F32);
+                    BlockScopes scopes = new BlockScopes(gpu);
+                    Tensor v = dit.forward(pair, t, context, scopes);
+                    scopes.finish(v);
+                    Tensor cond = v.slice(0, 0, 1), uncond = v.slice(0, 1, 2);
+                    Tensor guided =
+                        gpu.add(uncond, gpu.affine(gpu.sub(cond, uncond), guidance, 0f));
+                    latents[0] = gpu.add(latents[0], gpu.affine(guided, next - sigma, 0f));
+                  }
+                });
+    add(
+        steps + "-step CFG denoise 1.3B 480p×81 (batch-2 forwards, Euler)",
+        String.format("%.1f s (%.0f ms/step)", ms / 1e3, ms / steps),
+        "– (≈ 50 × 1200 ms = 60 s implied)");
   }
 
   /** Median CUDA-event milliseconds of {@code iterations} timed runs after one warm-up. */
