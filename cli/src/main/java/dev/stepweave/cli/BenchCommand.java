@@ -3,8 +3,6 @@ package dev.stepweave.cli;
 import dev.stepweave.cli.bench.BenchReport;
 import dev.stepweave.cli.bench.Mix;
 import dev.stepweave.cli.bench.MixComparison;
-import dev.stepweave.cli.bench.ModeSummary;
-import dev.stepweave.cli.bench.RunResult;
 import dev.stepweave.cli.bench.ServingMode;
 import dev.stepweave.cli.bench.ServingRun;
 import dev.stepweave.cli.bench.Workload;
@@ -138,23 +136,7 @@ final class BenchCommand {
         List<MixComparison> results = new ArrayList<>();
         for (Mix m : mixes) {
           Workload w = Workload.generate(m, requests, seed, m.cliName());
-          List<RunResult> serial = new ArrayList<>();
-          List<RunResult> batched = new ArrayList<>();
-          for (int round = 0; round < rounds; round++) {
-            // Alternating which way goes first spreads drift in the machine's load over both.
-            boolean serialFirst = round % 2 == 0;
-            ServingMode first = serialFirst ? ServingMode.SERIAL : ServingMode.BATCHED;
-            ServingMode second = serialFirst ? ServingMode.BATCHED : ServingMode.SERIAL;
-            RunResult a = ServingRun.serve(wan, first, w.requests(), clients);
-            RunResult b = ServingRun.serve(wan, second, w.requests(), clients);
-            serial.add(serialFirst ? a : b);
-            batched.add(serialFirst ? b : a);
-          }
-          results.add(
-              new MixComparison(
-                  w,
-                  new ModeSummary(ServingMode.SERIAL, serial),
-                  new ModeSummary(ServingMode.BATCHED, batched)));
+          results.add(MixComparison.measure(wan, w, rounds, clients));
         }
         out.printf(
             Locale.ROOT,
