@@ -51,8 +51,8 @@ import picocli.CommandLine.Spec;
           + " weights are deterministic but UNTRAINED: its output is noise-like. It exists to show"
           + " the whole pipeline working on any machine. For real videos download"
           + " Wan-AI/Wan2.1-T2V-1.3B-Diffusers and pass its folder with --model.",
-      "Settings left out come from the model card's defaults (the embedded model: 256x256,"
-          + " 17 frames at 8 fps, 12 steps; Wan 2.1: 832x480, 81 frames at 16 fps, 50 steps).",
+      "Settings left out come from the model card's defaults (the embedded model: 128x128,"
+          + " 9 frames at 8 fps, 8 steps; Wan 2.1: 832x480, 81 frames at 16 fps, 50 steps).",
       ""
     })
 final class GenerateCommand implements Callable<Integer> {

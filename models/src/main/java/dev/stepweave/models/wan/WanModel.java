@@ -50,6 +50,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final SamplerChoice samplers;
   private final Map<String, Loop<? extends LoopState>> loops;
   private final List<TensorSource> sources;
+  private final int defaultMaxSequenceLength;
 
   private WanModel(
       Path dir,
@@ -62,6 +63,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       SamplerChoice samplers,
       List<TensorSource> sources) {
     this.sources = List.copyOf(sources);
+    this.defaultMaxSequenceLength = tokenizerMaxLength(dir.resolve("tokenizer"));
     this.dir = dir;
     this.card = card;
     this.backend = backend;
@@ -138,6 +140,25 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     }
   }
 
+  /** {@code model_max_length} of {@code tokenizer_config.json} when sane, else 512. */
+  private static int tokenizerMaxLength(Path tokenizerDir) {
+    Path config = tokenizerDir.resolve("tokenizer_config.json");
+    if (!Files.isRegularFile(config)) {
+      return DEFAULT_MAX_SEQUENCE_LENGTH;
+    }
+    try {
+      var n =
+          new com.fasterxml.jackson.databind.ObjectMapper()
+              .readTree(config.toFile())
+              .get("model_max_length");
+      return n != null && n.canConvertToInt() && n.intValue() >= 1 && n.intValue() <= 4096
+          ? n.intValue()
+          : DEFAULT_MAX_SEQUENCE_LENGTH;
+    } catch (IOException e) {
+      throw new CheckpointException(config + ": unreadable: " + e.getMessage());
+    }
+  }
+
   private static UMT5Config umt5Config(DiffusersDirectory d) {
     var c = d.component("text_encoder");
     return UMT5Config.fromJson(c.config(), c.configFile().toString());
@@ -180,12 +201,13 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /**
    * The text length prompts are padded to: the {@code text_encode} loop's {@code
-   * max_sequence_length} override, else the reference pipeline's 512.
+   * max_sequence_length} override, else the tokenizer's {@code model_max_length}, else the
+   * reference pipeline's 512.
    */
   public int maxSequenceLength(Request request) {
     String v = request.overridesFor(WanCards.TEXT_ENCODE).get("max_sequence_length");
     if (v == null) {
-      return DEFAULT_MAX_SEQUENCE_LENGTH;
+      return defaultMaxSequenceLength;
     }
     try {
       int n = Integer.parseInt(v);

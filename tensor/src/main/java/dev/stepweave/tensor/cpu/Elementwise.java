@@ -44,12 +44,12 @@ final class Elementwise {
   static FloatMap unaryFunction(UnaryOp op) {
     return switch (op) {
       case NEG -> v -> -v;
-      case EXP -> v -> (float) Math.exp(v);
-      case TANH -> v -> (float) Math.tanh(v);
+      case EXP -> v -> (float) StrictMath.exp(v);
+      case TANH -> v -> (float) StrictMath.tanh(v);
       case SQRT -> v -> (float) Math.sqrt(v);
       case RSQRT -> v -> 1f / (float) Math.sqrt(v);
-      case SIN -> v -> (float) Math.sin(v);
-      case COS -> v -> (float) Math.cos(v);
+      case SIN -> v -> (float) StrictMath.sin(v);
+      case COS -> v -> (float) StrictMath.cos(v);
       case RELU -> v -> v > 0 ? v : 0f;
       case SIGMOID -> ScalarMath::sigmoid;
       case ABS -> Math::abs;

@@ -1,20 +1,18 @@
 package dev.stepweave.tensor.cpu;
 
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteOrder;
 import jdk.incubator.vector.FloatVector;
-import jdk.incubator.vector.VectorMask;
 import jdk.incubator.vector.VectorSpecies;
 
 /**
- * {@code C = A·B (+ bias)} in F32, cache-blocked with packed panels and a register-tiled
- * micro-kernel.
+ * {@code C = A·B (+ bias)} in F32: both operands are packed once per call into zero-padded panels,
+ * then a register-tiled micro-kernel runs over cache-sized blocks of C.
  *
  * <p>Every output element is one fused multiply-add chain over k in ascending order, started from
  * zero, with the bias added last. Blocking only pauses that chain (storing the float partial sum
- * and reloading it), never splits or reorders it, and rows never share arithmetic. So a row's
- * result is independent of how many rows are computed with it or where it sits (batch invariance),
- * and equal bit for bit to the scalar loop {@code acc = fma(a[r,p], b[p,c], acc)}.
+ * and reloading it), never splits or reorders it, and rows never share arithmetic: edge tiles run
+ * the same kernel on zero padding, whose products are discarded. So a row's result is independent
+ * of how many rows are computed with it or where it sits (batch invariance), and equal bit for bit
+ * to the scalar loop {@code acc = fma(a[r,p], b[p,c], acc)}.
  */
 final class Gemm {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
@@ -25,16 +23,14 @@ final class Gemm {
 
   private static final int NR = 2 * L;
 
-  /** Depth of one packed block: a B panel of KC×NR stays in L1 while it is reused. */
-  private static final int KC = 256;
+  /** Depth of one block: a B panel of KC×NR stays in L1 while the A panels stream past it. */
+  private static final int KC = Integer.getInteger("kc", 256);
 
   /** Rows per task: an A block of MC×KC stays in L2. */
-  private static final int MC = 128;
+  private static final int MC = Integer.getInteger("mc", 128);
 
-  /** Column panels per task. */
-  private static final int NC_PANELS = 8;
-
-  private static final ByteOrder ORDER = ByteOrder.nativeOrder();
+  /** Column panels per task: the task's C block of MC×(NC_PANELS·NR) stays in L2. */
+  private static final int NC_PANELS = Integer.getInteger("ncp", 8);
 
   private Gemm() {}
 
@@ -42,7 +38,7 @@ final class Gemm {
    * @param a {@code [m, k]}
    * @param b {@code [k, n]}
    * @param bias {@code [m, n]}, usually a broadcast view of a vector, or null
-   * @param c {@code [m, n]} zero-filled output with unit column stride
+   * @param c {@code [m, n]} output with unit column stride, overwritten
    */
   static void multiply(
       WorkPool pool, int m, int n, int k, Matrix a, Matrix b, Matrix bias, Matrix c) {
@@ -52,193 +48,134 @@ final class Gemm {
     if (m == 0 || n == 0) {
       return;
     }
-    int panels = (n + NR - 1) / NR;
-    float[] packedB = packB(pool, b, k, n, panels);
+    int rowPanels = (m + MR - 1) / MR;
+    int colPanels = (n + NR - 1) / NR;
+    // A's rows and B's columns are both "lines" swept along k.
+    float[] packedA = Panels.pack(pool, a.lines(), m, k, MR);
+    float[] packedB = Panels.pack(pool, b.transposed().lines(), n, k, NR);
     int mBlocks = (m + MC - 1) / MC;
-    int nBlocks = (panels + NC_PANELS - 1) / NC_PANELS;
+    int nBlocks = (colPanels + NC_PANELS - 1) / NC_PANELS;
     pool.run(
         mBlocks * nBlocks,
         task -> {
-          int m0 = (task / nBlocks) * MC;
-          int mc = Math.min(MC, m - m0);
-          int p0 = (task % nBlocks) * NC_PANELS;
-          int p1 = Math.min(panels, p0 + NC_PANELS);
-          int rowPanels = (mc + MR - 1) / MR;
-          float[] packedA = new float[rowPanels * MR * Math.min(KC, Math.max(k, 1))];
+          int rp0 = (task / nBlocks) * (MC / MR);
+          int rp1 = Math.min(rowPanels, rp0 + MC / MR);
+          int cp0 = (task % nBlocks) * NC_PANELS;
+          int cp1 = Math.min(colPanels, cp0 + NC_PANELS);
+          int ldc = (cp1 - cp0) * NR;
+          float[] block = new float[(rp1 - rp0) * MR * ldc];
           for (int k0 = 0; k0 < k; k0 += KC) {
             int kc = Math.min(KC, k - k0);
-            packA(a, m0, mc, k0, kc, packedA);
-            for (int p = p0; p < p1; p++) {
-              int col = p * NR;
-              int cols = Math.min(NR, n - col);
-              for (int rp = 0; rp < rowPanels; rp++) {
-                int rows = Math.min(MR, mc - rp * MR);
+            for (int cp = cp0; cp < cp1; cp++) {
+              int bOff = (cp * k + k0) * NR;
+              for (int rp = rp0; rp < rp1; rp++) {
                 kernel(
                     kc,
                     packedA,
-                    rp * kc * MR,
+                    (rp * k + k0) * MR,
                     packedB,
-                    ((long) p * k + k0) * NR,
-                    c,
-                    m0 + rp * MR,
-                    rows,
-                    col,
-                    cols);
+                    bOff,
+                    block,
+                    (rp - rp0) * MR * ldc + (cp - cp0) * NR,
+                    ldc);
               }
             }
           }
-          if (bias != null) {
-            addBias(bias, c, m0, mc, p0 * NR, Math.min(n, p1 * NR));
-          }
+          store(
+              block,
+              ldc,
+              c,
+              bias,
+              rp0 * MR,
+              Math.min(m, rp1 * MR),
+              cp0 * NR,
+              Math.min(n, cp1 * NR));
         });
-  }
-
-  /** Packs B into column panels {@code [panel][k][NR]}, zero-padding the last panel. */
-  private static float[] packB(WorkPool pool, Matrix b, int k, int n, int panels) {
-    float[] packed = new float[Math.multiplyExact(panels * NR, Math.max(k, 1))];
-    pool.run(
-        panels,
-        p -> {
-          int cols = Math.min(NR, n - p * NR);
-          long base = (long) p * k * NR;
-          for (int j = 0; j < cols; j++) {
-            for (int q = 0; q < k; q++) {
-              packed[(int) (base + (long) q * NR + j)] = b.get(q, p * NR + j);
-            }
-          }
-        });
-    return packed;
-  }
-
-  /** Packs rows {@code [m0, m0+mc)} × depth {@code [k0, k0+kc)} of A as {@code [panel][kc][MR]}. */
-  private static void packA(Matrix a, int m0, int mc, int k0, int kc, float[] packed) {
-    int rowPanels = (mc + MR - 1) / MR;
-    for (int rp = 0; rp < rowPanels; rp++) {
-      int base = rp * kc * MR;
-      for (int i = 0; i < MR; i++) {
-        int r = rp * MR + i;
-        if (r >= mc) {
-          for (int q = 0; q < kc; q++) {
-            packed[base + q * MR + i] = 0f;
-          }
-          continue;
-        }
-        for (int q = 0; q < kc; q++) {
-          packed[base + q * MR + i] = a.get(m0 + r, k0 + q);
-        }
-      }
-    }
   }
 
   /**
-   * Multiplies an MR×kc A panel by a kc×NR B panel into C rows {@code [row, row+rows)}, columns
-   * {@code [col, col+cols)}, continuing the partial sums held in C (which starts zero-filled). Rows
-   * past {@code rows} and columns past {@code cols} are masked off rather than branched around, so
-   * the accumulators stay in registers.
+   * Continues the MR×NR partial sums at {@code c[cOff]} (row stride {@code ldc}) by an MR×kc A
+   * panel times a kc×NR B panel. Full tiles only, so the accumulators stay in registers.
    */
   private static void kernel(
-      int kc,
-      float[] ap,
-      int aOff,
-      float[] bp,
-      long bOffset,
-      Matrix c,
-      int row,
-      int rows,
-      int col,
-      int cols) {
-    int bOff = (int) bOffset;
-    MemorySegment cs = c.segment();
-    long stride = c.rowStride() * Float.BYTES;
-    long c0 = (c.offset() + row * c.rowStride() + col) * Float.BYTES;
-    VectorMask<Float> lo = S.indexInRange(0, cols);
-    VectorMask<Float> hi = S.indexInRange(L, cols);
-    VectorMask<Float> none = S.maskAll(false);
-    VectorMask<Float> l0 = rows > 0 ? lo : none;
-    VectorMask<Float> h0 = rows > 0 ? hi : none;
-    FloatVector a00 = FloatVector.fromMemorySegment(S, cs, c0, ORDER, l0);
-    FloatVector a01 = FloatVector.fromMemorySegment(S, cs, c0 + L * 4L, ORDER, h0);
-    VectorMask<Float> l1 = rows > 1 ? lo : none;
-    VectorMask<Float> h1 = rows > 1 ? hi : none;
-    FloatVector a10 = FloatVector.fromMemorySegment(S, cs, c0 + stride, ORDER, l1);
-    FloatVector a11 = FloatVector.fromMemorySegment(S, cs, c0 + stride + L * 4L, ORDER, h1);
-    VectorMask<Float> l2 = rows > 2 ? lo : none;
-    VectorMask<Float> h2 = rows > 2 ? hi : none;
-    FloatVector a20 = FloatVector.fromMemorySegment(S, cs, c0 + 2 * stride, ORDER, l2);
-    FloatVector a21 = FloatVector.fromMemorySegment(S, cs, c0 + 2 * stride + L * 4L, ORDER, h2);
-    VectorMask<Float> l3 = rows > 3 ? lo : none;
-    VectorMask<Float> h3 = rows > 3 ? hi : none;
-    FloatVector a30 = FloatVector.fromMemorySegment(S, cs, c0 + 3 * stride, ORDER, l3);
-    FloatVector a31 = FloatVector.fromMemorySegment(S, cs, c0 + 3 * stride + L * 4L, ORDER, h3);
-    VectorMask<Float> l4 = rows > 4 ? lo : none;
-    VectorMask<Float> h4 = rows > 4 ? hi : none;
-    FloatVector a40 = FloatVector.fromMemorySegment(S, cs, c0 + 4 * stride, ORDER, l4);
-    FloatVector a41 = FloatVector.fromMemorySegment(S, cs, c0 + 4 * stride + L * 4L, ORDER, h4);
-    VectorMask<Float> l5 = rows > 5 ? lo : none;
-    VectorMask<Float> h5 = rows > 5 ? hi : none;
-    FloatVector a50 = FloatVector.fromMemorySegment(S, cs, c0 + 5 * stride, ORDER, l5);
-    FloatVector a51 = FloatVector.fromMemorySegment(S, cs, c0 + 5 * stride + L * 4L, ORDER, h5);
-    VectorMask<Float> l6 = rows > 6 ? lo : none;
-    VectorMask<Float> h6 = rows > 6 ? hi : none;
-    FloatVector a60 = FloatVector.fromMemorySegment(S, cs, c0 + 6 * stride, ORDER, l6);
-    FloatVector a61 = FloatVector.fromMemorySegment(S, cs, c0 + 6 * stride + L * 4L, ORDER, h6);
-    VectorMask<Float> l7 = rows > 7 ? lo : none;
-    VectorMask<Float> h7 = rows > 7 ? hi : none;
-    FloatVector a70 = FloatVector.fromMemorySegment(S, cs, c0 + 7 * stride, ORDER, l7);
-    FloatVector a71 = FloatVector.fromMemorySegment(S, cs, c0 + 7 * stride + L * 4L, ORDER, h7);
+      int kc, float[] ap, int aOff, float[] bp, int bOff, float[] c, int cOff, int ldc) {
+    FloatVector c00 = FloatVector.fromArray(S, c, cOff);
+    FloatVector c01 = FloatVector.fromArray(S, c, cOff + L);
+    FloatVector c10 = FloatVector.fromArray(S, c, cOff + ldc);
+    FloatVector c11 = FloatVector.fromArray(S, c, cOff + ldc + L);
+    FloatVector c20 = FloatVector.fromArray(S, c, cOff + 2 * ldc);
+    FloatVector c21 = FloatVector.fromArray(S, c, cOff + 2 * ldc + L);
+    FloatVector c30 = FloatVector.fromArray(S, c, cOff + 3 * ldc);
+    FloatVector c31 = FloatVector.fromArray(S, c, cOff + 3 * ldc + L);
+    FloatVector c40 = FloatVector.fromArray(S, c, cOff + 4 * ldc);
+    FloatVector c41 = FloatVector.fromArray(S, c, cOff + 4 * ldc + L);
+    FloatVector c50 = FloatVector.fromArray(S, c, cOff + 5 * ldc);
+    FloatVector c51 = FloatVector.fromArray(S, c, cOff + 5 * ldc + L);
+    FloatVector c60 = FloatVector.fromArray(S, c, cOff + 6 * ldc);
+    FloatVector c61 = FloatVector.fromArray(S, c, cOff + 6 * ldc + L);
+    FloatVector c70 = FloatVector.fromArray(S, c, cOff + 7 * ldc);
+    FloatVector c71 = FloatVector.fromArray(S, c, cOff + 7 * ldc + L);
     for (int q = 0; q < kc; q++) {
       int bi = bOff + q * NR;
       FloatVector b0 = FloatVector.fromArray(S, bp, bi);
       FloatVector b1 = FloatVector.fromArray(S, bp, bi + L);
       int ai = aOff + q * MR;
       FloatVector x = FloatVector.broadcast(S, ap[ai]);
-      a00 = x.fma(b0, a00);
-      a01 = x.fma(b1, a01);
+      c00 = x.fma(b0, c00);
+      c01 = x.fma(b1, c01);
       x = FloatVector.broadcast(S, ap[ai + 1]);
-      a10 = x.fma(b0, a10);
-      a11 = x.fma(b1, a11);
+      c10 = x.fma(b0, c10);
+      c11 = x.fma(b1, c11);
       x = FloatVector.broadcast(S, ap[ai + 2]);
-      a20 = x.fma(b0, a20);
-      a21 = x.fma(b1, a21);
+      c20 = x.fma(b0, c20);
+      c21 = x.fma(b1, c21);
       x = FloatVector.broadcast(S, ap[ai + 3]);
-      a30 = x.fma(b0, a30);
-      a31 = x.fma(b1, a31);
+      c30 = x.fma(b0, c30);
+      c31 = x.fma(b1, c31);
       x = FloatVector.broadcast(S, ap[ai + 4]);
-      a40 = x.fma(b0, a40);
-      a41 = x.fma(b1, a41);
+      c40 = x.fma(b0, c40);
+      c41 = x.fma(b1, c41);
       x = FloatVector.broadcast(S, ap[ai + 5]);
-      a50 = x.fma(b0, a50);
-      a51 = x.fma(b1, a51);
+      c50 = x.fma(b0, c50);
+      c51 = x.fma(b1, c51);
       x = FloatVector.broadcast(S, ap[ai + 6]);
-      a60 = x.fma(b0, a60);
-      a61 = x.fma(b1, a61);
+      c60 = x.fma(b0, c60);
+      c61 = x.fma(b1, c61);
       x = FloatVector.broadcast(S, ap[ai + 7]);
-      a70 = x.fma(b0, a70);
-      a71 = x.fma(b1, a71);
+      c70 = x.fma(b0, c70);
+      c71 = x.fma(b1, c71);
     }
-    a00.intoMemorySegment(cs, c0, ORDER, l0);
-    a01.intoMemorySegment(cs, c0 + L * 4L, ORDER, h0);
-    a10.intoMemorySegment(cs, c0 + stride, ORDER, l1);
-    a11.intoMemorySegment(cs, c0 + stride + L * 4L, ORDER, h1);
-    a20.intoMemorySegment(cs, c0 + 2 * stride, ORDER, l2);
-    a21.intoMemorySegment(cs, c0 + 2 * stride + L * 4L, ORDER, h2);
-    a30.intoMemorySegment(cs, c0 + 3 * stride, ORDER, l3);
-    a31.intoMemorySegment(cs, c0 + 3 * stride + L * 4L, ORDER, h3);
-    a40.intoMemorySegment(cs, c0 + 4 * stride, ORDER, l4);
-    a41.intoMemorySegment(cs, c0 + 4 * stride + L * 4L, ORDER, h4);
-    a50.intoMemorySegment(cs, c0 + 5 * stride, ORDER, l5);
-    a51.intoMemorySegment(cs, c0 + 5 * stride + L * 4L, ORDER, h5);
-    a60.intoMemorySegment(cs, c0 + 6 * stride, ORDER, l6);
-    a61.intoMemorySegment(cs, c0 + 6 * stride + L * 4L, ORDER, h6);
-    a70.intoMemorySegment(cs, c0 + 7 * stride, ORDER, l7);
-    a71.intoMemorySegment(cs, c0 + 7 * stride + L * 4L, ORDER, h7);
+    c00.intoArray(c, cOff);
+    c01.intoArray(c, cOff + L);
+    c10.intoArray(c, cOff + ldc);
+    c11.intoArray(c, cOff + ldc + L);
+    c20.intoArray(c, cOff + 2 * ldc);
+    c21.intoArray(c, cOff + 2 * ldc + L);
+    c30.intoArray(c, cOff + 3 * ldc);
+    c31.intoArray(c, cOff + 3 * ldc + L);
+    c40.intoArray(c, cOff + 4 * ldc);
+    c41.intoArray(c, cOff + 4 * ldc + L);
+    c50.intoArray(c, cOff + 5 * ldc);
+    c51.intoArray(c, cOff + 5 * ldc + L);
+    c60.intoArray(c, cOff + 6 * ldc);
+    c61.intoArray(c, cOff + 6 * ldc + L);
+    c70.intoArray(c, cOff + 7 * ldc);
+    c71.intoArray(c, cOff + 7 * ldc + L);
   }
 
-  private static void addBias(Matrix bias, Matrix c, int m0, int mc, int c0, int c1) {
-    for (int r = m0; r < m0 + mc; r++) {
-      for (int j = c0; j < c1; j++) {
-        c.set(r, j, c.get(r, j) + bias.get(r, j));
+  /**
+   * Copies rows {@code [r0, r1)} × columns {@code [c0, c1)} of a finished block into C, plus bias.
+   */
+  private static void store(
+      float[] block, int ldc, Matrix c, Matrix bias, int r0, int r1, int c0, int c1) {
+    for (int r = r0; r < r1; r++) {
+      int row = (r - r0) * ldc;
+      if (bias != null) {
+        for (int j = c0; j < c1; j++) {
+          block[row + j - c0] += bias.get(r, j);
+        }
       }
+      c.setRow(r, c0, block, row, c1 - c0);
     }
   }
 }

@@ -22,11 +22,27 @@ record Matrix(MemorySegment segment, long offset, long rowStride, long colStride
     return new Matrix(v, 0, 1, 0);
   }
 
+  Matrix transposed() {
+    return new Matrix(segment, offset, colStride, rowStride);
+  }
+
+  /** The rows of this matrix as lines swept along its columns (the packing view). */
+  Panels.Lines lines() {
+    return new Panels.Lines(segment, offset, rowStride, colStride);
+  }
+
   float get(int r, int c) {
     return Dense.get(segment, offset + r * rowStride + c * colStride);
   }
 
-  void set(int r, int c, float v) {
-    Dense.set(segment, offset + r * rowStride + c * colStride, v);
+  /**
+   * Writes {@code count} values from {@code src[from]} into row {@code r} from column {@code c}.
+   */
+  void setRow(int r, int c, float[] src, int from, int count) {
+    if (colStride != 1) {
+      throw new IllegalStateException("setRow needs unit column stride");
+    }
+    MemorySegment.copy(
+        src, from, segment, Dense.FLOAT, (offset + r * rowStride + c) * Float.BYTES, count);
   }
 }

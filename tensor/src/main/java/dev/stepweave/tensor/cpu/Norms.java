@@ -2,9 +2,15 @@ package dev.stepweave.tensor.cpu;
 
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteOrder;
+import jdk.incubator.vector.FloatVector;
+import jdk.incubator.vector.VectorSpecies;
 
 /** Reductions over a dimension followed by a rescale: the norms and softmax. */
 final class Norms {
+  private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
+  private static final int L = S.length();
+
   private static final long GRAIN = 1 << 14;
 
   private final WorkPool pool;
@@ -53,18 +59,20 @@ final class Norms {
     return perRow(
         x,
         (in, out, s, len) -> {
-          float sum = 0f;
-          for (int i = 0; i < len; i++) {
-            sum += Dense.get(in, s + i);
+          float mean = sum(in, s, len) / len;
+          float inv = 1f / (float) Math.sqrt(squaredDeviations(in, s, len, mean) / len + eps);
+          int i = 0;
+          for (; i < S.loopBound(len); i += L) {
+            FloatVector y = load(in, s + i).sub(mean).mul(inv);
+            if (w != null) {
+              y = y.mul(load(w, i));
+            }
+            if (b != null) {
+              y = y.add(load(b, i));
+            }
+            store(y, out, s + i);
           }
-          float mean = sum / len;
-          float sq = 0f;
-          for (int i = 0; i < len; i++) {
-            float d = Dense.get(in, s + i) - mean;
-            sq += d * d;
-          }
-          float inv = 1f / (float) Math.sqrt(sq / len + eps);
-          for (int i = 0; i < len; i++) {
+          for (; i < len; i++) {
             float y = (Dense.get(in, s + i) - mean) * inv;
             if (w != null) {
               y *= Dense.get(w, i);
@@ -83,17 +91,56 @@ final class Norms {
     return perRow(
         x,
         (in, out, s, len) -> {
-          float sq = 0f;
-          for (int i = 0; i < len; i++) {
-            float v = Dense.get(in, s + i);
-            sq += v * v;
+          float inv = 1f / (float) Math.sqrt(squaredDeviations(in, s, len, 0f) / len + eps);
+          int i = 0;
+          for (; i < S.loopBound(len); i += L) {
+            FloatVector y = load(in, s + i).mul(inv);
+            store(w == null ? y : y.mul(load(w, i)), out, s + i);
           }
-          float inv = 1f / (float) Math.sqrt(sq / len + eps);
-          for (int i = 0; i < len; i++) {
+          for (; i < len; i++) {
             float y = Dense.get(in, s + i) * inv;
             Dense.set(out, s + i, w == null ? y : y * Dense.get(w, i));
           }
         });
+  }
+
+  /**
+   * {@code Σ (x - center)²} over a row when {@code squares}, else {@code Σ (x - center)}: lane-wise
+   * partial sums, then the lanes and the tail added in index order, so the result is the same in
+   * every JIT state.
+   */
+  private static float reduce(MemorySegment in, long s, int len, float center, boolean squares) {
+    FloatVector acc = FloatVector.zero(S);
+    int i = 0;
+    for (; i < S.loopBound(len); i += L) {
+      FloatVector d = load(in, s + i).sub(center);
+      acc = squares ? d.fma(d, acc) : acc.add(d);
+    }
+    float total = 0f;
+    for (int lane = 0; lane < L; lane++) {
+      total += acc.lane(lane);
+    }
+    for (; i < len; i++) {
+      float d = Dense.get(in, s + i) - center;
+      total = squares ? Math.fma(d, d, total) : total + d;
+    }
+    return total;
+  }
+
+  private static float sum(MemorySegment in, long s, int len) {
+    return reduce(in, s, len, 0f, false);
+  }
+
+  private static float squaredDeviations(MemorySegment in, long s, int len, float center) {
+    return reduce(in, s, len, center, true);
+  }
+
+  private static FloatVector load(MemorySegment m, long index) {
+    return FloatVector.fromMemorySegment(S, m, index * Float.BYTES, ByteOrder.nativeOrder());
+  }
+
+  private static void store(FloatVector v, MemorySegment m, long index) {
+    v.intoMemorySegment(m, index * Float.BYTES, ByteOrder.nativeOrder());
   }
 
   Tensor softmax(Tensor x) {
@@ -106,7 +153,7 @@ final class Norms {
           }
           float sum = 0f;
           for (int i = 0; i < len; i++) {
-            float e = (float) Math.exp(Dense.get(in, s + i) - max);
+            float e = Exp.exp(Dense.get(in, s + i) - max);
             Dense.set(out, s + i, e);
             sum += e;
           }

@@ -1,6 +1,9 @@
 package dev.stepweave.tensor.cpu;
 
-/** Scalar special functions the JDK lacks, accurate to float precision. */
+/**
+ * Scalar special functions the JDK lacks, accurate to float precision. Built on {@code StrictMath}
+ * so the bits do not depend on which JIT tier (or intrinsic) runs them.
+ */
 final class ScalarMath {
   private static final double TWO_OVER_SQRT_PI = 1.1283791670955126;
 
@@ -50,7 +53,7 @@ final class ScalarMath {
                                                                         * (-0.82215223
                                                                             + t
                                                                                 * 0.17087277))))))));
-    return t * Math.exp(poly);
+    return t * StrictMath.exp(poly);
   }
 
   /** Exact GELU; for negative x through erfc, which keeps the far tail's relative accuracy. */
@@ -64,11 +67,11 @@ final class ScalarMath {
    */
   static float geluTanh(float x) {
     double u = 0.7978845608028654 * (x + 0.044715 * x * x * x);
-    return (float) (x / (1 + Math.exp(-2 * u)));
+    return (float) (x / (1 + StrictMath.exp(-2 * u)));
   }
 
   static float sigmoid(float x) {
-    return (float) (1 / (1 + Math.exp(-x)));
+    return (float) (1 / (1 + StrictMath.exp(-x)));
   }
 
   static float silu(float x) {

@@ -1,0 +1,92 @@
+package dev.stepweave.models.wan.embedded;
+
+import dev.stepweave.core.card.GenerationDefaults;
+import java.nio.file.Path;
+import java.util.Map;
+
+/**
+ * The model {@code stepweave generate} uses when no model is named: a tiny text-to-video model with
+ * the Wan 2.1 architecture (UMT5 text encoder, Wan DiT, Wan 2.1 VAE with its real 16-channel, 8×
+ * spatial and 4× temporal latent space, UniPC flow-matching scheduler), whose weights the project
+ * generates itself, deterministically, the first time it is needed.
+ *
+ * <p><b>It is untrained</b>: its weights are seeded random numbers, so its videos are structured
+ * noise, not pictures of the prompt. It exists so the whole pipeline (tokenizer, text encoder,
+ * denoising loop with classifier-free guidance, VAE decode, video writing) can be run and tested
+ * anywhere, in seconds on two CPU cores, with no download. Point {@code --model} at a real
+ * checkpoint for real videos.
+ *
+ * <p>The checkpoint is written as a diffusers {@code WanPipeline} directory, file for file what a
+ * {@code Wan2.1-T2V-1.3B-Diffusers} download holds (weights stored F32), so the ordinary loaders
+ * read it. Its bytes are the same on every machine.
+ */
+public final class EmbeddedWan {
+  /**
+   * Version of the generated files; part of the directory name, so a change to any dimension, seed,
+   * initialisation or vocabulary must bump it (old copies are then simply ignored).
+   */
+  public static final String FORMAT = "wan21-embedded-v2";
+
+  /** The model id on the embedded card. */
+  public static final String MODEL_ID = "wan21-embedded";
+
+  /**
+   * Request settings sized so a whole text-to-video run on two idle CPU cores (JVM start, writing
+   * the checkpoint on first use, loading, text encoding, every denoising step with two guidance
+   * forwards, VAE decode) takes about ten seconds: 128×128, 9 frames (4k+1, for the VAE's causal 4×
+   * temporal compression) at 8 fps, 8 UniPC steps, guidance 5. Load the model with {@link
+   * #MAX_SEQUENCE_LENGTH} too.
+   */
+  public static final GenerationDefaults DEFAULTS = new GenerationDefaults(128, 128, 9, 8, 8, 5.0);
+
+  /**
+   * Text length to pad prompts to for this model. The reference pipeline's 512 is pointless for a
+   * word-level vocabulary and costs seconds here: the text encoder's and every cross-attention's
+   * work grows with it.
+   */
+  public static final int MAX_SEQUENCE_LENGTH = 64;
+
+  private EmbeddedWan() {}
+
+  /**
+   * The embedded model's checkpoint directory under the default cache root, created on first use.
+   *
+   * @see #defaultCacheRoot()
+   */
+  public static Path ensure() {
+    return ensure(defaultCacheRoot());
+  }
+
+  /**
+   * The embedded model's checkpoint directory, {@code cacheRoot/models/}{@value #FORMAT}, written
+   * if no complete copy is there yet. Safe to call concurrently from threads and processes: a
+   * directory is only ever seen complete or not at all, and a crash part-way leaves nothing that is
+   * later read.
+   *
+   * @throws java.io.UncheckedIOException naming the directory when it cannot be written
+   */
+  public static Path ensure(Path cacheRoot) {
+    Path dir = cacheRoot.resolve("models").resolve(FORMAT);
+    return AtomicDirectory.ensure(dir, EmbeddedCheckpoint::writeTo, FORMAT);
+  }
+
+  /**
+   * Where Stepweave caches files: {@code $STEPWEAVE_HOME} if set, else {@code
+   * $XDG_CACHE_HOME/stepweave}, else {@code ~/.cache/stepweave}.
+   */
+  public static Path defaultCacheRoot() {
+    return cacheRoot(System.getenv(), Path.of(System.getProperty("user.home")));
+  }
+
+  static Path cacheRoot(Map<String, String> env, Path home) {
+    String stepweaveHome = env.get("STEPWEAVE_HOME");
+    if (stepweaveHome != null && !stepweaveHome.isBlank()) {
+      return Path.of(stepweaveHome);
+    }
+    String xdgCache = env.get("XDG_CACHE_HOME");
+    if (xdgCache != null && !xdgCache.isBlank()) {
+      return Path.of(xdgCache, "stepweave");
+    }
+    return home.resolve(".cache").resolve("stepweave");
+  }
+}
