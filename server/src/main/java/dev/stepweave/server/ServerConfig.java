@@ -82,4 +82,19 @@ public record ServerConfig(
         maxExchanges,
         drainTimeout);
   }
+
+  public ServerConfig withDrainTimeout(Duration timeout) {
+    return new ServerConfig(
+        artifactDir,
+        maxBodyBytes,
+        maxPromptChars,
+        maxImages,
+        maxWidth,
+        maxHeight,
+        maxFrames,
+        maxSteps,
+        maxPendingJobs,
+        maxExchanges,
+        timeout);
+  }
 }

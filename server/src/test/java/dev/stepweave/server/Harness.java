@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.media.Mp4Reader;
 import dev.stepweave.core.media.Mp4Writer;
 import dev.stepweave.core.media.PngWriter;
 import dev.stepweave.core.request.Artifact;
@@ -128,6 +129,16 @@ final class Harness implements AutoCloseable {
       Thread.currentThread().interrupt();
       throw new AssertionError(e);
     }
+  }
+
+  /**
+   * The decoded frames of an MP4. Outputs are compared decoded: the container records its creation
+   * time, so equal videos made in different seconds differ in a few header bytes.
+   */
+  static float[] decoded(Path dir, byte[] mp4) throws IOException {
+    Path file = Files.createTempFile(dir, "decoded", ".mp4");
+    Files.write(file, mp4);
+    return Mp4Reader.read(file).frames().toFloatArray();
   }
 
   /** The MP4 bytes the same settings give when run alone on a fresh engine. */
