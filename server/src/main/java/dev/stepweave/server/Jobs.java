@@ -157,7 +157,11 @@ final class Jobs implements AutoCloseable {
     if (!accepting()) {
       refusedDraining.incrementAndGet();
       throw new ApiException(
-          503, "server_error", null, "not_accepting", "the server is draining; try another");
+          503,
+          "server_error",
+          null,
+          "not_accepting",
+          "the server is draining and admits no new jobs");
     }
     if (pending.incrementAndGet() > limits.maxPendingJobs()) {
       pending.decrementAndGet();
