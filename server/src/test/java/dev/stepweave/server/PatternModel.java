@@ -45,7 +45,7 @@ import java.util.Set;
  */
 final class PatternModel implements ModelInstance {
   static final String ID = "pattern-test";
-  static final long SLOW_STEP_MS = 5;
+  static final long SLOW_STEP_MS = 10;
 
   private final ModelCard card = patternCard();
 
