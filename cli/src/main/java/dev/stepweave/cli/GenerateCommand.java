@@ -145,9 +145,9 @@ final class GenerateCommand implements Callable<Integer> {
 
   @Option(
       names = "--backend",
-      defaultValue = "cpu",
+      defaultValue = "auto",
       paramLabel = "NAME",
-      description = "Compute backend (cpu).")
+      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
   String backendName;
 
   @Override
@@ -181,10 +181,10 @@ final class GenerateCommand implements Callable<Integer> {
     if (dir == null) {
       dir = EmbeddedWan.ensure();
       err.println(
-          "stepweave: no --model given; using the embedded tiny model (untrained: its output is"
+          "note: no --model given; using the embedded tiny model (untrained: its output is"
               + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
     }
-    Backend backend = Backends.byName(backendName);
+    Backend backend = Backends.byName(backendName, spec.commandLine().getErr());
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, backend);
         Engine engine = new Engine(wan)) {

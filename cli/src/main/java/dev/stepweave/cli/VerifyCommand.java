@@ -44,9 +44,9 @@ final class VerifyCommand implements Callable<Integer> {
 
   @Option(
       names = "--backend",
-      defaultValue = "cpu",
+      defaultValue = "auto",
       paramLabel = "NAME",
-      description = "Compute backend: cpu (default) or cuda.")
+      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
   String backendName;
 
   @Override
@@ -55,7 +55,7 @@ final class VerifyCommand implements Callable<Integer> {
       throw new IllegalArgumentException("reference directory not found: " + reference);
     }
     PrintWriter out = spec.commandLine().getOut();
-    Backend backend = Backends.byName(backendName);
+    Backend backend = Backends.byName(backendName, spec.commandLine().getErr());
     ParityReport report =
         new RecordingVerifier(checkpoint, backend, out::println)
             .verify(reference, c -> out.println(c.line()));

@@ -87,8 +87,8 @@ class VerifyCommandTest {
         CliHarness.run(
             "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
-    assertEquals(1, r.err().lines().count(), r.err());
-    assertTrue(r.err().startsWith("stepweave: "), r.err());
+    assertEquals(1, r.errorLines(), r.err());
+    assertFalse(r.err().contains("\tat "), r.err());
     assertTrue(r.err().contains(weights.toString()), r.err());
     assertTrue(r.err().contains("truncated"), r.err());
   }
@@ -110,7 +110,7 @@ class VerifyCommandTest {
         CliHarness.run(
             "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
-    assertEquals(1, r.err().lines().count(), r.err());
+    assertEquals(1, r.errorLines(), r.err());
     assertTrue(r.err().contains("missing tensor 'blocks.1.attn2.to_k.weight'"), r.err());
     assertTrue(r.err().contains(weights.toString()), r.err());
   }
@@ -125,7 +125,7 @@ class VerifyCommandTest {
         CliHarness.run(
             "verify", "--checkpoint", ckpt.toString(), "--reference", onlyDit.toString());
     assertEquals(1, r.exit());
-    assertEquals(1, r.err().lines().count(), r.err());
+    assertEquals(1, r.errorLines(), r.err());
     assertTrue(r.err().contains("blocks.0.ffn.net.0.proj.weight"), r.err());
     assertTrue(r.err().contains("[48, 32]") && r.err().contains("[64, 32]"), r.err());
     // --debug adds the stack trace for developers.
@@ -162,7 +162,7 @@ class VerifyCommandTest {
             "--reference",
             onlyDit.toString());
     assertEquals(1, c.exit());
-    assertEquals(1, c.err().lines().count(), c.err());
+    assertEquals(1, c.errorLines(), c.err());
     assertFalse(c.err().contains("Exception"), c.err());
   }
 }

@@ -6,8 +6,9 @@ import java.util.List;
 
 /**
  * A model's loop: a serialisable state machine the runtime drives. The model owns the math ({@code
- * init / next / advance / finalize}); the runtime owns iteration ({@link LoopDriver}). {@code next}
- * describes work and launches nothing; {@code advance} folds a result in and may branch on it.
+ * init / next / advance / finalize}); the runtime owns iteration ({@link LoopStepper}). {@code
+ * next} describes work and launches nothing; {@code advance} folds a result in and may branch on
+ * it.
  */
 public interface Loop<S extends LoopState> {
 
@@ -36,6 +37,14 @@ public interface Loop<S extends LoopState> {
    * driver emits them. Most loops emit none.
    */
   default List<RequestEvent> eventsAfter(S state) {
+    return List.of();
+  }
+
+  /**
+   * What a failed request keeps of this loop's work (e.g. its last latents); the runtime hands them
+   * out before reporting the failure. Most loops keep none.
+   */
+  default List<dev.stepweave.core.request.Artifact> partialArtifacts(S state) {
     return List.of();
   }
 }

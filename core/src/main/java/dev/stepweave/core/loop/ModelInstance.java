@@ -35,6 +35,25 @@ public interface ModelInstance {
    */
   default void validate(dev.stepweave.core.request.Request request) {}
 
+  /**
+   * The worst case one request holds while it runs on this instance, for admission: resident bytes
+   * of all its loop states and handed-on results, the largest peak activation of any of its work
+   * units, cache blocks, and the static cost (FLOPs, bytes, or device-ms) of all its steps. The
+   * engine refuses a work unit whose memory exceeds the reservation, so it must not under-estimate.
+   * The default reserves nothing (a model that cannot say is admitted on compute alone).
+   */
+  default ResourceRequest footprint(dev.stepweave.core.request.Request request) {
+    return ResourceRequest.NONE;
+  }
+
+  /**
+   * How this instance is spread over devices ("single" for one device); plans of instances with
+   * different parallel plans never share a batched call.
+   */
+  default String parallelPlan() {
+    return "single";
+  }
+
   /** The weights version; bumps when weights are swapped in place. */
   default long weightsVersion() {
     return 0;

@@ -98,12 +98,12 @@ final class PipelineCheck {
     Tolerance embeds = new Tolerance.MaxAbs(5e-4);
     out.compare(
         "prompt_ids",
-        ops.concat(ids, 0),
+        hostConcat(ops, ids, 0),
         RecordingVerifier.input(rec, file, "prompt_ids"),
         new Tolerance.MaxAbs(0));
     out.compare(
         "prompt_embeds",
-        ops.concat(cond, 0),
+        hostConcat(ops, cond, 0),
         RecordingVerifier.input(rec, file, "prompt_embeds"),
         embeds);
     if (rec.keys().contains("negative_prompt_embeds")) {
@@ -115,7 +115,7 @@ final class PipelineCheck {
       }
       out.compare(
           "negative_prompt_embeds",
-          ops.concat(uncond, 0),
+          hostConcat(ops, uncond, 0),
           rec.load("negative_prompt_embeds"),
           embeds);
     }
@@ -125,16 +125,16 @@ final class PipelineCheck {
       for (List<Tensor> r : stepLatents) {
         rows.add(r.get(step));
       }
-      perStep.add(ops.concat(rows, 0).unsqueeze(0));
+      perStep.add(hostConcat(ops, rows, 0).unsqueeze(0));
     }
     out.compare(
         "step_latents",
-        ops.concat(perStep, 0),
+        hostConcat(ops, perStep, 0),
         RecordingVerifier.input(rec, file, "step_latents"),
         embeds);
     out.compare(
         "frames",
-        ops.concat(frames, 0),
+        hostConcat(ops, frames, 0),
         RecordingVerifier.input(rec, file, "frames"),
         new Tolerance.MaxAbs(2e-3));
   }
@@ -188,5 +188,10 @@ final class PipelineCheck {
       }
     }
     return List.of(value);
+  }
+
+  /** Joins host-side results for comparison; the backend may keep its result on a device. */
+  private static Tensor hostConcat(Backend ops, List<Tensor> parts, int dim) {
+    return ops.download(ops.concat(parts, dim));
   }
 }

@@ -15,7 +15,6 @@ import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.loop.policy.CfgPolicy;
-import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
@@ -40,6 +39,12 @@ import java.util.Map;
  */
 final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   static final String LATENTS = "latents";
+
+  /**
+   * The most tensors a sampler keeps besides the latents: UniPC's history at its highest solver
+   * order (3) plus its last sample.
+   */
+  static final int MAX_SAMPLER_TENSORS = 4;
 
   private final WanModel model;
 
@@ -136,48 +141,46 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     int branches = policy.needsUncond() ? 2 : 1;
     int[] shape = s.latents().shape();
     int textLen = s.cond().dim(1);
-    var cfg = model.transformer().config();
-    long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
-    long latentBytes = s.latents().byteSize();
-    long resident =
-        latentBytes * (2 + s.sampler().history().size()) + s.cond().byteSize() * branches;
-    long peak = tokens * cfg.innerDim() * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
-    float t = s.sampler().timestep();
     return new WorkPlan(
         id(),
         model.instanceId(),
         WorkKind.DIFFUSION_STEP,
         ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches),
-        new ResourceRequest(0, resident, peak, 0),
+        resources(shape, textLen, branches),
         s.scope(),
         s.stepsDone(),
-        () -> StepResult.of(guidedPrediction(policy, s, t)));
+        new DitCall(
+            model,
+            s.latents(),
+            s.sampler().timestep(),
+            s.cond(),
+            s.uncond(),
+            policy,
+            s.stepsDone()));
   }
 
-  /** The guided model prediction for the current latents at timestep {@code t}. */
-  private Tensor guidedPrediction(CfgPolicy policy, State s, float t) {
-    Backend ops = model.backend();
-    var transformer = model.transformer();
-    int step = s.stepsDone();
-    if (!policy.needsUncond()) {
-      return transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
-    }
-    if (policy.batched()) {
-      Tensor x = ops.concat(List.of(s.latents(), s.latents()), 0);
-      Tensor text = ops.concat(List.of(s.cond(), s.uncond()), 0);
-      Tensor both = transformer.forward(x, timesteps(ops, t, 2), text, TapSink.NONE);
-      return policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
-    }
-    Tensor cond = transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
-    Tensor uncond =
-        transformer.forward(s.latents(), timesteps(ops, t, 1), s.uncond(), TapSink.NONE);
-    return policy.combine(ops, cond, uncond, step);
-  }
-
-  private static Tensor timesteps(Backend ops, float t, int batch) {
-    float[] ts = new float[batch];
-    Arrays.fill(ts, t);
-    return ops.upload(Tensor.of(ts, batch), DType.F32);
+  /**
+   * What one step of latents {@code shape} with text length {@code textLen} needs: resident
+   * latents, sampler tensors (at their worst, {@link #MAX_SAMPLER_TENSORS}) and text embeddings;
+   * the transformer's peak activation; and its FLOPs and weight bytes (the cost model's seed).
+   */
+  ResourceRequest resources(int[] shape, int textLen, int branches) {
+    var cfg = model.transformer().config();
+    long d = cfg.innerDim();
+    long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
+    long latentBytes = Tensor.numel(shape) * 4L;
+    long textBytes = (long) textLen * cfg.textDim() * 4;
+    long resident = latentBytes * (1 + MAX_SAMPLER_TENSORS) + textBytes * branches;
+    long peak = tokens * d * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
+    double perLayer =
+        2.0 * tokens * d * d * 6 // self-attention q, k, v, o and cross-attention q, o
+            + 2.0 * textLen * d * d * 2 // cross-attention k, v over the text
+            + 2.0 * tokens * tokens * d * 2 // self-attention scores and values
+            + 2.0 * tokens * textLen * d * 2 // cross-attention scores and values
+            + 2.0 * tokens * d * cfg.ffnDim() * 2; // feed-forward
+    double weightBytes = 4.0 * cfg.numLayers() * (8.0 * d * d + 2.0 * d * cfg.ffnDim());
+    return new ResourceRequest(
+        0, resident, peak, 0, perLayer * cfg.numLayers() * branches, weightBytes);
   }
 
   @Override
@@ -198,6 +201,16 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.request().id(),
             s.stepsDone(),
             LatentPreview.lastFrame(model.backend().download(s.latents()))));
+  }
+
+  /** A failed request keeps its latents as they were after its last good step. */
+  @Override
+  public List<Artifact> partialArtifacts(State s) {
+    return List.of(
+        new Artifact.LatentArtifact(
+            "partial_" + LATENTS,
+            model.backend().download(s.latents()).squeeze(0),
+            WanProvenance.of(model, s.request(), id())));
   }
 
   @Override

@@ -81,20 +81,36 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
     }
     String text = s.prompts().get(s.stepsDone());
     int length = s.maxLength();
-    int dModel = model.textEncoder().config().dModel();
-    long outBytes = (long) length * dModel * 4;
     return new WorkPlan(
         id(),
         model.instanceId(),
         WorkKind.ENCODER_CHUNK,
         ShapeSignature.of("umt5", 1, length),
-        new ResourceRequest(0, outBytes, outBytes * 8, 0),
+        resources(length),
         s.scope(),
         s.stepsDone(),
         () ->
             StepResult.of(
                 TextEmbeddings.encodePrompts(
                     model.tokenizer(), model.textEncoder(), List.of(text), length)));
+  }
+
+  /**
+   * What encoding one prompt padded to {@code length} needs: its embeddings resident, a peak of
+   * eight such activations, and the encoder's FLOPs and weight bytes (the cost model's seed).
+   */
+  ResourceRequest resources(int length) {
+    var cfg = model.textEncoder().config();
+    long outBytes = (long) length * cfg.dModel() * 4;
+    double inner = (double) cfg.numHeads() * cfg.dKv();
+    double perLayer =
+        2.0 * length * cfg.dModel() * inner * 4 // q, k, v, o
+            + 2.0 * length * length * inner * 2 // scores and values
+            + 2.0 * length * cfg.dModel() * cfg.dFf() * 3; // gated feed-forward
+    double weightBytes =
+        4.0 * cfg.numLayers() * (4.0 * cfg.dModel() * inner + 3.0 * cfg.dModel() * cfg.dFf());
+    return new ResourceRequest(
+        0, outBytes, outBytes * 8, 0, perLayer * cfg.numLayers(), weightBytes);
   }
 
   @Override

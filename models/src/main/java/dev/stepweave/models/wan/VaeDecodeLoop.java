@@ -122,17 +122,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
       return Done.INSTANCE;
     }
     int[] shape = s.latents().shape();
-    int scale = model.vae().config().spatialCompression();
-    long pixels = (long) shape[3] * shape[4] * scale * scale;
-    long frameBytes = pixels * 4L * model.vae().config().decoderDim();
-    long videoBytes = pixels * 3L * 4 * model.vae().config().temporalCompression() * shape[2];
     return new WorkPlan(
         id(),
         model.instanceId(),
         WorkKind.VAE_TILE,
         ShapeSignature.of(
             "wan-vae-decode", shape[1], shape[3], shape[4], s.decode().nextFrame() == 0 ? 1 : 0),
-        new ResourceRequest(0, s.latents().byteSize() + videoBytes, frameBytes * 8, 0),
+        resources(shape),
         s.scope(),
         s.stepsDone(),
         () -> {
@@ -140,6 +136,21 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
           model.vae().step(s.decode());
           return StepResult.of(s.decode().latestOutput());
         });
+  }
+
+  /**
+   * What decoding one latent frame of latents {@code shape} needs: the latents and the whole video
+   * resident, a peak of eight decoder-width frames, and that activation traffic as the cost model's
+   * seed.
+   */
+  ResourceRequest resources(int[] shape) {
+    var cfg = model.vae().config();
+    int scale = cfg.spatialCompression();
+    long pixels = (long) shape[3] * shape[4] * scale * scale;
+    long frameBytes = pixels * 4L * cfg.decoderDim();
+    long videoBytes = pixels * 3L * 4 * cfg.temporalCompression() * shape[2];
+    long latentBytes = Tensor.numel(shape) * 4L;
+    return new ResourceRequest(0, latentBytes + videoBytes, frameBytes * 8, 0, 0, frameBytes * 8);
   }
 
   @Override

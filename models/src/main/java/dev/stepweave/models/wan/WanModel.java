@@ -4,6 +4,7 @@ import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.sampling.Sampler;
@@ -48,6 +49,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final WanTransformer transformer;
   private final WanVae vae;
   private final SamplerChoice samplers;
+  private final TextEncodeLoop textEncode;
+  private final DenoiseLoop denoise;
+  private final VaeDecodeLoop vaeDecode;
   private final Map<String, Loop<? extends LoopState>> loops;
   private final List<TensorSource> sources;
   private final int defaultMaxSequenceLength;
@@ -72,11 +76,14 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.transformer = transformer;
     this.vae = vae;
     this.samplers = samplers;
+    this.textEncode = new TextEncodeLoop(this);
+    this.denoise = new DenoiseLoop(this);
+    this.vaeDecode = new VaeDecodeLoop(this);
     this.loops =
         Map.of(
-            WanCards.TEXT_ENCODE, new TextEncodeLoop(this),
-            WanCards.DENOISE, new DenoiseLoop(this),
-            WanCards.VAE_DECODE, new VaeDecodeLoop(this));
+            WanCards.TEXT_ENCODE, textEncode,
+            WanCards.DENOISE, denoise,
+            WanCards.VAE_DECODE, vaeDecode);
   }
 
   /**
@@ -260,6 +267,42 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     Guidance.policyFor(request);
     sampler(request);
     VaeDecodeLoop.tiling(request, vae);
+  }
+
+  /**
+   * The request's worst case over its program: the text embeddings (held to the end), the denoise
+   * state, the denoised latents and the decode state all resident at once; the largest peak
+   * activation of any step; and the FLOPs and bytes of every step.
+   */
+  @Override
+  public ResourceRequest footprint(Request request) {
+    int branches = Guidance.policyFor(request).needsUncond() ? 2 : 1;
+    int length = maxSequenceLength(request);
+    int[] latents = denoise.latentShape(request);
+    int steps = request.params().steps();
+    ResourceRequest text = textEncode.resources(length);
+    ResourceRequest step = denoise.resources(latents, length, branches);
+    ResourceRequest decode = vaeDecode.resources(latents);
+    long latentBytes = dev.stepweave.tensor.Tensor.numel(latents) * 4L;
+    long resident =
+        text.residentBytes() * branches
+            + step.residentBytes()
+            + latentBytes
+            + decode.residentBytes();
+    long peak =
+        Math.max(
+            text.peakActivationBytes(),
+            Math.max(step.peakActivationBytes(), decode.peakActivationBytes()));
+    int decodeSteps = latents[2];
+    return new ResourceRequest(
+        0,
+        resident,
+        peak,
+        0,
+        text.flops() * branches + step.flops() * steps + decode.flops() * decodeSteps,
+        text.bytesMoved() * branches
+            + step.bytesMoved() * steps
+            + decode.bytesMoved() * decodeSteps);
   }
 
   /** The sampler a request runs with. */

@@ -6,7 +6,9 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.core.card.ModelCard;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
@@ -32,6 +34,7 @@ class EmbeddedWanTest {
       List.of(
           "model_index.json",
           "scheduler/scheduler_config.json",
+          "card.json",
           "text_encoder/config.json",
           "text_encoder/model.safetensors",
           "tokenizer/tokenizer.json",
@@ -54,6 +57,10 @@ class EmbeddedWanTest {
     JsonNode index = json(dir.resolve("model_index.json"));
     assertEquals("WanPipeline", index.get("_class_name").asText());
     assertEquals("UMT5EncoderModel", index.get("text_encoder").get(1).asText());
+    ModelCard card = CardJson.read(dir.resolve("card.json"));
+    assertEquals(EmbeddedWan.MODEL_ID, card.modelId());
+    assertEquals(EmbeddedWan.DEFAULTS, card.defaults());
+    assertTrue(card.recipe().provenance().contains("untrained"), card.recipe().provenance());
   }
 
   @Test

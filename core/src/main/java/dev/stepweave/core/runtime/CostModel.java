@@ -1,0 +1,87 @@
+package dev.stepweave.core.runtime;
+
+import dev.stepweave.core.card.Precision;
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.ShapeSignature;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * Predicts device-ms per (card, work kind, shape, precision, batch size). Before a key has been
+ * measured its prediction is static: the work unit's own estimate, else a roofline of its FLOPs and
+ * bytes against the device's rates, times the batch size. Each measurement moves the key's
+ * prediction by an exponentially weighted average. Admission uses the static figure (a forecast
+ * never licenses optimism); batching uses the calibrated one. Thread-safe; {@link #snapshot} is the
+ * data a fleet router reads.
+ */
+public final class CostModel {
+  /** What a prediction is for. */
+  public record Key(
+      String modelId, WorkKind kind, ShapeSignature shape, Precision precision, int batchSize) {}
+
+  /**
+   * One key's figures.
+   *
+   * @param staticMillis the static estimate
+   * @param predictedMillis the current prediction (static until measured)
+   * @param samples measurements folded in
+   */
+  public record Entry(Key key, double staticMillis, double predictedMillis, long samples) {}
+
+  /** The model as data. */
+  public record Snapshot(double flopsPerMilli, double bytesPerMilli, List<Entry> entries) {
+    public Snapshot {
+      entries = List.copyOf(entries);
+    }
+  }
+
+  /** Weight of the newest measurement. */
+  static final double ALPHA = 0.3;
+
+  private final double flopsPerMilli;
+  private final double bytesPerMilli;
+  private final Map<Key, Entry> entries = new HashMap<>();
+
+  public CostModel(double flopsPerMilli, double bytesPerMilli) {
+    this.flopsPerMilli = flopsPerMilli;
+    this.bytesPerMilli = bytesPerMilli;
+  }
+
+  /** The static device-ms of one unit (or of a whole request's footprint). */
+  public double staticMillis(ResourceRequest r) {
+    if (r.predictedDeviceMillis() > 0) {
+      return r.predictedDeviceMillis();
+    }
+    return Math.max(r.flops() / flopsPerMilli, r.bytesMoved() / bytesPerMilli);
+  }
+
+  /** The predicted device-ms of a batch of {@code key.batchSize()} units like {@code unit}. */
+  public synchronized double predict(Key key, ResourceRequest unit) {
+    Entry e = entries.get(key);
+    if (e != null) {
+      return e.predictedMillis();
+    }
+    // An unmeasured batch size costs at most that many measured single units.
+    Entry single = entries.get(new Key(key.modelId(), key.kind(), key.shape(), key.precision(), 1));
+    double perUnit = single != null ? single.predictedMillis() : staticMillis(unit);
+    return perUnit * key.batchSize();
+  }
+
+  /** Folds in a measured batch time. */
+  public synchronized void observe(Key key, ResourceRequest unit, double measuredMillis) {
+    Entry e = entries.get(key);
+    double prior = e != null ? e.predictedMillis() : measuredMillis;
+    double next = e != null ? prior + ALPHA * (measuredMillis - prior) : measuredMillis;
+    entries.put(
+        key,
+        new Entry(
+            key, staticMillis(unit) * key.batchSize(), next, e == null ? 1 : e.samples() + 1));
+  }
+
+  public synchronized Snapshot snapshot() {
+    return new Snapshot(flopsPerMilli, bytesPerMilli, new ArrayList<>(entries.values()));
+  }
+}

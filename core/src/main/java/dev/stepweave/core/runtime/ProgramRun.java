@@ -1,0 +1,222 @@
+package dev.stepweave.core.runtime;
+
+import dev.stepweave.core.loop.CancelScope;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopContext;
+import dev.stepweave.core.loop.LoopResult;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.LoopStepper;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.SerializedState;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.program.InlineProgram;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * One request's program run, a step at a time: the loop in progress (its {@link LoopStepper}), the
+ * results and artifacts of the loops already finished, and its last checkpoint. Only the scheduler
+ * thread touches it.
+ */
+final class ProgramRun {
+  final Request request;
+  final RequestHandle handle;
+  final RequestOptions options;
+  final AdmissionController.Reservation reservation;
+  private final InlineProgram program;
+  private final List<String> overrides;
+  private final Map<String, LoopResult> finished = new LinkedHashMap<>();
+  private final Map<String, Duration> timings = new LinkedHashMap<>();
+  private final List<Artifact> artifacts = new ArrayList<>();
+  private RequestScheduler.Entry<ProgramRun> entry;
+  private ProgramCheckpoint resumeFrom;
+  private ProgramCheckpoint lastCheckpoint;
+  private LoopStepper<?> stepper;
+  private long loopStartNanos;
+  private long startNanos;
+  private boolean started;
+
+  ProgramRun(
+      Request request,
+      RequestHandle handle,
+      InlineProgram program,
+      List<String> overrides,
+      RequestOptions options,
+      AdmissionController.Reservation reservation,
+      ProgramCheckpoint from) {
+    this.request = request;
+    this.handle = handle;
+    this.program = program;
+    this.overrides = List.copyOf(overrides);
+    this.options = options;
+    this.reservation = reservation;
+    this.resumeFrom = from;
+    if (from != null) {
+      finished.putAll(from.finished());
+    }
+  }
+
+  String id() {
+    return request.id();
+  }
+
+  RequestScheduler.Entry<ProgramRun> entry() {
+    return entry;
+  }
+
+  void queuedAs(RequestScheduler.Entry<ProgramRun> e) {
+    entry = e;
+  }
+
+  /** Marks the first admission; false when it was admitted before (a preempted run resuming). */
+  boolean markStarted() {
+    if (started) {
+      return false;
+    }
+    started = true;
+    startNanos = System.nanoTime();
+    return true;
+  }
+
+  Duration elapsed() {
+    return Duration.ofNanos(System.nanoTime() - startNanos);
+  }
+
+  /** The loop in progress, or the next one to start. */
+  String currentLoop() {
+    if (stepper != null) {
+      return stepper.loopId();
+    }
+    return program.loopIds().stream()
+        .filter(id -> !finished.containsKey(id))
+        .findFirst()
+        .orElse(program.loopIds().getLast());
+  }
+
+  int stepsDoneInLoop() {
+    return stepper == null ? 0 : stepper.stepsDone();
+  }
+
+  /**
+   * The next step's plan, starting and finishing loops on the way (a finished loop's artifacts are
+   * published), or null when the program is done.
+   *
+   * @throws dev.stepweave.core.request.CancelledException when cancelled (a step boundary)
+   */
+  WorkPlan next(ModelInstance model) {
+    while (true) {
+      if (stepper == null) {
+        String loopId = currentLoop();
+        if (finished.containsKey(loopId)) {
+          return null;
+        }
+        SerializedState resume =
+            resumeFrom != null && resumeFrom.current().loopId().equals(loopId)
+                ? resumeFrom.current()
+                : null;
+        stepper = start(model.loop(loopId), model, resume);
+        loopStartNanos = System.nanoTime();
+      }
+      WorkPlan plan = stepper.next();
+      if (plan != null) {
+        return plan;
+      }
+      LoopResult result = stepper.finish();
+      String loopId = stepper.loopId();
+      stepper = null;
+      timings.put(loopId, Duration.ofNanos(System.nanoTime() - loopStartNanos));
+      finished.put(loopId, result);
+      for (Artifact a : result.artifacts()) {
+        Artifact withOverrides = a.withProvenance(a.provenance().withRecipeOverrides(overrides));
+        artifacts.add(withOverrides);
+        handle.emit(new RequestEvent.ArtifactReady(request.id(), withOverrides));
+      }
+    }
+  }
+
+  private <S extends LoopState> LoopStepper<S> start(
+      Loop<S> loop, ModelInstance model, SerializedState resume) {
+    return LoopStepper.start(loop, request, model, new Context(), resume);
+  }
+
+  /**
+   * Folds in the result of the step {@link #next} planned, then checkpoints when asked to (to the
+   * request's sink, and kept in memory for recovery and preemption).
+   */
+  void advance(StepResult result, boolean keepCheckpoint) {
+    stepper.advance(result);
+    if (keepCheckpoint || options.sink() != null) {
+      ProgramCheckpoint cp = checkpoint();
+      if (keepCheckpoint) {
+        lastCheckpoint = cp;
+      }
+      if (options.sink() != null) {
+        options.sink().accept(cp);
+      }
+    }
+  }
+
+  private ProgramCheckpoint checkpoint() {
+    return new ProgramCheckpoint(request.id(), finished, stepper.serialize());
+  }
+
+  /**
+   * Drops everything the run holds on the device; its next {@link #next} resumes the loop in
+   * progress from the last checkpoint (or restarts that loop when it has none). Finished loops stay
+   * finished.
+   */
+  void rewind() {
+    stepper = null;
+    resumeFrom = lastCheckpoint;
+  }
+
+  /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
+  void suspend() {
+    if (stepper != null) {
+      lastCheckpoint = checkpoint();
+    }
+    rewind();
+  }
+
+  /** What a failed run keeps: the loop in progress's partial artifacts. */
+  List<Artifact> partialArtifacts() {
+    return stepper == null ? List.of() : stepper.partialArtifacts();
+  }
+
+  GenerationResult result() {
+    return new GenerationResult(request.id(), artifacts, timings, finished, overrides);
+  }
+
+  /** The context of the loop in progress. */
+  private final class Context implements LoopContext {
+    private final Map<String, LoopResult> upstream = Map.copyOf(finished);
+
+    /** A loop that runs work outside its plans (none of ours) runs it at once, unbatched. */
+    @Override
+    public StepResult execute(WorkPlan plan) {
+      return plan.call().run();
+    }
+
+    @Override
+    public void emit(RequestEvent event) {
+      handle.emit(event);
+    }
+
+    @Override
+    public CancelScope cancelScope() {
+      return handle.cancelScope();
+    }
+
+    @Override
+    public Map<String, LoopResult> upstream() {
+      return upstream;
+    }
+  }
+}

@@ -1,0 +1,357 @@
+package dev.stepweave.cuda;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Storage;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * {@link Backend} on one CUDA device. Tensors live in device memory (a {@link Storage} whose
+ * segment holds a device address and is never dereferenced by Java); storage dtypes are F32, BF16,
+ * I64 and I32. Compute follows the CPU backend's F32 semantics: inputs of any view or storage dtype
+ * are gathered to contiguous F32 where a kernel needs it, GEMMs accumulate in F32 (a BF16 weight
+ * makes a BF16×BF16→F32 GEMM), and results are F32.
+ *
+ * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
+ *
+ * <p>Consistency: our kernels are deterministic and row-independent, but cuBLASLt may choose a
+ * different algorithm for a different M, so {@link #linear} is run-to-run deterministic for a fixed
+ * shape but not bit-identical across batch sizes (unlike the CPU backend).
+ */
+public final class CudaBackend implements Backend, AutoCloseable {
+  private final CudaContext context;
+  private final Device device;
+  private final DeviceAllocator allocator;
+  private final Kernels kernels;
+  private final Gemm gemm;
+  private final Ops ops;
+  private final Storage gemmWorkspace;
+
+  private CudaBackend(CudaContext context, Path kernelCache) {
+    this.context = context;
+    this.device = Device.cuda(context.device());
+    this.allocator = new DeviceAllocator(device, context);
+    this.kernels = new Kernels(context, kernelCache);
+    this.gemmWorkspace = allocator.allocate(Gemm.workspaceBytes());
+    this.gemm = new Gemm(context, gemmWorkspace.segment().address());
+    this.ops = new Ops(this, kernels, gemm);
+  }
+
+  /** A backend on device {@code ordinal}, kernels cached in the default cache directory. */
+  public static CudaBackend open(int ordinal) {
+    return open(ordinal, KernelCompiler.defaultCacheDir());
+  }
+
+  public static CudaBackend open(int ordinal, Path kernelCache) {
+    CudaContext context = CudaContext.open(ordinal);
+    return new CudaBackend(context, kernelCache);
+  }
+
+  public CudaContext context() {
+    return context;
+  }
+
+  /** Bytes of device memory held by this backend's allocator (live tensors and cache). */
+  public long reservedBytes() {
+    return allocator.reservedBytes();
+  }
+
+  /** The most bytes of tensors that were live at once. */
+  public long peakLiveBytes() {
+    return allocator.peakLiveBytes();
+  }
+
+  /** Waits for all issued work. */
+  public void synchronize() {
+    context.synchronize();
+  }
+
+  @Override
+  public Device device() {
+    return device;
+  }
+
+  @Override
+  public String name() {
+    return device + " (" + context.name() + ", " + context.arch() + ")";
+  }
+
+  // ---- memory ---------------------------------------------------------------------------------
+
+  static boolean storable(DType t) {
+    return t == DType.F32 || t == DType.BF16 || t == DType.I64 || t == DType.I32;
+  }
+
+  /** A fresh contiguous, uninitialised device tensor. */
+  Tensor empty(DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(
+          dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
+    }
+    Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  @Override
+  public Tensor zeros(DType dtype, int... shape) {
+    Tensor t = empty(dtype, shape);
+    fill(t, 0);
+    return t;
+  }
+
+  /** Sets every 4-byte word of contiguous {@code t} to {@code bits}. */
+  void fill(Tensor t, int bits) {
+    if (t.byteSize() % 4 != 0) {
+      throw new IllegalArgumentException("fill of " + t + ": size not a multiple of 4 bytes");
+    }
+    long ptr = address(t);
+    long words = t.byteSize() / 4;
+    long stream = context.stream();
+    Driver.call(
+        "cuMemsetD32Async",
+        () -> (int) Driver.cuMemsetD32Async.invokeExact(ptr, bits, words, stream));
+  }
+
+  @Override
+  public Tensor upload(Tensor t, DType dtype) {
+    if (isHere(t)) {
+      return convert(t, dtype);
+    }
+    if (t.device().kind() != Device.Kind.CPU) {
+      throw new IllegalArgumentException("cannot upload " + t + " to " + device);
+    }
+    Tensor host = t;
+    boolean deviceConvertible = storable(t.dtype()) && t.dtype().isFloating() == dtype.isFloating();
+    if (!deviceConvertible) {
+      host = t.toHost(dtype);
+    } else if (!t.isContiguous()) {
+      host = t.toHost(t.dtype());
+    }
+    Tensor raw = empty(host.dtype(), host.shape());
+    if (raw.byteSize() > 0) {
+      MemorySegment src = host.segment();
+      long dst = address(raw);
+      long bytes = raw.byteSize();
+      Driver.call(
+          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
+    }
+    return raw.dtype() == dtype ? raw : convert(raw, dtype);
+  }
+
+  @Override
+  public Tensor download(Tensor t) {
+    if (!isHere(t)) {
+      return t.toHost(DType.F32);
+    }
+    if (!t.dtype().isFloating()) {
+      return downloadRaw(t).toHost(DType.F32);
+    }
+    return downloadRaw(convert(t, DType.F32));
+  }
+
+  /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
+  Tensor downloadRaw(Tensor t) {
+    context.bind();
+    Tensor dense = contiguous(t);
+    Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
+    if (host.byteSize() > 0) {
+      MemorySegment dst = host.segment();
+      long src = address(dense);
+      long bytes = host.byteSize();
+      Driver.call(
+          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
+    }
+    return host;
+  }
+
+  @Override
+  public Tensor contiguous(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.isContiguous() ? here : convert(here, here.dtype());
+  }
+
+  /** A fresh contiguous copy of device tensor {@code t} in {@code dtype}. */
+  Tensor convert(Tensor t, DType dtype) {
+    Tensor out = empty(dtype, t.shape());
+    copy(t, out);
+    return out;
+  }
+
+  /** Copies every element of device view {@code src} into device view {@code dst} (same shape). */
+  void copy(Tensor src, Tensor dst) {
+    long n = src.numel();
+    if (n == 0) {
+      return;
+    }
+    String kernel = "copy_" + code(src.dtype()) + "_" + code(dst.dtype());
+    if (src.dtype().isFloating() != dst.dtype().isFloating()) {
+      throw new IllegalArgumentException("no device conversion from " + src + " to " + dst);
+    }
+    try (Launch l = kernels.launch("copy.cu", kernel)) {
+      l.ptr(address(src))
+          .ptr(address(dst))
+          .struct(Index8.of(l.arena(), src.shape(), src.strides(), dst.strides()))
+          .i64(n);
+      kernels.elementwise(l, n);
+    }
+  }
+
+  private static String code(DType t) {
+    return switch (t) {
+      case F32 -> "f32";
+      case BF16 -> "bf16";
+      case I64 -> "i64";
+      case I32 -> "i32";
+      default -> throw new IllegalArgumentException(t + " device storage is not supported");
+    };
+  }
+
+  boolean isHere(Tensor t) {
+    return t.device().equals(device);
+  }
+
+  /** {@code t} itself when on this device; a host tensor is uploaded in a storable dtype. */
+  Tensor onDevice(Tensor t) {
+    if (isHere(t)) {
+      return t;
+    }
+    DType keep = storable(t.dtype()) ? t.dtype() : DType.F32;
+    return upload(t, keep);
+  }
+
+  /** {@code t} as contiguous F32 on this device (itself when it already is). */
+  Tensor f32(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.dtype() == DType.F32 && here.isContiguous() ? here : convert(here, DType.F32);
+  }
+
+  /** {@code t} as F32 on this device, any strides (a view of it when it already is F32). */
+  Tensor f32View(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.dtype() == DType.F32 ? here : convert(here, DType.F32);
+  }
+
+  /** Device address of the first element of view {@code t}. */
+  static long address(Tensor t) {
+    return t.storage().segment().address() + t.offset() * t.dtype().byteSize();
+  }
+
+  // ---- compute (see Ops) -----------------------------------------------------------------------
+
+  @Override
+  public Tensor linear(Tensor x, Tensor w, Tensor bias) {
+    return ops.linear(x, w, bias);
+  }
+
+  @Override
+  public Tensor matmul(Tensor a, Tensor b) {
+    return ops.matmul(a, b);
+  }
+
+  @Override
+  public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
+    return ops.attention(q, k, v, bias, scale);
+  }
+
+  @Override
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return ops.conv3d(x, w, bias, stride, padding);
+  }
+
+  @Override
+  public Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+    return ops.layerNorm(x, weight, bias, eps);
+  }
+
+  @Override
+  public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
+    return ops.rmsNorm(x, weight, eps);
+  }
+
+  @Override
+  public Tensor l2Normalize(Tensor x, int dim, float eps) {
+    return ops.l2Normalize(x, dim, eps);
+  }
+
+  @Override
+  public Tensor softmax(Tensor x) {
+    return ops.softmax(x);
+  }
+
+  @Override
+  public Tensor gelu(Tensor x, boolean tanhApproximation) {
+    return ops.map(x, tanhApproximation ? Ops.GELU_TANH : Ops.GELU_ERF, 0, 0);
+  }
+
+  @Override
+  public Tensor silu(Tensor x) {
+    return ops.map(x, Ops.SILU, 0, 0);
+  }
+
+  @Override
+  public Tensor unary(Tensor x, UnaryOp op) {
+    return ops.map(x, op.ordinal(), 0, 0);
+  }
+
+  @Override
+  public Tensor binary(Tensor a, Tensor b, BinaryOp op) {
+    return ops.binary(a, b, op);
+  }
+
+  @Override
+  public Tensor affine(Tensor x, float scale, float shift) {
+    return ops.map(x, Ops.AFFINE, scale, shift);
+  }
+
+  @Override
+  public Tensor clamp(Tensor x, float min, float max) {
+    return ops.map(x, Ops.CLAMP, min, max);
+  }
+
+  @Override
+  public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
+    return ops.rope(x, cos, sin);
+  }
+
+  @Override
+  public Tensor concat(List<Tensor> parts, int dim) {
+    return ops.concat(parts, dim);
+  }
+
+  @Override
+  public Tensor pad(Tensor x, int[] pads, float value) {
+    return ops.pad(x, pads, value);
+  }
+
+  @Override
+  public Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    return ops.upsampleNearest2d(x, scaleH, scaleW);
+  }
+
+  @Override
+  public Tensor embedding(Tensor table, Tensor ids) {
+    return ops.embedding(table, ids);
+  }
+
+  @Override
+  public Tensor sumLastDim(Tensor x) {
+    return ops.sumLastDim(x);
+  }
+
+  @Override
+  public void close() {
+    context.synchronize();
+    gemm.close();
+    allocator.releaseCached();
+    context.close();
+  }
+
+  @Override
+  public String toString() {
+    return "CudaBackend(" + name() + ")";
+  }
+}

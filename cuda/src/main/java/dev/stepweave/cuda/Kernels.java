@@ -1,0 +1,52 @@
+package dev.stepweave.cuda;
+
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+
+/** Our kernel files, compiled (or read from the disk cache) and loaded once per backend. */
+final class Kernels {
+  /** Every kernel file shipped as a resource. */
+  static final List<String> FILES =
+      List.of("copy.cu", "elementwise.cu", "norms.cu", "misc.cu", "attention.cu");
+
+  private static final int THREADS = 256;
+
+  private final CudaContext context;
+  private final Map<String, Long> functions = new HashMap<>();
+  private final Map<String, KernelModule> modules = new HashMap<>();
+
+  Kernels(CudaContext context, Path cacheDir) {
+    this.context = context;
+    KernelCompiler compiler = new KernelCompiler(context.arch(), cacheDir);
+    for (String file : FILES) {
+      modules.put(file, KernelModule.load(compiler.cubin(file)));
+    }
+  }
+
+  /** A launch of kernel {@code name} from {@code file}. */
+  Launch launch(String file, String name) {
+    long f = functions.computeIfAbsent(name, n -> modules.get(file).function(n));
+    return new Launch(f);
+  }
+
+  /** Runs a grid-stride kernel over {@code n} elements. */
+  void elementwise(Launch launch, long n) {
+    long blocks = Math.min((n + THREADS - 1) / THREADS, (long) context.multiprocessors() * 32);
+    launch.run(context.stream(), (int) Math.max(blocks, 1), 1, 1, THREADS, 0);
+  }
+
+  /** Runs a one-block-per-row kernel. */
+  void rows(Launch launch, long rows, int rowLength) {
+    int threads = rowLength >= 1024 ? 1024 : Math.max(32, (rowLength + 31) / 32 * 32);
+    if (rows > Integer.MAX_VALUE) {
+      throw new IllegalArgumentException(rows + " rows exceed one kernel grid");
+    }
+    launch.run(context.stream(), (int) rows, 1, 1, threads, 0);
+  }
+
+  CudaContext context() {
+    return context;
+  }
+}

@@ -1,0 +1,602 @@
+package dev.stepweave.cuda;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
+import java.util.List;
+
+/** The compute operations of {@link CudaBackend}: argument checks, then kernels and GEMMs. */
+final class Ops {
+  // Extra map codes of elementwise.cu, after Backend.UnaryOp's ordinals.
+  static final int GELU_ERF = 20;
+  static final int GELU_TANH = 21;
+  static final int SILU = 22;
+  static final int AFFINE = 23;
+  static final int CLAMP = 24;
+
+  private static final long IM2COL_BUDGET_BYTES = 512L << 20;
+  private static final int SHARED_LIMIT = 48 * 1024;
+
+  private final CudaBackend cb;
+  private final Kernels kernels;
+  private final Gemm gemm;
+
+  Ops(CudaBackend cb, Kernels kernels, Gemm gemm) {
+    this.cb = cb;
+    this.kernels = kernels;
+    this.gemm = gemm;
+  }
+
+  private static long addr(Tensor t) {
+    return t == null ? 0L : CudaBackend.address(t);
+  }
+
+  // ---- linear algebra -------------------------------------------------------------------------
+
+  Tensor linear(Tensor x, Tensor w, Tensor bias) {
+    if (x.rank() < 1 || w.rank() != 2 || x.dim(-1) != w.dim(1)) {
+      throw new IllegalArgumentException("linear of x " + x + " with weight " + w + " [out, in]");
+    }
+    int k = w.dim(1), n = w.dim(0);
+    if (bias != null && bias.numel() != n) {
+      throw new IllegalArgumentException("linear bias " + bias + " for " + n + " outputs");
+    }
+    int m = 1;
+    for (int i = 0; i < x.rank() - 1; i++) {
+      m = Math.multiplyExact(m, x.dim(i));
+    }
+    int[] shape = x.shape();
+    shape[shape.length - 1] = n;
+    Tensor out = cb.empty(DType.F32, shape);
+    if (out.numel() == 0) {
+      return out;
+    }
+    if (k == 0) {
+      return bias == null ? cb.zeros(DType.F32, shape) : cb.add(cb.zeros(DType.F32, shape), bias);
+    }
+    boolean bf16 = cb.onDevice(w).dtype() == DType.BF16;
+    Tensor xd = bf16 ? cb.convert(cb.onDevice(x), DType.BF16) : cb.f32(x);
+    Tensor wd = bf16 ? cb.contiguous(w) : cb.f32(w);
+    Tensor bd = bias == null ? null : cb.f32(bias);
+    Gemm.Shape s =
+        new Gemm.Shape(
+            m,
+            n,
+            k,
+            false,
+            k,
+            true,
+            k,
+            n,
+            1,
+            0,
+            0,
+            0,
+            bf16,
+            bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS);
+    gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
+    return out;
+  }
+
+  Tensor matmul(Tensor a, Tensor b) {
+    if (a.rank() < 2 || b.rank() < 2 || a.dim(-1) != b.dim(-2)) {
+      throw new IllegalArgumentException("matmul of " + a + " with " + b);
+    }
+    int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+    int[] batch =
+        broadcastShape(
+            Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
+    Tensor av = cb.f32(cb.onDevice(a).expand(withLast(batch, m, k)));
+    Tensor bv = cb.f32(cb.onDevice(b).expand(withLast(batch, k, n)));
+    int[] outShape = withLast(batch, m, n);
+    long count = Tensor.numel(batch);
+    if (count == 0 || m == 0 || n == 0 || k == 0) {
+      return cb.zeros(DType.F32, outShape);
+    }
+    Tensor out = cb.empty(DType.F32, outShape);
+    Gemm.Shape s =
+        new Gemm.Shape(
+            m,
+            n,
+            k,
+            false,
+            k,
+            false,
+            n,
+            n,
+            Math.toIntExact(count),
+            (long) m * k,
+            (long) k * n,
+            (long) m * n,
+            false,
+            Gemm.Epilogue.NONE);
+    gemm.run(s, addr(av), addr(bv), addr(out), 0L);
+    return out;
+  }
+
+  private static int[] withLast(int[] batch, int r, int c) {
+    int[] s = Arrays.copyOf(batch, batch.length + 2);
+    s[batch.length] = r;
+    s[batch.length + 1] = c;
+    return s;
+  }
+
+  static int[] broadcastShape(int[] a, int[] b) {
+    int rank = Math.max(a.length, b.length);
+    int[] out = new int[rank];
+    for (int i = 0; i < rank; i++) {
+      int da = i < rank - a.length ? 1 : a[i - (rank - a.length)];
+      int db = i < rank - b.length ? 1 : b[i - (rank - b.length)];
+      if (da != db && da != 1 && db != 1) {
+        throw new IllegalArgumentException(
+            "shapes " + Arrays.toString(a) + " and " + Arrays.toString(b) + " do not broadcast");
+      }
+      out[i] = da == 1 ? db : da;
+    }
+    return out;
+  }
+
+  // ---- attention ------------------------------------------------------------------------------
+
+  Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
+    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
+      throw new IllegalArgumentException(
+          "attention wants rank-4 [B, L, H, D] q, k, v; got " + q + ", " + k + ", " + v);
+    }
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
+    int lk = k.dim(1), dv = v.dim(3);
+    if (k.dim(0) != b || k.dim(2) != h || k.dim(3) != d) {
+      throw new IllegalArgumentException("attention key " + k + " does not match query " + q);
+    }
+    if (v.dim(0) != b || v.dim(1) != lk || v.dim(2) != h) {
+      throw new IllegalArgumentException("attention value " + v + " does not match key " + k);
+    }
+    if (dv > 256) {
+      throw new UnsupportedOperationException("attention head dim " + dv + " > 256 on the GPU");
+    }
+    Tensor out = cb.empty(DType.F32, b, lq, h, dv);
+    if (out.numel() == 0) {
+      return out;
+    }
+    Tensor biasView = null;
+    if (bias != null) {
+      try {
+        biasView = cb.f32View(bias).expand(b, h, lq, lk);
+      } catch (IllegalArgumentException e) {
+        throw new IllegalArgumentException(
+            "attention bias "
+                + Arrays.toString(bias.shape())
+                + " does not broadcast to [B, H, Lq, Lk] = "
+                + Arrays.toString(new int[] {b, h, lq, lk}));
+      }
+    }
+    int warps = 16;
+    int keyTile = 64;
+    while (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT && keyTile > 32) {
+      keyTile /= 2;
+    }
+    while (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT && warps > 4) {
+      warps /= 2;
+    }
+    if (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT) {
+      throw new UnsupportedOperationException(
+          "attention head dims " + d + "/" + dv + " do not fit the GPU kernel's shared memory");
+    }
+    Tensor qf = cb.f32(q), kf = cb.f32(k), vf = cb.f32(v);
+    try (Launch l = kernels.launch("attention.cu", "attention_f32")) {
+      l.ptr(addr(qf)).ptr(addr(kf)).ptr(addr(vf)).ptr(addr(biasView)).ptr(addr(out));
+      l.i32(lq).i32(lk).i32(h).i32(d).i32(dv).f32(scale);
+      for (int i = 0; i < 4; i++) {
+        l.i64(biasView == null ? 0 : biasView.stride(i));
+      }
+      l.i32(keyTile);
+      l.run(
+          kernels.context().stream(),
+          (lq + warps - 1) / warps,
+          b * h,
+          1,
+          warps * 32,
+          sharedBytes(keyTile, warps, d, dv));
+    }
+    return out;
+  }
+
+  private static int sharedBytes(int keyTile, int warps, int d, int dv) {
+    return (keyTile * (d + 1) + keyTile * dv + warps * d) * 4;
+  }
+
+  // ---- convolution ----------------------------------------------------------------------------
+
+  Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    if (x.rank() != 5 || w.rank() != 5 || x.dim(1) != w.dim(1)) {
+      throw new IllegalArgumentException(
+          "conv3d of x " + x + " [B, C, T, H, W] with weight " + w + " [O, C, kt, kh, kw]");
+    }
+    if (stride.length != 3 || padding.length != 3) {
+      throw new IllegalArgumentException(
+          "conv3d stride " + Arrays.toString(stride) + " and padding need 3 entries");
+    }
+    int batch = x.dim(0), c = x.dim(1), t = x.dim(2), hh = x.dim(3), ww = x.dim(4);
+    int o = w.dim(0), kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
+    int to = (t + 2 * padding[0] - kt) / stride[0] + 1;
+    int ho = (hh + 2 * padding[1] - kh) / stride[1] + 1;
+    int wo = (ww + 2 * padding[2] - kw) / stride[2] + 1;
+    if (to <= 0 || ho <= 0 || wo <= 0) {
+      throw new IllegalArgumentException("conv3d kernel " + w + " larger than padded input " + x);
+    }
+    if (bias != null && bias.numel() != o) {
+      throw new IllegalArgumentException("conv3d bias " + bias + " for " + o + " channels");
+    }
+    Tensor out = cb.empty(DType.F32, batch, o, to, ho, wo);
+    Tensor xf = cb.f32(x);
+    Tensor wf = cb.f32(w);
+    long plane = (long) ho * wo;
+    int kk = c * kt * kh * kw;
+    boolean pointwise =
+        kt * kh * kw == 1
+            && Arrays.equals(stride, new int[] {1, 1, 1})
+            && Arrays.equals(padding, new int[3]);
+    int nt = (int) Math.max(1, Math.min(to, IM2COL_BUDGET_BYTES / Math.max(1, kk * plane * 4)));
+    Tensor col = pointwise ? null : cb.empty(DType.F32, kk, Math.toIntExact(nt * plane));
+    MemorySegment geometry = null;
+    for (int b = 0; b < batch; b++) {
+      long xb = addr(xf) + (long) b * c * t * hh * ww * 4;
+      long ob = addr(out) + (long) b * o * to * plane * 4;
+      if (pointwise) {
+        int n = Math.toIntExact(to * plane);
+        gemm.run(
+            new Gemm.Shape(o, n, kk, false, kk, false, n, n, 1, 0, 0, 0, false, Gemm.Epilogue.NONE),
+            addr(wf),
+            xb,
+            ob,
+            0L);
+        continue;
+      }
+      for (int t0 = 0; t0 < to; t0 += nt) {
+        int chunk = Math.min(nt, to - t0);
+        try (Launch l = kernels.launch("misc.cu", "im2col3d_f32")) {
+          MemorySegment g = l.arena().allocate(16 * 4, 4);
+          int[] v = {
+            c,
+            t,
+            hh,
+            ww,
+            kt,
+            kh,
+            kw,
+            stride[0],
+            stride[1],
+            stride[2],
+            padding[0],
+            padding[1],
+            padding[2],
+            to,
+            ho,
+            wo
+          };
+          MemorySegment.copy(v, 0, g, ValueLayout.JAVA_INT, 0, v.length);
+          l.ptr(xb).ptr(addr(col)).struct(g).i32(t0).i32(chunk);
+          kernels.elementwise(l, (long) kk * chunk * plane);
+        }
+        int n = Math.toIntExact(chunk * plane);
+        gemm.run(
+            new Gemm.Shape(
+                o, n, kk, false, kk, false, n, to * plane, 1, 0, 0, 0, false, Gemm.Epilogue.NONE),
+            addr(wf),
+            addr(col),
+            ob + t0 * plane * 4,
+            0L);
+      }
+    }
+    if (bias != null) {
+      Tensor bf = cb.f32(bias);
+      long n = out.numel();
+      try (Launch l = kernels.launch("misc.cu", "channel_bias_f32")) {
+        l.ptr(addr(out)).ptr(addr(bf)).i64(n).i64((long) to * plane).i32(o);
+        kernels.elementwise(l, n);
+      }
+    }
+    return out;
+  }
+
+  // ---- normalisation --------------------------------------------------------------------------
+
+  private Tensor optionalRowParam(Tensor p, int n, String what) {
+    if (p == null) {
+      return null;
+    }
+    if (p.numel() != n) {
+      throw new IllegalArgumentException(what + " has " + p.numel() + " elements, expected " + n);
+    }
+    return cb.f32(p);
+  }
+
+  private static long rows(Tensor x) {
+    int n = x.rank() == 0 ? 1 : x.dim(-1);
+    return n == 0 ? 0 : x.numel() / n;
+  }
+
+  Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+    int n = x.dim(-1);
+    Tensor w = optionalRowParam(weight, n, "layerNorm weight");
+    Tensor b = optionalRowParam(bias, n, "layerNorm bias");
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    if (rows(x) > 0) {
+      try (Launch l = kernels.launch("norms.cu", "layer_norm_f32")) {
+        l.ptr(addr(xf)).ptr(addr(w)).ptr(addr(b)).ptr(addr(out)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), n);
+      }
+    }
+    return out;
+  }
+
+  Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
+    int n = x.dim(-1);
+    Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    if (rows(x) > 0) {
+      try (Launch l = kernels.launch("norms.cu", "rms_norm_f32")) {
+        l.ptr(addr(xf)).ptr(addr(w)).ptr(addr(out)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), n);
+      }
+    }
+    return out;
+  }
+
+  Tensor softmax(Tensor x) {
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    if (rows(x) > 0) {
+      try (Launch l = kernels.launch("norms.cu", "softmax_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i32(x.dim(-1));
+        kernels.rows(l, rows(x), x.dim(-1));
+      }
+    }
+    return out;
+  }
+
+  Tensor sumLastDim(Tensor x) {
+    if (x.rank() == 0) {
+      throw new IllegalArgumentException("sumLastDim of a scalar");
+    }
+    int[] shape = x.shape();
+    shape[shape.length - 1] = 1;
+    if (x.dim(-1) == 0) {
+      return cb.zeros(DType.F32, shape);
+    }
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, shape);
+    if (out.numel() > 0) {
+      try (Launch l = kernels.launch("norms.cu", "sum_last_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i32(x.dim(-1));
+        kernels.rows(l, out.numel(), x.dim(-1));
+      }
+    }
+    return out;
+  }
+
+  Tensor l2Normalize(Tensor x, int dim, float eps) {
+    int a = x.axis(dim);
+    long outer = 1, inner = 1;
+    for (int i = 0; i < a; i++) {
+      outer *= x.dim(i);
+    }
+    for (int i = a + 1; i < x.rank(); i++) {
+      inner *= x.dim(i);
+    }
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    if (out.numel() > 0) {
+      try (Launch l = kernels.launch("norms.cu", "l2_normalize_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i64(outer).i32(x.dim(a)).i64(inner).f32(eps);
+        kernels.elementwise(l, outer * inner);
+      }
+    }
+    return out;
+  }
+
+  // ---- elementwise ----------------------------------------------------------------------------
+
+  Tensor map(Tensor x, int op, float a, float b) {
+    Tensor xf = cb.f32(x);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    long n = out.numel();
+    if (n > 0) {
+      try (Launch l = kernels.launch("elementwise.cu", "unary_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i64(n).i32(op).f32(a).f32(b);
+        kernels.elementwise(l, n);
+      }
+    }
+    return out;
+  }
+
+  Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
+    int[] shape = broadcastShape(a.shape(), b.shape());
+    Tensor av = cb.f32View(a).expand(shape);
+    Tensor bv = cb.f32View(b).expand(shape);
+    Tensor out = cb.empty(DType.F32, shape);
+    long n = out.numel();
+    if (n > 0) {
+      try (Launch l = kernels.launch("elementwise.cu", "binary_f32")) {
+        l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
+        l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n).i32(op.ordinal());
+        kernels.elementwise(l, n);
+      }
+    }
+    return out;
+  }
+
+  Tensor rope(Tensor x, Tensor cos, Tensor sin) {
+    if (x.rank() != 4 || x.dim(-1) % 2 != 0) {
+      throw new IllegalArgumentException("rope wants [B, L, H, D] with even D, got " + x);
+    }
+    int l = x.dim(1), h = x.dim(2), half = x.dim(3) / 2;
+    for (Tensor t : List.of(cos, sin)) {
+      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
+        throw new IllegalArgumentException(
+            "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
+      }
+    }
+    Tensor xf = cb.f32(x), cf = cb.f32(cos), sf = cb.f32(sin);
+    Tensor out = cb.empty(DType.F32, x.shape());
+    long pairs = out.numel() / 2;
+    if (pairs > 0) {
+      try (Launch launch = kernels.launch("misc.cu", "rope_f32")) {
+        launch.ptr(addr(xf)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
+        launch.i64(pairs).i32(l).i32(h).i32(half);
+        kernels.elementwise(launch, pairs);
+      }
+    }
+    return out;
+  }
+
+  // ---- shapes ---------------------------------------------------------------------------------
+
+  Tensor concat(List<Tensor> parts, int dim) {
+    if (parts.isEmpty()) {
+      throw new IllegalArgumentException("concat of no tensors");
+    }
+    Tensor first = parts.get(0);
+    int a = first.axis(dim);
+    int[] shape = first.shape();
+    int total = 0;
+    for (Tensor p : parts) {
+      int[] s = p.shape();
+      boolean ok = s.length == shape.length;
+      for (int i = 0; ok && i < s.length; i++) {
+        ok = i == a || s[i] == shape[i];
+      }
+      if (!ok) {
+        throw new IllegalArgumentException(
+            "concat along dim "
+                + a
+                + " of "
+                + Arrays.toString(s)
+                + " with "
+                + Arrays.toString(shape));
+      }
+      total += s[a];
+    }
+    shape[a] = total;
+    Tensor out = cb.empty(DType.F32, shape);
+    int at = 0;
+    for (Tensor p : parts) {
+      int len = p.dim(a);
+      cb.copy(floatOnDevice(p), out.slice(a, at, at + len));
+      at += len;
+    }
+    return out;
+  }
+
+  /** A floating device view (any strides, F32 or BF16) that the copy kernel can read. */
+  private Tensor floatOnDevice(Tensor t) {
+    Tensor here = cb.onDevice(t);
+    return here.dtype().isFloating()
+        ? here
+        : cb.convert(cb.upload(cb.download(here), DType.F32), DType.F32);
+  }
+
+  Tensor pad(Tensor x, int[] pads, float value) {
+    if (pads.length % 2 != 0 || pads.length / 2 > x.rank()) {
+      throw new IllegalArgumentException(
+          "pad "
+              + Arrays.toString(pads)
+              + " needs (before, after) pairs for at most "
+              + x.rank()
+              + " dims");
+    }
+    int rank = x.rank();
+    int[] shape = x.shape();
+    int[] before = new int[rank];
+    for (int p = 0; p < pads.length / 2; p++) {
+      int d = rank - 1 - p;
+      before[d] = pads[2 * p];
+      shape[d] += pads[2 * p] + pads[2 * p + 1];
+      if (shape[d] < 0) {
+        throw new IllegalArgumentException(
+            "pad " + Arrays.toString(pads) + " leaves a negative size for " + x);
+      }
+    }
+    Tensor out = cb.empty(DType.F32, shape);
+    if (out.numel() == 0) {
+      return out;
+    }
+    cb.fill(out, Float.floatToRawIntBits(value));
+    Tensor src = floatOnDevice(x);
+    Tensor dst = out;
+    for (int d = 0; d < rank; d++) {
+      // A negative pad crops: the overlap of input and output along d.
+      int dstStart = Math.max(before[d], 0);
+      int srcStart = Math.max(-before[d], 0);
+      int len = Math.min(x.dim(d) - srcStart, shape[d] - dstStart);
+      if (len <= 0) {
+        return out;
+      }
+      src = src.slice(d, srcStart, srcStart + len);
+      dst = dst.slice(d, dstStart, dstStart + len);
+    }
+    cb.copy(src, dst);
+    return out;
+  }
+
+  Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    if (x.rank() < 2 || scaleH < 1 || scaleW < 1) {
+      throw new IllegalArgumentException(
+          "upsampleNearest2d of " + x + " by (" + scaleH + ", " + scaleW + ")");
+    }
+    int rank = x.rank();
+    int h = x.dim(-2), w = x.dim(-1);
+    int[] shape = x.shape();
+    shape[rank - 2] = h * scaleH;
+    shape[rank - 1] = w * scaleW;
+    Tensor out = cb.empty(DType.F32, shape);
+    if (out.numel() == 0) {
+      return out;
+    }
+    // out[..., y, s, x, r] = in[..., y, x]: a stride-0 view of the input copied densely.
+    int[] split = Arrays.copyOf(x.shape(), rank + 2);
+    split[rank - 2] = h;
+    split[rank - 1] = scaleH;
+    split[rank] = w;
+    split[rank + 1] = scaleW;
+    Tensor src = floatOnDevice(x).unsqueeze(rank).unsqueeze(rank - 1).expand(split);
+    cb.copy(src, out.reshape(split));
+    return out;
+  }
+
+  Tensor embedding(Tensor table, Tensor ids) {
+    if (table.rank() != 2) {
+      throw new IllegalArgumentException("embedding table must be [V, D], got " + table);
+    }
+    if (ids.dtype().isFloating()) {
+      throw new IllegalArgumentException("embedding ids must be integers, got " + ids);
+    }
+    int vocab = table.dim(0), d = table.dim(1);
+    Tensor idsHere = cb.onDevice(ids);
+    Tensor id64 =
+        idsHere.dtype() == DType.I64 ? cb.contiguous(idsHere) : cb.convert(idsHere, DType.I64);
+    for (long id : cb.downloadRaw(id64).toLongArray()) {
+      if (id < 0 || id >= vocab) {
+        throw new IllegalArgumentException(
+            "embedding id " + id + " out of range for a table of " + vocab + " rows");
+      }
+    }
+    int[] shape = Arrays.copyOf(ids.shape(), ids.rank() + 1);
+    shape[ids.rank()] = d;
+    Tensor tf = cb.f32(table);
+    Tensor out = cb.empty(DType.F32, shape);
+    long rows = id64.numel();
+    if (out.numel() > 0) {
+      try (Launch l = kernels.launch("misc.cu", "embedding_f32")) {
+        l.ptr(addr(tf)).ptr(addr(id64)).ptr(addr(out)).i64(rows).i32(d);
+        kernels.elementwise(l, rows * d);
+      }
+    }
+    return out;
+  }
+}

@@ -1,0 +1,74 @@
+// Shared by every kernel file (the compiler prepends it). NVRTC compiles without the CUDA
+// headers, so bfloat16 is handled as its bit pattern.
+typedef long long i64;
+typedef unsigned short bf16_t;
+
+#define NEG_INF __int_as_float(0xff800000)
+#define FULL_MASK 0xffffffffu
+#define GRID_STRIDE(i, n) \
+  for (i64 i = (i64)blockIdx.x * blockDim.x + threadIdx.x; i < (n); i += (i64)gridDim.x * blockDim.x)
+
+// Up to eight dimensions and three stride sets (elements) over the same index space.
+struct Index8 {
+  i64 shape[8];
+  i64 s0[8];
+  i64 s1[8];
+  i64 s2[8];
+  int rank;
+};
+
+__device__ __forceinline__ void offsets(const Index8& ix, i64 flat, i64& o0, i64& o1, i64& o2) {
+  o0 = 0; o1 = 0; o2 = 0;
+#pragma unroll
+  for (int d = 7; d >= 0; --d) {
+    if (d < ix.rank) {
+      i64 c = flat % ix.shape[d];
+      flat /= ix.shape[d];
+      o0 += c * ix.s0[d];
+      o1 += c * ix.s1[d];
+      o2 += c * ix.s2[d];
+    }
+  }
+}
+
+__device__ __forceinline__ float load_f(const float* p) { return *p; }
+__device__ __forceinline__ float load_f(const bf16_t* p) {
+  return __uint_as_float(((unsigned)*p) << 16);
+}
+__device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
+// Round to nearest even, as torch and DType.floatToBf16 do; NaN stays NaN.
+__device__ __forceinline__ void store_f(bf16_t* p, float v) {
+  unsigned u = __float_as_uint(v);
+  if ((u & 0x7fffffffu) > 0x7f800000u) {
+    *p = (bf16_t)((u >> 16) | 0x40u);
+  } else {
+    *p = (bf16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+  }
+}
+
+// Block-wide sum; every thread gets the result. blockDim.x is a multiple of 32, at most 1024.
+__device__ double block_sum(double v) {
+  __shared__ double partial[32];
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  int warps = blockDim.x / 32;
+  v = lane < warps ? partial[lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(FULL_MASK, v, o);
+  return v;
+}
+
+__device__ float block_max(float v) {
+  __shared__ float partial[32];
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) partial[warp] = v;
+  __syncthreads();
+  int warps = blockDim.x / 32;
+  v = lane < warps ? partial[lane] : NEG_INF;
+  for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
+  return v;
+}

@@ -1,0 +1,52 @@
+// Rotary embedding, embedding lookup and im2col for conv3d.
+
+// x, y [B, L, H, D] contiguous; cos, sin [L, D/2]; one thread per interleaved pair.
+extern "C" __global__ void rope_f32(const float* x, const float* cs, const float* sn, float* y,
+                                    i64 pairs, int L, int H, int half) {
+  GRID_STRIDE(i, pairs) {
+    int p = (int)(i % half);
+    int l = (int)((i / ((i64)half * H)) % L);
+    float a = x[2 * i], b = x[2 * i + 1];
+    float c = cs[(i64)l * half + p], s = sn[(i64)l * half + p];
+    y[2 * i] = a * c - b * s;
+    y[2 * i + 1] = a * s + b * c;
+  }
+}
+
+extern "C" __global__ void embedding_f32(const float* table, const i64* ids, float* y, i64 rows,
+                                         int d) {
+  GRID_STRIDE(i, rows * d) {
+    i64 r = i / d;
+    y[i] = table[ids[r] * d + i % d];
+  }
+}
+
+struct Conv3dGeometry {
+  int c, t, h, w;       // input
+  int kt, kh, kw;       // kernel
+  int st, sh, sw;       // stride
+  int pt, ph, pw;       // zero padding
+  int to, ho, wo;       // output
+};
+
+// col [C*kt*kh*kw, nt*ho*wo] for output time slices [t0, t0 + nt) of one batch item x [C,T,H,W].
+extern "C" __global__ void im2col3d_f32(const float* x, float* col, Conv3dGeometry g, int t0,
+                                        int nt) {
+  i64 cols = (i64)nt * g.ho * g.wo;
+  i64 rows = (i64)g.c * g.kt * g.kh * g.kw;
+  GRID_STRIDE(i, rows * cols) {
+    i64 r = i / cols, q = i % cols;
+    int kw = (int)(r % g.kw), kh = (int)((r / g.kw) % g.kh);
+    int kt = (int)((r / ((i64)g.kw * g.kh)) % g.kt), c = (int)(r / ((i64)g.kw * g.kh * g.kt));
+    int ow = (int)(q % g.wo), oh = (int)((q / g.wo) % g.ho), ot = t0 + (int)(q / ((i64)g.wo * g.ho));
+    int it = ot * g.st + kt - g.pt, ih = oh * g.sh + kh - g.ph, iw = ow * g.sw + kw - g.pw;
+    bool inside = it >= 0 && it < g.t && ih >= 0 && ih < g.h && iw >= 0 && iw < g.w;
+    col[i] = inside ? x[(((i64)c * g.t + it) * g.h + ih) * g.w + iw] : 0.0f;
+  }
+}
+
+// y[i] += bias[(i / inner) % channels]: a per-channel bias over [B, channels, inner], in place.
+extern "C" __global__ void channel_bias_f32(float* y, const float* bias, i64 n, i64 inner,
+                                            int channels) {
+  GRID_STRIDE(i, n) { y[i] += bias[(i / inner) % channels]; }
+}

@@ -1,0 +1,61 @@
+package dev.stepweave.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Library discovery, without a GPU: what is searched, and the one-line notice when absent. */
+class CudaLibrariesTest {
+
+  @Test
+  void withoutLibrariesTheNoticeSaysCudaIsNotAvailableAndWhy(@TempDir Path empty) {
+    CudaLibraries.Probe p = CudaLibraries.probe(Map.of(), List.of(empty.toString()));
+    assertFalse(p.found());
+    assertTrue(p.notice().startsWith("CUDA not available: no libcuda.so.1"), p.notice());
+    assertFalse(p.notice().contains("\n"), "the notice is one line");
+  }
+
+  @Test
+  void aDriverWithoutTheToolkitNamesTheMissingLibrary(@TempDir Path dir) throws Exception {
+    Files.createFile(dir.resolve("libcuda.so.1"));
+    CudaLibraries.Probe p = CudaLibraries.probe(Map.of(), List.of(dir.toString()));
+    assertFalse(p.found());
+    assertTrue(p.notice().contains("libnvrtc"), p.notice());
+  }
+
+  @Test
+  void cudaHomeAndLdLibraryPathAreSearchedBeforeTheStandardDirectories(@TempDir Path root)
+      throws Exception {
+    Path home = Files.createDirectories(root.resolve("cuda/targets/x86_64-linux/lib"));
+    Path ld = Files.createDirectories(root.resolve("driver"));
+    Path standard = Files.createDirectories(root.resolve("standard"));
+    Files.createFile(ld.resolve("libcuda.so.1"));
+    Files.createFile(home.resolve("libnvrtc.so.13"));
+    Files.createFile(home.resolve("libcublasLt.so.13"));
+    for (String lib : List.of("libcuda.so.1", "libnvrtc.so.12", "libcublasLt.so.12")) {
+      Files.createFile(standard.resolve(lib));
+    }
+    CudaLibraries.Probe p =
+        CudaLibraries.probe(
+            Map.of("CUDA_HOME", root.resolve("cuda").toString(), "LD_LIBRARY_PATH", ld.toString()),
+            List.of(standard.toString()));
+    assertTrue(p.found(), p.notice());
+    CudaLibraries libs = p.libraries().orElseThrow();
+    assertEquals(ld.resolve("libcuda.so.1"), libs.driver());
+    assertEquals(home.resolve("libnvrtc.so.13"), libs.nvrtc());
+    assertEquals(home.resolve("libcublasLt.so.13"), libs.cublasLt());
+  }
+
+  @Test
+  void theStandardLocationsIncludeTheContainerDriverAndToolkitPaths() {
+    assertTrue(CudaLibraries.STANDARD_DIRS.contains("/usr/local/nvidia/lib64"));
+    assertTrue(CudaLibraries.STANDARD_DIRS.contains("/usr/local/cuda/targets/x86_64-linux/lib"));
+  }
+}
