@@ -77,9 +77,9 @@ final class ServeCommand implements Callable<Integer> {
 
   @Option(
       names = "--backend",
-      defaultValue = "cpu",
+      defaultValue = "auto",
       paramLabel = "NAME",
-      description = "Compute backend (cpu).")
+      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
   String backendName;
 
   @Override
@@ -115,7 +115,7 @@ final class ServeCommand implements Callable<Integer> {
             .withArtifactDir(artifacts)
             .withMaxPendingJobs(maxPending)
             .withDrainTimeout(Duration.ofSeconds(drainSeconds));
-    WanModel wan = WanModel.load(dir, Backends.byName(backendName));
+    WanModel wan = WanModel.load(dir, Backends.byName(backendName, err));
     Engine engine = new Engine(wan);
     StepweaveServer server;
     try {

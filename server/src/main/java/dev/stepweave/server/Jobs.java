@@ -7,6 +7,7 @@ import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.AdmissionRejectedException;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
@@ -24,7 +25,6 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -122,27 +122,25 @@ final class Jobs implements AutoCloseable {
   }
 
   /**
-   * Stops admitting, then waits for running jobs to finish; after {@code timeout} it cancels what
-   * is left (each stops at its next step boundary) and waits for that too.
+   * Stops admitting, drains the engine (running and queued requests finish; after {@code timeout}
+   * what is left is cancelled at its next step boundary), then waits for the last outputs to be
+   * written.
    *
-   * @return true when every job finished on its own
+   * @return true when every request finished within {@code timeout}
    */
   boolean drain(Duration timeout) {
     draining = true;
-    if (awaitUnfinished(timeout)) {
-      return true;
+    boolean clean;
+    try {
+      clean = engine.drain(timeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
     }
-    unfinished.forEach(j -> j.handle().cancel());
-    awaitUnfinished(timeout);
-    return false;
-  }
-
-  private boolean awaitUnfinished(Duration timeout) {
     CompletableFuture<?>[] all =
         unfinished.stream().map(Job::finished).toArray(CompletableFuture[]::new);
     try {
       CompletableFuture.allOf(all).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
-      return true;
     } catch (TimeoutException e) {
       return false;
     } catch (InterruptedException e) {
@@ -151,6 +149,7 @@ final class Jobs implements AutoCloseable {
     } catch (ExecutionException e) {
       throw new IllegalStateException("a job's finish future failed", e);
     }
+    return clean;
   }
 
   private Job submit(String prefix, TaskType task, Settings.Generation g) {
@@ -189,9 +188,12 @@ final class Jobs implements AutoCloseable {
     } catch (RecipeRefusedException e) {
       pending.decrementAndGet();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
-    } catch (RejectedExecutionException e) {
+    } catch (AdmissionRejectedException e) {
       pending.decrementAndGet();
-      throw new ApiException(503, "server_error", null, "not_accepting", "the engine is closed");
+      throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));
+    } catch (IllegalStateException e) { // draining or closed
+      pending.decrementAndGet();
+      throw new ApiException(503, "server_error", null, "not_accepting", firstLine(e));
     } catch (IllegalArgumentException e) { // InvalidRequestException, or a task the card lacks
       pending.decrementAndGet();
       throw ApiException.badRequest(null, firstLine(e));

@@ -13,7 +13,8 @@ import java.util.concurrent.Executors;
  * The HTTP API over one {@link Engine}: OpenAI-compatible video and image endpoints, a job's event
  * stream, health, readiness and Prometheus metrics (see docs/server.md). Each call runs on its own
  * virtual thread; how many run at once is bounded by {@link ServerConfig#maxExchanges()}. The
- * server never closes the engine: its owner does, after {@link #stop()}.
+ * server drains the engine on {@link #drain()} but never closes it: its owner does, after {@link
+ * #stop()}.
  */
 public final class StepweaveServer implements AutoCloseable {
   private final HttpServer http;
@@ -70,9 +71,9 @@ public final class StepweaveServer implements AutoCloseable {
   }
 
   /**
-   * Stops admitting (create calls get 503, {@code /ready} turns 503) and waits for queued and
-   * running jobs to finish, for at most the configured drain timeout; then cancels the rest at
-   * their next step boundary.
+   * Stops admitting (create calls get 503, {@code /ready} turns 503) and drains the engine: queued
+   * and running jobs finish, for at most the configured drain timeout; then the rest are cancelled
+   * at their next step boundary.
    *
    * @return true when every job finished without being cancelled
    */
