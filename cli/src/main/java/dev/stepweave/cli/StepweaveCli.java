@@ -13,6 +13,7 @@ import picocli.CommandLine.Option;
     description = "A model-native runtime for video and image diffusion models (Wan 2.1).",
     subcommands = {
       GenerateCommand.class,
+      ServeCommand.class,
       VerifyCommand.class,
       BenchCommand.class,
       CommandLine.HelpCommand.class
