@@ -11,7 +11,13 @@ import picocli.CommandLine.Option;
     mixinStandardHelpOptions = true,
     version = "stepweave 0.1.0",
     description = "A model-native runtime for video and image diffusion models (Wan 2.1).",
-    subcommands = {GenerateCommand.class, VerifyCommand.class, CommandLine.HelpCommand.class})
+    subcommands = {
+      GenerateCommand.class,
+      ServeCommand.class,
+      VerifyCommand.class,
+      BenchCommand.class,
+      CommandLine.HelpCommand.class
+    })
 public final class StepweaveCli {
 
   @Option(

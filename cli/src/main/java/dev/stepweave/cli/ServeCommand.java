@@ -1,0 +1,159 @@
+package dev.stepweave.cli;
+
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
+import dev.stepweave.server.ServerConfig;
+import dev.stepweave.server.StepweaveServer;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/** {@code stepweave serve}: the HTTP API (docs/server.md) over one loaded model. */
+@Command(
+    name = "serve",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Serves an OpenAI-compatible HTTP API: POST /v1/videos, GET /v1/videos/{id}[/content|/events],"
+          + " DELETE /v1/videos/{id}, POST /v1/images/generations, GET /v1/models, /health, /ready,"
+          + " /metrics.",
+      "Without --model it serves the small embedded model (untrained: noise-like output).",
+      "On SIGTERM (or Ctrl-C) it stops admitting new jobs, lets running ones finish (up to"
+          + " --drain-timeout, then cancels them), and exits.",
+      ""
+    })
+final class ServeCommand implements Callable<Integer> {
+
+  @Spec CommandSpec spec;
+
+  @Option(
+      names = "--model",
+      paramLabel = "DIR",
+      description = "A diffusers-format Wan 2.1 T2V checkpoint.")
+  Path model;
+
+  @Option(
+      names = "--host",
+      defaultValue = "127.0.0.1",
+      paramLabel = "ADDR",
+      description = "Address to listen on (default: ${DEFAULT-VALUE}).")
+  String host;
+
+  @Option(
+      names = "--port",
+      defaultValue = "8000",
+      paramLabel = "N",
+      description = "Port to listen on; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+  int port;
+
+  @Option(
+      names = "--artifacts",
+      paramLabel = "DIR",
+      description = "Where finished videos are kept (default: a new temporary directory).")
+  Path artifacts;
+
+  @Option(
+      names = "--max-pending",
+      defaultValue = "64",
+      paramLabel = "N",
+      description = "Jobs queued or running at once; more get 429 (default: ${DEFAULT-VALUE}).")
+  int maxPending;
+
+  @Option(
+      names = "--drain-timeout",
+      defaultValue = "600",
+      paramLabel = "SECONDS",
+      description =
+          "On shutdown, how long running jobs may take before they are cancelled (default:"
+              + " ${DEFAULT-VALUE}).")
+  long drainSeconds;
+
+  @Option(
+      names = "--backend",
+      defaultValue = "auto",
+      paramLabel = "NAME",
+      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
+  String backendName;
+
+  @Override
+  public Integer call() throws Exception {
+    Serving serving = start(spec.commandLine().getOut(), spec.commandLine().getErr());
+    CountDownLatch stopped = new CountDownLatch(1);
+    Runtime.getRuntime()
+        .addShutdownHook(
+            new Thread(
+                () -> {
+                  serving.close();
+                  stopped.countDown();
+                },
+                "stepweave-drain"));
+    stopped.await();
+    return StepweaveCli.ExitCodes.OK;
+  }
+
+  /** Loads the model and starts serving; closing drains, stops, and unloads. */
+  Serving start(PrintWriter out, PrintWriter err) throws IOException {
+    if (port < 0 || port > 65535) {
+      throw new IllegalArgumentException("--port must be between 0 and 65535, got " + port);
+    }
+    Path dir = model;
+    if (dir == null) {
+      dir = EmbeddedWan.ensure();
+      err.println(
+          "stepweave: no --model given; serving the embedded tiny model (untrained: its output is"
+              + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
+    }
+    ServerConfig config =
+        ServerConfig.defaults()
+            .withArtifactDir(artifacts)
+            .withMaxPendingJobs(maxPending)
+            .withDrainTimeout(Duration.ofSeconds(drainSeconds));
+    WanModel wan = WanModel.load(dir, Backends.byName(backendName, err));
+    Engine engine = new Engine(wan);
+    StepweaveServer server;
+    try {
+      server = StepweaveServer.start(host, port, engine, config);
+    } catch (IOException | RuntimeException e) {
+      engine.close();
+      wan.close();
+      throw e;
+    }
+    out.println(
+        "serving "
+            + wan.card().modelId()
+            + " on "
+            + server.baseUri()
+            + " (artifacts in "
+            + server.artifactDir()
+            + ")");
+    out.flush();
+    return new Serving(wan, engine, server, err);
+  }
+
+  /** A running server and what it serves. */
+  record Serving(WanModel wan, Engine engine, StepweaveServer server, PrintWriter err)
+      implements AutoCloseable {
+    /** Stops admitting, lets running jobs finish (or cancels them at the timeout), and unloads. */
+    @Override
+    public void close() {
+      err.println("stepweave: draining: no new jobs; waiting for running ones");
+      err.flush();
+      boolean clean = server.drain();
+      if (!clean) {
+        err.println("stepweave: drain timeout reached; unfinished jobs were cancelled");
+      }
+      server.stop();
+      engine.close();
+      wan.close();
+      err.println("stepweave: stopped");
+      err.flush();
+    }
+  }
+}

@@ -1,0 +1,111 @@
+package dev.stepweave.server;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.RequestEvent;
+import java.time.Duration;
+import java.time.Instant;
+
+/** The JSON the API answers with: OpenAI's video object, and one event of a job's stream. */
+final class ApiJson {
+  private ApiJson() {}
+
+  /**
+   * OpenAI's video object ({@code id, object, model, status, progress, created_at, completed_at,
+   * size, seconds, prompt, error}) plus {@code timings}: seconds queued, running, and per loop.
+   */
+  static ObjectNode video(Job job) {
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    o.put("id", job.id());
+    o.put("object", "video");
+    o.put("model", job.model());
+    JobStatus status = job.status();
+    o.put("status", status.wireName());
+    o.put("progress", job.progress());
+    o.put("created_at", job.createdAt().getEpochSecond());
+    Instant completed = job.completedAt();
+    if (completed == null) {
+      o.putNull("completed_at");
+    } else {
+      o.put("completed_at", completed.getEpochSecond());
+    }
+    o.putNull("expires_at");
+    o.put("size", job.settings().size());
+    o.put("seconds", job.settings().seconds());
+    o.put("prompt", job.settings().prompt());
+    var p = job.settings().params();
+    o.put("num_frames", p.frames());
+    o.put("fps", p.fps());
+    o.put("num_inference_steps", p.steps());
+    o.put("guidance_scale", p.guidance());
+    o.put("seed", p.seed());
+    if (status == JobStatus.FAILED) {
+      ObjectNode error = o.putObject("error");
+      error.put("code", "generation_failed");
+      error.put("message", job.error());
+    } else {
+      o.putNull("error");
+    }
+    o.set("timings", timings(job, completed));
+    return o;
+  }
+
+  private static ObjectNode timings(Job job, Instant completed) {
+    ObjectNode t = Exchanges.JSON.createObjectNode();
+    Instant started = job.startedAt();
+    Instant now = Instant.now();
+    if (started != null) {
+      t.put("queued_s", seconds(Duration.between(job.createdAt(), started)));
+      t.put("running_s", seconds(Duration.between(started, completed == null ? now : completed)));
+    } else {
+      t.put(
+          "queued_s",
+          seconds(Duration.between(job.createdAt(), completed == null ? now : completed)));
+    }
+    ObjectNode loops = t.putObject("loops_s");
+    job.loopTimings().forEach((loop, d) -> loops.put(loop, seconds(d)));
+    return t;
+  }
+
+  /** One engine event as the {@code data:} of a server-sent event. */
+  static ObjectNode event(RequestEvent e) {
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    o.put("type", e.type());
+    o.put("id", e.requestId());
+    switch (e) {
+      case RequestEvent.Queued q -> {}
+      case RequestEvent.Started s -> o.put("model", s.modelId());
+      case RequestEvent.Step s -> {
+        o.put("loop", s.loopId());
+        o.put("step", s.step());
+        o.put("total_steps", s.totalSteps());
+        o.put("elapsed_s", seconds(s.elapsed()));
+      }
+      case RequestEvent.Completed c -> o.put("elapsed_s", seconds(c.elapsed()));
+      case RequestEvent.Failed f -> o.put("message", f.message());
+      case RequestEvent.Cancelled c -> {
+        o.put("loop", c.loopId());
+        o.put("steps_done", c.stepsDone());
+      }
+      case RequestEvent.ArtifactReady a -> {
+        o.put("name", a.artifact().name());
+        o.put("kind", kind(a.artifact()));
+      }
+      case RequestEvent.MediaPreview m -> o.put("step", m.step());
+    }
+    return o;
+  }
+
+  private static String kind(Artifact a) {
+    return switch (a) {
+      case Artifact.VideoArtifact v -> "video";
+      case Artifact.ImageArtifact i -> "image";
+      case Artifact.LatentArtifact l -> "latents";
+      case Artifact.TensorArtifact t -> "tensor";
+    };
+  }
+
+  private static double seconds(Duration d) {
+    return Math.round(d.toNanos() / 1e6) / 1e3;
+  }
+}

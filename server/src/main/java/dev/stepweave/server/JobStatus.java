@@ -1,0 +1,20 @@
+package dev.stepweave.server;
+
+import java.util.Locale;
+
+/** A job's status as OpenAI's video object spells it, plus {@code cancelled}. */
+enum JobStatus {
+  QUEUED,
+  IN_PROGRESS,
+  COMPLETED,
+  FAILED,
+  CANCELLED;
+
+  String wireName() {
+    return name().toLowerCase(Locale.ROOT);
+  }
+
+  boolean isTerminal() {
+    return ordinal() >= COMPLETED.ordinal();
+  }
+}

@@ -1,0 +1,250 @@
+package dev.stepweave.server;
+
+import dev.stepweave.core.card.RecipeRefusedException;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.CancelledException;
+import dev.stepweave.core.request.ModalPart;
+import dev.stepweave.core.request.OutputSpec;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.AdmissionRejectedException;
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.core.runtime.RequestHandle;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * The jobs of one server: admission (pending limit, drain), submission to the engine, writing each
+ * finished output into the artifact store, and the registry of video jobs the API can see.
+ */
+final class Jobs implements AutoCloseable {
+  private final Engine engine;
+  private final ArtifactStore store;
+  private final ServerConfig limits;
+  private final Map<String, Job> videos = new ConcurrentHashMap<>();
+  private final Set<Job> unfinished = ConcurrentHashMap.newKeySet();
+  private final AtomicInteger pending = new AtomicInteger();
+  private final AtomicLong sequence = new AtomicLong();
+  private final AtomicLong refusedBusy = new AtomicLong();
+  private final AtomicLong refusedDraining = new AtomicLong();
+  private volatile boolean draining;
+  // Encoding happens off the engine's threads so that it never delays another request's steps.
+  private final ExecutorService writer =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "stepweave-artifacts");
+            t.setDaemon(true);
+            return t;
+          });
+
+  Jobs(Engine engine, ArtifactStore store, ServerConfig limits) {
+    this.engine = engine;
+    this.store = store;
+    this.limits = limits;
+  }
+
+  boolean accepting() {
+    return !draining && engine.stats().accepting();
+  }
+
+  long refusedBusy() {
+    return refusedBusy.get();
+  }
+
+  long refusedDraining() {
+    return refusedDraining.get();
+  }
+
+  int pending() {
+    return pending.get();
+  }
+
+  Job submitVideo(Settings.Generation g) {
+    Job job = submit(JobIds.VIDEO, TaskType.T2V, g);
+    videos.put(job.id(), job);
+    return job;
+  }
+
+  Job submitImage(Settings.Generation g) {
+    return submit(JobIds.IMAGE, TaskType.T2I, g);
+  }
+
+  /** The PNG bytes of a completed image job; the file is removed once read. */
+  byte[] takeImage(Job job) throws IOException {
+    var file = store.imageFile(job.id());
+    try {
+      return Files.readAllBytes(file);
+    } finally {
+      Files.deleteIfExists(file);
+    }
+  }
+
+  Job video(String id) {
+    Job job = JobIds.isValid(id) ? videos.get(id) : null;
+    if (job == null) {
+      throw ApiException.notFound("no video with id '" + id + "'");
+    }
+    return job;
+  }
+
+  /** Video jobs, newest first. */
+  List<Job> videos() {
+    return videos.values().stream()
+        .sorted(Comparator.comparingLong(Job::sequence).reversed())
+        .toList();
+  }
+
+  Path videoFile(Job job) {
+    return store.videoFile(job.id());
+  }
+
+  /** Forgets a finished video and removes its file. */
+  void delete(Job job) throws IOException {
+    videos.remove(job.id());
+    Files.deleteIfExists(store.videoFile(job.id()));
+  }
+
+  /**
+   * Stops admitting, drains the engine (running and queued requests finish; after {@code timeout}
+   * what is left is cancelled at its next step boundary), then waits for the last outputs to be
+   * written.
+   *
+   * @return true when every request finished within {@code timeout}
+   */
+  boolean drain(Duration timeout) {
+    draining = true;
+    boolean clean;
+    try {
+      clean = engine.drain(timeout);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    }
+    CompletableFuture<?>[] all =
+        unfinished.stream().map(Job::finished).toArray(CompletableFuture[]::new);
+    try {
+      CompletableFuture.allOf(all).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (TimeoutException e) {
+      return false;
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      return false;
+    } catch (ExecutionException e) {
+      throw new IllegalStateException("a job's finish future failed", e);
+    }
+    return clean;
+  }
+
+  private Job submit(String prefix, TaskType task, Settings.Generation g) {
+    if (!accepting()) {
+      refusedDraining.incrementAndGet();
+      throw new ApiException(
+          503,
+          "server_error",
+          null,
+          "not_accepting",
+          "the server is draining and admits no new jobs");
+    }
+    if (pending.incrementAndGet() > limits.maxPendingJobs()) {
+      pending.decrementAndGet();
+      refusedBusy.incrementAndGet();
+      throw new ApiException(
+          429,
+          "rate_limit_exceeded",
+          null,
+          "queue_full",
+          limits.maxPendingJobs() + " jobs are already queued or running; retry later");
+    }
+    String id = JobIds.next(prefix);
+    Request request =
+        new Request(
+            id,
+            task,
+            List.of(new ModalPart.Text(g.prompt())),
+            g.params(),
+            OutputSpec.DEFAULT,
+            Map.of(),
+            false);
+    RequestHandle handle;
+    try {
+      handle = engine.submit(request);
+    } catch (RecipeRefusedException e) {
+      pending.decrementAndGet();
+      throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
+    } catch (AdmissionRejectedException e) {
+      pending.decrementAndGet();
+      throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));
+    } catch (IllegalStateException e) { // draining or closed
+      pending.decrementAndGet();
+      throw new ApiException(503, "server_error", null, "not_accepting", firstLine(e));
+    } catch (IllegalArgumentException e) { // InvalidRequestException, or a task the card lacks
+      pending.decrementAndGet();
+      throw ApiException.badRequest(null, firstLine(e));
+    }
+    Job job =
+        new Job(
+            id,
+            sequence.incrementAndGet(),
+            engine.model().card().modelId(),
+            g,
+            engine.model().card().loopsFor(task),
+            handle);
+    unfinished.add(job);
+    job.finished()
+        .thenRun(
+            () -> {
+              unfinished.remove(job);
+              pending.decrementAndGet();
+            });
+    handle.result().whenCompleteAsync((result, error) -> finish(job, result, error), writer);
+    return job;
+  }
+
+  private void finish(Job job, GenerationResult result, Throwable error) {
+    Throwable cause = error instanceof CompletionException c ? c.getCause() : error;
+    if (cause instanceof CancelledException) {
+      job.cancelled();
+    } else if (cause != null) {
+      job.fail(firstLine(cause));
+    } else {
+      try {
+        if (job.id().startsWith(JobIds.IMAGE)) {
+          store.writeImage(job.id(), result.artifact(Artifact.ImageArtifact.class).pixels());
+        } else {
+          Artifact.VideoArtifact v = result.artifact(Artifact.VideoArtifact.class);
+          store.writeVideo(job.id(), v.frames(), v.fps());
+        }
+        job.complete(result.loopTimings());
+      } catch (IOException | RuntimeException e) {
+        job.fail("could not write the output: " + firstLine(e));
+      }
+    }
+  }
+
+  private static String firstLine(Throwable t) {
+    String m = t.getMessage();
+    return m == null ? t.getClass().getSimpleName() : m.lines().findFirst().orElse("");
+  }
+
+  @Override
+  public void close() {
+    writer.shutdownNow();
+  }
+}

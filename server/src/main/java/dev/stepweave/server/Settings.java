@@ -1,0 +1,227 @@
+package dev.stepweave.server;
+
+import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.request.DiffusionParams;
+import java.math.BigDecimal;
+import java.security.SecureRandom;
+import java.util.Map;
+import java.util.Optional;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
+
+/**
+ * Turns the text fields of a create call into diffusion settings, filling what is left out from the
+ * card's defaults and holding every value to the server's limits. Each refusal names its field.
+ */
+final class Settings {
+  private static final Pattern SIZE = Pattern.compile("(\\d{1,5})x(\\d{1,5})");
+  private static final SecureRandom SEEDS = new SecureRandom();
+
+  private final ModelCard card;
+  private final ServerConfig limits;
+
+  Settings(ModelCard card, ServerConfig limits) {
+    this.card = card;
+    this.limits = limits;
+  }
+
+  /**
+   * A generation's settings and, for a video, its length as the API reports it.
+   *
+   * @param seconds the requested {@code seconds} as given, else the length the frame count makes
+   */
+  record Generation(String prompt, DiffusionParams params, String seconds, String size) {}
+
+  /**
+   * The frame count: {@code num_frames} when given (4k+1), else {@code seconds × fps} rounded to
+   * the nearest 4k+1 count (Wan's VAE packs frames 1 + 4k), else the card's default.
+   */
+  Generation video(Map<String, String> f) {
+    String prompt = prompt(f);
+    checkModel(f);
+    GenerationDefaults d = card.defaults();
+    int fps = intField(f, "fps", d.fps(), 1, 240);
+    int frames;
+    String seconds = f.get("seconds");
+    if (f.containsKey("num_frames")) {
+      frames = intField(f, "num_frames", 0, 1, limits.maxFrames());
+      if ((frames - 1) % 4 != 0) {
+        throw ApiException.badRequest("num_frames", "num_frames must be 4k+1, got " + frames);
+      }
+    } else if (seconds != null) {
+      double s = number(seconds, "seconds");
+      if (!(s > 0) || s * fps > limits.maxFrames()) {
+        throw ApiException.badRequest(
+            "seconds",
+            "seconds must be > 0 and at most "
+                + (limits.maxFrames() - 1) / (double) fps
+                + " at "
+                + fps
+                + " fps, got "
+                + seconds);
+      }
+      frames = 4 * (int) Math.round(s * fps / 4) + 1;
+    } else {
+      frames = Math.min(d.frames(), limits.maxFrames());
+    }
+    if (frames > limits.maxFrames()) {
+      throw ApiException.badRequest(
+          "seconds", "video of " + frames + " frames is longer than " + limits.maxFrames());
+    }
+    DiffusionParams params = params(f, frames, fps);
+    String reported = seconds != null ? seconds : lengthOf(frames, fps);
+    return new Generation(prompt, params, reported, params.width() + "x" + params.height());
+  }
+
+  /** One image's settings (a one-frame video); {@code index} offsets the seed for n > 1. */
+  Generation image(Map<String, String> f, int index) {
+    String prompt = prompt(f);
+    checkModel(f);
+    DiffusionParams p = params(f, 1, card.defaults().fps());
+    DiffusionParams indexed =
+        new DiffusionParams(
+            p.steps(),
+            p.guidance(),
+            p.seed() + index,
+            p.width(),
+            p.height(),
+            1,
+            p.fps(),
+            p.negativePrompt(),
+            p.sampler(),
+            p.shift());
+    return new Generation(prompt, indexed, "0", p.width() + "x" + p.height());
+  }
+
+  String prompt(Map<String, String> f) {
+    String prompt = f.get("prompt");
+    if (prompt == null || prompt.isBlank()) {
+      throw ApiException.badRequest("prompt", "prompt is required");
+    }
+    checkLength("prompt", prompt);
+    return prompt;
+  }
+
+  int n(Map<String, String> f) {
+    return intField(f, "n", 1, 1, limits.maxImages());
+  }
+
+  private DiffusionParams params(Map<String, String> f, int frames, int fps) {
+    GenerationDefaults d = card.defaults();
+    int[] wh = size(f.get("size"), d);
+    int steps =
+        intField(
+            f, "num_inference_steps", Math.min(d.steps(), limits.maxSteps()), 1, limits.maxSteps());
+    double guidance = d.guidance();
+    if (f.containsKey("guidance_scale")) {
+      guidance = number(f.get("guidance_scale"), "guidance_scale");
+      if (!(guidance >= 0) || guidance > 100) {
+        throw ApiException.badRequest(
+            "guidance_scale", "guidance_scale must be between 0 and 100, got " + guidance);
+      }
+    }
+    long seed = f.containsKey("seed") ? seed(f.get("seed")) : SEEDS.nextLong() & 0xffffffffL;
+    String negative = f.getOrDefault("negative_prompt", "");
+    checkLength("negative_prompt", negative);
+    return new DiffusionParams(
+        steps,
+        guidance,
+        seed,
+        wh[0],
+        wh[1],
+        frames,
+        fps,
+        negative,
+        Optional.empty(),
+        Optional.empty());
+  }
+
+  private int[] size(String value, GenerationDefaults d) {
+    if (value == null) {
+      return new int[] {d.width(), d.height()};
+    }
+    Matcher m = SIZE.matcher(value);
+    if (!m.matches()) {
+      throw ApiException.badRequest("size", "size must be WIDTHxHEIGHT, got '" + value + "'");
+    }
+    int w = Integer.parseInt(m.group(1));
+    int h = Integer.parseInt(m.group(2));
+    if (w < 16 || h < 16 || w % 16 != 0 || h % 16 != 0) {
+      throw ApiException.badRequest("size", "size must be multiples of 16, got " + value);
+    }
+    if (w > limits.maxWidth() || h > limits.maxHeight()) {
+      throw ApiException.badRequest(
+          "size",
+          "size " + value + " is larger than " + limits.maxWidth() + "x" + limits.maxHeight());
+    }
+    return new int[] {w, h};
+  }
+
+  private void checkModel(Map<String, String> f) {
+    String model = f.get("model");
+    if (model != null && !model.equals(card.modelId())) {
+      throw new ApiException(
+          404,
+          "invalid_request_error",
+          "model",
+          "model_not_found",
+          "model '" + model + "' is not served here (this server serves '" + card.modelId() + "')");
+    }
+  }
+
+  private void checkLength(String field, String text) {
+    if (text.length() > limits.maxPromptChars()) {
+      throw ApiException.badRequest(
+          field, field + " is longer than " + limits.maxPromptChars() + " characters");
+    }
+  }
+
+  private static int intField(Map<String, String> f, String name, int fallback, int min, int max) {
+    String v = f.get(name);
+    if (v == null) {
+      return fallback;
+    }
+    int n;
+    try {
+      n = Integer.parseInt(v.trim());
+    } catch (NumberFormatException e) {
+      throw ApiException.badRequest(name, name + " must be an integer, got '" + v + "'");
+    }
+    if (n < min || n > max) {
+      throw ApiException.badRequest(
+          name, name + " must be between " + min + " and " + max + ", got " + n);
+    }
+    return n;
+  }
+
+  private static double number(String v, String name) {
+    try {
+      double d = Double.parseDouble(v.trim());
+      if (Double.isFinite(d)) {
+        return d;
+      }
+    } catch (NumberFormatException e) {
+      // refused below
+    }
+    throw ApiException.badRequest(name, name + " must be a number, got '" + v + "'");
+  }
+
+  private static long seed(String v) {
+    try {
+      long s = Long.parseLong(v.trim());
+      if (s >= 0) {
+        return s;
+      }
+    } catch (NumberFormatException e) {
+      // refused below
+    }
+    throw ApiException.badRequest("seed", "seed must be an integer >= 0, got '" + v + "'");
+  }
+
+  /** "5" for 81 frames at 16 fps: the time the frames span, to two decimals. */
+  private static String lengthOf(int frames, int fps) {
+    BigDecimal s = BigDecimal.valueOf((frames - 1) / (double) fps);
+    return s.setScale(2, java.math.RoundingMode.HALF_UP).stripTrailingZeros().toPlainString();
+  }
+}

@@ -1,0 +1,198 @@
+package dev.stepweave.server;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.fail;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.media.Mp4Reader;
+import dev.stepweave.core.media.Mp4Writer;
+import dev.stepweave.core.media.PngWriter;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.core.request.ModalPart;
+import dev.stepweave.core.request.OutputSpec;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.GenerationResult;
+import java.io.IOException;
+import java.net.URI;
+import java.net.http.HttpClient;
+import java.net.http.HttpRequest;
+import java.net.http.HttpResponse;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.Set;
+
+/** A server on loopback over a {@link PatternModel}, and an HTTP client for it. */
+final class Harness implements AutoCloseable {
+  static final ObjectMapper JSON = new ObjectMapper();
+  static final Set<String> TERMINAL = Set.of("completed", "failed", "cancelled");
+
+  final PatternModel model = new PatternModel();
+  final Engine engine = new Engine(model);
+  final StepweaveServer server;
+  final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
+
+  Harness(Path artifacts, ServerConfig config) throws IOException {
+    server = StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts));
+  }
+
+  Harness(Path artifacts) throws IOException {
+    this(artifacts, ServerConfig.defaults());
+  }
+
+  record Reply(int status, String contentType, byte[] body) {
+    JsonNode json() {
+      try {
+        return JSON.readTree(body);
+      } catch (IOException e) {
+        throw new AssertionError("not JSON: " + new String(body), e);
+      }
+    }
+
+    String text() {
+      return new String(body, java.nio.charset.StandardCharsets.UTF_8);
+    }
+  }
+
+  URI uri(String path) {
+    return URI.create(server.baseUri() + path);
+  }
+
+  Reply send(HttpRequest.Builder b) {
+    try {
+      HttpResponse<byte[]> r =
+          client.send(
+              b.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofByteArray());
+      return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
+  Reply get(String path) {
+    return send(HttpRequest.newBuilder(uri(path)).GET());
+  }
+
+  Reply delete(String path) {
+    return send(HttpRequest.newBuilder(uri(path)).DELETE());
+  }
+
+  Reply post(String path, String contentType, byte[] body) {
+    return send(
+        HttpRequest.newBuilder(uri(path))
+            .header("Content-Type", contentType)
+            .POST(HttpRequest.BodyPublishers.ofByteArray(body)));
+  }
+
+  Reply postJson(String path, Object body) {
+    try {
+      return post(path, "application/json", JSON.writeValueAsBytes(body));
+    } catch (IOException e) {
+      throw new AssertionError(e);
+    }
+  }
+
+  /** Creates a video and returns its id, failing unless the server took it. */
+  String createVideo(Map<String, Object> fields) {
+    Reply r = postJson("/v1/videos", fields);
+    assertEquals(200, r.status(), r::text);
+    return r.json().get("id").asText();
+  }
+
+  /** Polls until the video is terminal; returns its last video object. */
+  JsonNode awaitTerminal(String id) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      JsonNode v = get("/v1/videos/" + id).json();
+      if (TERMINAL.contains(v.get("status").asText())) {
+        return v;
+      }
+      sleep(10);
+    }
+    return fail("video " + id + " did not finish");
+  }
+
+  static void sleep(long ms) {
+    try {
+      Thread.sleep(ms);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new AssertionError(e);
+    }
+  }
+
+  /**
+   * The decoded frames of an MP4. Outputs are compared decoded: the container records its creation
+   * time, so equal videos made in different seconds differ in a few header bytes.
+   */
+  static float[] decoded(Path dir, byte[] mp4) throws IOException {
+    Path file = Files.createTempFile(dir, "decoded", ".mp4");
+    Files.write(file, mp4);
+    return Mp4Reader.read(file).frames().toFloatArray();
+  }
+
+  /** The MP4 bytes the same settings give when run alone on a fresh engine. */
+  static byte[] serialVideo(Path dir, String prompt, DiffusionParams p) throws Exception {
+    GenerationResult r = runAlone(TaskType.T2V, prompt, p);
+    Artifact.VideoArtifact v = r.artifact(Artifact.VideoArtifact.class);
+    Path file = Files.createTempFile(dir, "serial", ".mp4");
+    Mp4Writer.write(file, v.frames(), v.fps());
+    return Files.readAllBytes(file);
+  }
+
+  /** The PNG bytes the same settings give when run alone on a fresh engine. */
+  static byte[] serialImage(Path dir, String prompt, DiffusionParams p) throws Exception {
+    GenerationResult r = runAlone(TaskType.T2I, prompt, p);
+    Path file = Files.createTempFile(dir, "serial", ".png");
+    PngWriter.writeImage(file, r.artifact(Artifact.ImageArtifact.class).pixels());
+    return Files.readAllBytes(file);
+  }
+
+  private static GenerationResult runAlone(TaskType task, String prompt, DiffusionParams p)
+      throws Exception {
+    try (Engine alone = new Engine(new PatternModel())) {
+      Request r =
+          new Request(
+              "serial-" + p.seed(),
+              task,
+              List.of(new ModalPart.Text(prompt)),
+              p,
+              OutputSpec.DEFAULT,
+              Map.of(),
+              false);
+      return alone.submit(r).result().get();
+    }
+  }
+
+  /** The settings a video object reports, as diffusion params. */
+  static DiffusionParams paramsOf(JsonNode v) {
+    String[] wh = v.get("size").asText().split("x");
+    return new DiffusionParams(
+        v.get("num_inference_steps").asInt(),
+        v.get("guidance_scale").asDouble(),
+        v.get("seed").asLong(),
+        Integer.parseInt(wh[0]),
+        Integer.parseInt(wh[1]),
+        v.get("num_frames").asInt(),
+        v.get("fps").asInt(),
+        "",
+        Optional.empty(),
+        Optional.empty());
+  }
+
+  @Override
+  public void close() {
+    server.stop();
+    engine.close();
+  }
+}

@@ -1,0 +1,245 @@
+package dev.stepweave.server;
+
+import dev.stepweave.core.card.CheckpointManifest;
+import dev.stepweave.core.card.ComponentKind;
+import dev.stepweave.core.card.ComponentSpec;
+import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.core.card.LoopSpec;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.ParallelismContract;
+import dev.stepweave.core.card.ParitySpec;
+import dev.stepweave.core.card.Precision;
+import dev.stepweave.core.card.PrecisionContract;
+import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.loop.CancelScope;
+import dev.stepweave.core.loop.Done;
+import dev.stepweave.core.loop.Loop;
+import dev.stepweave.core.loop.LoopContext;
+import dev.stepweave.core.loop.LoopResult;
+import dev.stepweave.core.loop.LoopState;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.SerializedState;
+import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.core.loop.Step;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.Provenance;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
+import java.util.EnumSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+
+/**
+ * A weightless model for server tests: "denoise" mixes a value seeded by the request's seed once
+ * per step, "decode" paints small frames from it (a video, or an image for t2i). Outputs depend
+ * only on the request, as a real model's do. Prompts containing "slow" sleep {@link #SLOW_STEP_MS}
+ * per denoise step, so tests can catch a job in flight.
+ */
+final class PatternModel implements ModelInstance {
+  static final String ID = "pattern-test";
+  static final long SLOW_STEP_MS = 10;
+
+  private final ModelCard card = patternCard();
+
+  record State(Request request, float value, int done, int total, CancelScope scope)
+      implements LoopState {
+    @Override
+    public int stepsDone() {
+      return done;
+    }
+
+    @Override
+    public int totalSteps() {
+      return total;
+    }
+  }
+
+  private final class PatternLoop implements Loop<State> {
+    private final String id;
+    private final WorkKind kind;
+
+    PatternLoop(String id, WorkKind kind) {
+      this.id = id;
+      this.kind = kind;
+    }
+
+    @Override
+    public String id() {
+      return id;
+    }
+
+    @Override
+    public State init(Request r, ModelInstance m, LoopContext ctx) {
+      LoopResult denoised = ctx.upstream().get("denoise");
+      float start =
+          denoised == null
+              ? (r.params().seed() % 997) / 997f
+              : denoised.tensor("value").getFloat(0);
+      int total = kind == WorkKind.DIFFUSION_STEP ? r.params().steps() : 1;
+      return new State(r, start, 0, total, ctx.cancelScope());
+    }
+
+    @Override
+    public Step next(State s) {
+      if (s.done() == s.total()) {
+        return Done.INSTANCE;
+      }
+      return new WorkPlan(
+          id,
+          instanceId(),
+          kind,
+          ShapeSignature.of(id, 1),
+          ResourceRequest.NONE,
+          s.scope(),
+          s.done(),
+          () -> StepResult.of(kind == WorkKind.DIFFUSION_STEP ? mix(s) : paint(s)));
+    }
+
+    @Override
+    public State advance(State s, StepResult r) {
+      float value = kind == WorkKind.DIFFUSION_STEP ? r.output().getFloat(0) : s.value();
+      return new State(s.request(), value, s.done() + 1, s.total(), s.scope());
+    }
+
+    @Override
+    public LoopResult finalize(State s) {
+      Tensor value = Tensor.of(new float[] {s.value()}, 1);
+      if (kind == WorkKind.DIFFUSION_STEP) {
+        return new LoopResult(Map.of("value", value), List.of());
+      }
+      Request r = s.request();
+      Tensor frames = frames(r, s.value());
+      Provenance p = new Provenance(ID, "base", id, r.id(), r.params().seed(), Map.of(), List.of());
+      Artifact a =
+          r.task() == TaskType.T2I
+              ? new Artifact.ImageArtifact("image", frames.select(0, 0), p)
+              : new Artifact.VideoArtifact("video", frames, r.params().fps(), p);
+      return new LoopResult(Map.of("value", value), List.of(a));
+    }
+
+    @Override
+    public SerializedState serialize(State s) {
+      return new SerializedState(
+          id,
+          Map.of("value", Tensor.of(new float[] {s.value()}, 1)),
+          "{\"done\":" + s.done() + "}");
+    }
+
+    @Override
+    public State deserialize(SerializedState d, Request r, ModelInstance m, LoopContext ctx) {
+      int done = Integer.parseInt(d.json().replaceAll("\\D", ""));
+      int total = kind == WorkKind.DIFFUSION_STEP ? r.params().steps() : 1;
+      return new State(r, d.tensors().get("value").getFloat(0), done, total, ctx.cancelScope());
+    }
+  }
+
+  private static Tensor mix(State s) {
+    if (s.request().prompt().contains("slow")) {
+      try {
+        Thread.sleep(SLOW_STEP_MS);
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    float v = (s.value() * 3.1f + 0.37f + s.done() * 0.01f) % 1f;
+    return Tensor.of(new float[] {v}, 1);
+  }
+
+  private static Tensor paint(State s) {
+    return Tensor.of(new float[] {s.value()}, 1);
+  }
+
+  private static Tensor frames(Request r, float value) {
+    var p = r.params();
+    int f = p.frames();
+    int h = p.height();
+    int w = p.width();
+    float[] rgb = new float[f * h * w * 3];
+    int i = 0;
+    for (int t = 0; t < f; t++) {
+      for (int y = 0; y < h; y++) {
+        for (int x = 0; x < w; x++) {
+          for (int c = 0; c < 3; c++) {
+            float v = value + t * 0.05f + x / (float) w * 0.5f + y / (float) h * 0.25f + c * 0.3f;
+            rgb[i++] = v - (float) Math.floor(v);
+          }
+        }
+      }
+    }
+    return Tensor.of(rgb, f, h, w, 3);
+  }
+
+  private final Map<String, PatternLoop> loops =
+      Map.of(
+          "denoise", new PatternLoop("denoise", WorkKind.DIFFUSION_STEP),
+          "decode", new PatternLoop("decode", WorkKind.VAE_TILE));
+
+  private static ModelCard patternCard() {
+    var all = EnumSet.allOf(TaskType.class);
+    List<String> program = List.of("denoise", "decode");
+    return new ModelCard(
+        ID,
+        "wan",
+        Map.of(
+            "dit",
+            new ComponentSpec("dit", ComponentKind.DIT, "transformer", "Pattern", Precision.F32),
+            "vae",
+            new ComponentSpec("vae", ComponentKind.VAE, "vae", "Pattern", Precision.F32)),
+        Map.of(
+            "denoise", new LoopSpec("denoise", WorkKind.DIFFUSION_STEP, List.of("dit")),
+            "decode", new LoopSpec("decode", WorkKind.VAE_TILE, List.of("vae"))),
+        Map.of(TaskType.T2V, program, TaskType.T2I, program),
+        RecipeSpec.base(),
+        new ParitySpec(ConsistencyRung.C1, List.of(), Map.of()),
+        Map.of(),
+        ParallelismContract.single(),
+        new PrecisionContract(Set.of(Precision.F32), Precision.F32),
+        new CheckpointManifest(
+            Map.of(
+                "dit", new CheckpointManifest.Requirement(all, Set.of()),
+                "vae", new CheckpointManifest.Requirement(all, Set.of()))),
+        new GenerationDefaults(32, 32, 5, 8, 3, 1.0));
+  }
+
+  @Override
+  public String instanceId() {
+    return "pattern";
+  }
+
+  @Override
+  public ModelCard card() {
+    return card;
+  }
+
+  @Override
+  public Backend backend() {
+    throw new UnsupportedOperationException("no backend");
+  }
+
+  @Override
+  public String samplerFor(Request request) {
+    return "euler";
+  }
+
+  @Override
+  public <T> T component(String id, Class<T> type) {
+    throw new IllegalArgumentException("no components");
+  }
+
+  @Override
+  public Loop<? extends LoopState> loop(String loopId) {
+    PatternLoop loop = loops.get(loopId);
+    if (loop == null) {
+      throw new IllegalArgumentException("no loop " + loopId);
+    }
+    return loop;
+  }
+}
