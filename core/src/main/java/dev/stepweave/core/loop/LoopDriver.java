@@ -1,5 +1,7 @@
 package dev.stepweave.core.loop;
 
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.StepInfo;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
@@ -31,6 +33,17 @@ public final class LoopDriver {
       }
       WorkPlan plan = (WorkPlan) step;
       StepResult result = ctx.execute(plan);
+      Extensions ext = ctx.extensions();
+      if (!ext.observers().isEmpty()) {
+        ext.afterStep(
+            new StepInfo(
+                ctx.cancelScope().requestId(),
+                plan.loopId(),
+                plan.stepIndex(),
+                plan.kind(),
+                plan.shape()),
+            result.elapsed());
+      }
       state = loop.advance(state, result);
       ctx.emit(
           new RequestEvent.Step(

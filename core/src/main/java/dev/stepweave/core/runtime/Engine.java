@@ -1,5 +1,6 @@
 package dev.stepweave.core.runtime;
 
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopContext;
@@ -31,6 +32,7 @@ import java.util.concurrent.Executors;
 public final class Engine implements AutoCloseable {
   private final ModelInstance model;
   private final StepExecutor executor;
+  private final Extensions extensions;
   private final ExecutorService worker;
 
   public Engine(ModelInstance model) {
@@ -38,8 +40,14 @@ public final class Engine implements AutoCloseable {
   }
 
   public Engine(ModelInstance model, StepExecutor executor) {
+    this(model, executor, Extensions.NONE);
+  }
+
+  /** An engine whose deployment enables {@code extensions} (plugins and observers). */
+  public Engine(ModelInstance model, StepExecutor executor, Extensions extensions) {
     this.model = model;
     this.executor = executor;
+    this.extensions = extensions;
     this.worker =
         Executors.newSingleThreadExecutor(
             r -> {
@@ -51,6 +59,11 @@ public final class Engine implements AutoCloseable {
 
   public ModelInstance model() {
     return model;
+  }
+
+  /** The deployment's extensions; their metrics count what plugins did over all requests. */
+  public Extensions extensions() {
+    return extensions;
   }
 
   private final java.util.concurrent.atomic.AtomicInteger queued =
@@ -116,6 +129,7 @@ public final class Engine implements AutoCloseable {
     try {
       request.validate();
       model.validate(request);
+      extensions.admit(request, model.card());
       program = InlineProgram.forTask(model.card(), request.task());
       overrides =
           model
@@ -155,6 +169,7 @@ public final class Engine implements AutoCloseable {
         new LinkedHashMap<>(from == null ? Map.of() : from.finished());
     Map<String, Duration> timings = new LinkedHashMap<>();
     List<Artifact> artifacts = new ArrayList<>();
+    Map<String, Long> report = new java.util.TreeMap<>();
     try {
       for (String loopId : program.loopIds()) {
         if (finished.containsKey(loopId)) {
@@ -171,8 +186,13 @@ public final class Engine implements AutoCloseable {
                 resumeState);
         timings.put(loopId, Duration.ofNanos(System.nanoTime() - t0));
         finished.put(loopId, result);
+        result.report().forEach((k, v) -> report.merge(k, v, Long::sum));
+        Map<String, String> reported = new java.util.TreeMap<>();
+        report.forEach((k, v) -> reported.put(k, Long.toString(v)));
         for (Artifact a : result.artifacts()) {
-          Artifact withOverrides = a.withProvenance(a.provenance().withRecipeOverrides(overrides));
+          Artifact withOverrides =
+              a.withProvenance(
+                  a.provenance().withRecipeOverrides(overrides).withSettings(reported));
           artifacts.add(withOverrides);
           handle.emit(new RequestEvent.ArtifactReady(request.id(), withOverrides));
         }
@@ -180,6 +200,7 @@ public final class Engine implements AutoCloseable {
       handle.emit(
           new RequestEvent.Completed(request.id(), Duration.ofNanos(System.nanoTime() - start)));
       completed.incrementAndGet();
+      extensions.metrics().record(report);
       handle.finish(new GenerationResult(request.id(), artifacts, timings, finished, overrides));
     } catch (CancelledException e) {
       cancelled.incrementAndGet();
@@ -227,6 +248,11 @@ public final class Engine implements AutoCloseable {
       this.upstream = Map.copyOf(upstream);
       this.requestId = handle.requestId();
       this.sink = sink;
+    }
+
+    @Override
+    public Extensions extensions() {
+      return extensions;
     }
 
     @Override
