@@ -1,6 +1,8 @@
 package dev.stepweave.models.wan;
 
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.PluginState;
+import dev.stepweave.core.extend.StepInfo;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
 import dev.stepweave.core.loop.Loop;
@@ -23,6 +25,8 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.SamplerState;
+import dev.stepweave.models.wan.cache.DenoiseHooks;
+import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -40,6 +44,10 @@ import java.util.Map;
  */
 final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   static final String LATENTS = "latents";
+  private static final String COND = "cond";
+  private static final String UNCOND = "uncond";
+  private static final String PLUGIN = "plugin.";
+  private static final String PLUGINS = "plugins";
 
   private final WanModel model;
 
@@ -53,6 +61,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param cond conditional text embeddings
    * @param uncond unconditional text embeddings, or null without guidance
    * @param request the request (the guidance policy and sampler are pure functions of it)
+   * @param plugins the request's interceptor state, per plugin and CFG branch (serialised)
+   * @param hooks the extension hooks assembled for this request (configuration, not state)
    */
   record State(
       Tensor latents,
@@ -60,7 +70,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       Tensor cond,
       Tensor uncond,
       Request request,
-      CancelScope scope)
+      CancelScope scope,
+      PluginState plugins,
+      DenoiseHooks hooks)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -93,7 +105,18 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
     Sampler sampler = model.sampler(request);
     return new State(
-        latents, sampler.start(request.params().steps()), cond, uncond, request, ctx.cancelScope());
+        latents,
+        sampler.start(request.params().steps()),
+        cond,
+        uncond,
+        request,
+        ctx.cancelScope(),
+        new PluginState(),
+        hooks(request, ctx));
+  }
+
+  private DenoiseHooks hooks(Request request, LoopContext ctx) {
+    return DenoiseHooks.assemble(ctx.extensions().admit(request, model.card()), ctx.extensions());
   }
 
   /** The request's latents input if any, else {@code torch.randn} of the request's seed. */
@@ -143,35 +166,57 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         latentBytes * (2 + s.sampler().history().size()) + s.cond().byteSize() * branches;
     long peak = tokens * cfg.innerDim() * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
     float t = s.sampler().timestep();
+    ShapeSignature signature =
+        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches);
+    TapSink taps =
+        s.hooks()
+            .taps(
+                new StepInfo(
+                    s.request().id(), id(), s.stepsDone(), WorkKind.DIFFUSION_STEP, signature),
+                model.backend());
     return new WorkPlan(
         id(),
         model.instanceId(),
         WorkKind.DIFFUSION_STEP,
-        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches),
+        signature,
         new ResourceRequest(0, resident, peak, 0),
         s.scope(),
         s.stepsDone(),
-        () -> StepResult.of(guidedPrediction(policy, s, t)));
+        () -> StepResult.of(guidedPrediction(policy, s, t, taps)));
   }
 
   /** The guided model prediction for the current latents at timestep {@code t}. */
-  private Tensor guidedPrediction(CfgPolicy policy, State s, float t) {
+  private Tensor guidedPrediction(CfgPolicy policy, State s, float t, TapSink taps) {
     Backend ops = model.backend();
     var transformer = model.transformer();
     int step = s.stepsDone();
+    Tensor prediction;
     if (!policy.needsUncond()) {
-      return transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
-    }
-    if (policy.batched()) {
+      prediction =
+          transformer.forward(
+              s.latents(), timesteps(ops, t, 1), s.cond(), taps, blocks(s, List.of(COND)));
+    } else if (policy.batched()) {
       Tensor x = ops.concat(List.of(s.latents(), s.latents()), 0);
       Tensor text = ops.concat(List.of(s.cond(), s.uncond()), 0);
-      Tensor both = transformer.forward(x, timesteps(ops, t, 2), text, TapSink.NONE);
-      return policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
+      Tensor both =
+          transformer.forward(
+              x, timesteps(ops, t, 2), text, taps, blocks(s, List.of(COND, UNCOND)));
+      prediction = policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
+    } else {
+      Tensor cond =
+          transformer.forward(
+              s.latents(), timesteps(ops, t, 1), s.cond(), taps, blocks(s, List.of(COND)));
+      Tensor uncond =
+          transformer.forward(
+              s.latents(), timesteps(ops, t, 1), s.uncond(), taps, blocks(s, List.of(UNCOND)));
+      prediction = policy.combine(ops, cond, uncond, step);
     }
-    Tensor cond = transformer.forward(s.latents(), timesteps(ops, t, 1), s.cond(), TapSink.NONE);
-    Tensor uncond =
-        transformer.forward(s.latents(), timesteps(ops, t, 1), s.uncond(), TapSink.NONE);
-    return policy.combine(ops, cond, uncond, step);
+    taps.tap("prediction", prediction);
+    return prediction;
+  }
+
+  private BlockHooks blocks(State s, List<String> branches) {
+    return s.hooks().blocks(s.plugins(), branches, s.stepsDone(), model.backend());
   }
 
   private static Tensor timesteps(Backend ops, float t, int batch) {
@@ -184,7 +229,15 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   public State advance(State s, StepResult result) {
     Sampler sampler = model.sampler(s.request());
     var step = sampler.step(model.backend(), s.sampler(), result.output(), s.latents());
-    return new State(step.sample(), step.state(), s.cond(), s.uncond(), s.request(), s.scope());
+    return new State(
+        step.sample(),
+        step.state(),
+        s.cond(),
+        s.uncond(),
+        s.request(),
+        s.scope(),
+        s.plugins(),
+        s.hooks());
   }
 
   @Override
@@ -210,7 +263,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
                     model.backend().download(s.latents()).squeeze(0),
                     WanProvenance.of(model, s.request(), id())))
             : List.of();
-    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts);
+    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts, s.plugins().report());
   }
 
   @Override
@@ -223,8 +276,11 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       tensors.put("uncond", ops.download(s.uncond()));
     }
     s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, ops.download(v)));
+    s.plugins().tensors(ops::download).forEach((k, v) -> tensors.put(PLUGIN + k, v));
     var json = StateJson.object();
     s.sampler().scalars().forEach(json::put);
+    var plugins = json.putObject(PLUGINS);
+    s.plugins().numbers().forEach(plugins::put);
     return new SerializedState(id(), tensors, json.toString());
   }
 
@@ -233,17 +289,30 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     Backend ops = model.backend();
     Map<String, Tensor> samplerTensors = new HashMap<>();
+    Map<String, Tensor> pluginTensors = new HashMap<>();
     data.tensors()
         .forEach(
             (k, v) -> {
               if (k.startsWith("sampler.")) {
                 samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
+              } else if (k.startsWith(PLUGIN)) {
+                pluginTensors.put(k.substring(PLUGIN.length()), v);
               }
             });
     Map<String, String> scalars = new HashMap<>();
+    Map<String, Double> pluginNumbers = new HashMap<>();
     StateJson.parse(data.json(), id())
         .properties()
-        .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+        .forEach(
+            e -> {
+              if (e.getKey().equals(PLUGINS)) {
+                e.getValue()
+                    .properties()
+                    .forEach(p -> pluginNumbers.put(p.getKey(), p.getValue().doubleValue()));
+              } else {
+                scalars.put(e.getKey(), e.getValue().asText());
+              }
+            });
     Tensor uncond = data.tensors().get("uncond");
     return new State(
         ops.upload(data.tensors().get(LATENTS), DType.F32),
@@ -251,6 +320,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         ops.upload(data.tensors().get("cond"), DType.F32),
         uncond == null ? null : ops.upload(uncond, DType.F32),
         request,
-        ctx.cancelScope());
+        ctx.cancelScope(),
+        PluginState.restore(pluginTensors, pluginNumbers, t -> ops.upload(t, DType.F32)),
+        hooks(request, ctx));
   }
 }
