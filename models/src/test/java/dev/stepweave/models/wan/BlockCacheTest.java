@@ -20,7 +20,9 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
+import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.cache.BlockCachePlugin;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.util.HashMap;
@@ -134,6 +136,46 @@ class BlockCacheTest {
     }
     float[] plain = latents(run(request("plain", 7, Map.of())));
     assertFalse(java.util.Arrays.equals(plain, latents(r)), "reuse changes the output");
+  }
+
+  @Test
+  void requestsWithBlockCachesBatchedByTheSchedulerEqualEachAlone() throws Exception {
+    // Same block layout (F1B0) so they share a forward; different seeds, warm-ups and reuse rules,
+    // so each batch row must decide from its own request's settings, slot and step.
+    Request a =
+        request(
+            "a",
+            1,
+            Map.of("dbcache", Map.of("fn", "1", "threshold", "10", "taylorseer_order", "2")));
+    Request b =
+        request(
+            "b",
+            2,
+            Map.of(
+                "dbcache",
+                Map.of(
+                    "fn", "1",
+                    "threshold", "10",
+                    "warmup_steps", "1",
+                    "max_consecutive_cached_steps", "2")));
+    GenerationResult aAlone = run(a);
+    GenerationResult bAlone = run(b);
+    try (Engine engine = new Engine(model, EngineConfig.defaults(), CACHES)) {
+      RequestHandle ha = engine.submit(a);
+      RequestHandle hb = engine.submit(b);
+      GenerationResult aTogether = ha.result().get(120, TimeUnit.SECONDS);
+      GenerationResult bTogether = hb.result().get(120, TimeUnit.SECONDS);
+      EngineStats stats = engine.stats();
+      long batched = stats.batchSizes().count() - stats.batchSizes().cumulativeCounts()[0];
+      assertTrue(batched > 0, "no denoise step was batched");
+      assertArrayEquals(latents(aAlone), latents(aTogether));
+      assertArrayEquals(latents(bAlone), latents(bTogether));
+      for (var pair : List.of(List.of(aAlone, aTogether), List.of(bAlone, bTogether))) {
+        Map<String, Long> alone = pair.get(0).loopResults().get(WanCards.DENOISE).report();
+        assertTrue(alone.get("dbcache.skipped_blocks") > 0, "the cache reused");
+        assertEquals(alone, pair.get(1).loopResults().get(WanCards.DENOISE).report());
+      }
+    }
   }
 
   @Test
