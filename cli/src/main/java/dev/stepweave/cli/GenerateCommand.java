@@ -3,6 +3,7 @@ package dev.stepweave.cli;
 import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.media.Mp4Writer;
 import dev.stepweave.core.media.PngWriter;
 import dev.stepweave.core.request.Artifact;
@@ -13,9 +14,11 @@ import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.cache.BlockCachePlugin;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.io.Safetensors;
@@ -144,6 +147,28 @@ final class GenerateCommand implements Callable<Integer> {
   List<String> settings = List.of();
 
   @Option(
+      names = "--cache",
+      paramLabel = "NAME",
+      description = {
+        "Block cache to run with: dbcache or fbcache (cache-dit style; alters the output)."
+      })
+  String cache;
+
+  @Option(
+      names = "--cache-set",
+      paramLabel = "KEY=VALUE",
+      description = {
+        "Block-cache parameter, repeatable: fn, bn (dbcache), threshold, warmup_steps,"
+            + " max_cached_steps, max_consecutive_cached_steps, taylorseer_order."
+      })
+  List<String> cacheSettings = List.of();
+
+  @Option(
+      names = "--exact",
+      description = "Refuse anything that alters the model's output distribution (block caches).")
+  boolean exact;
+
+  @Option(
       names = "--backend",
       defaultValue = "auto",
       paramLabel = "NAME",
@@ -187,7 +212,7 @@ final class GenerateCommand implements Callable<Integer> {
     Backend backend = Backends.byName(backendName, spec.commandLine().getErr());
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, backend);
-        Engine engine = new Engine(wan)) {
+        Engine engine = new Engine(wan, EngineConfig.defaults(), DEPLOYED)) {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       ModelCard card = wan.card();
       GenerationDefaults d = card.defaults();
@@ -213,7 +238,9 @@ final class GenerateCommand implements Callable<Integer> {
               params,
               new OutputSpec(saveLatents != null, 0),
               overrides,
-              overrideRecipe);
+              overrideRecipe,
+              pluginParams(),
+              exact);
       printCard(out, card, wan, request, loadTime);
       RequestHandle handle = engine.submit(request);
       Thread cancelOnInterrupt =
@@ -252,6 +279,9 @@ final class GenerateCommand implements Callable<Integer> {
           .loopTimings()
           .forEach(
               (loop, t) -> out.printf(Locale.ROOT, "  %-11s %8.2f s%n", loop, t.toNanos() / 1e9));
+      result.loopResults().values().stream()
+          .flatMap(r -> r.report().entrySet().stream())
+          .forEach(e -> out.printf(Locale.ROOT, "  %-28s %d%n", e.getKey(), e.getValue()));
       if (!result.recipeOverrides().isEmpty()) {
         out.println("recipe overridden: " + String.join(", ", result.recipeOverrides()));
       }
@@ -310,6 +340,32 @@ final class GenerateCommand implements Callable<Integer> {
         wan.samplerFor(r),
         p.guidance(),
         p.seed());
+  }
+
+  /** The CLI's deployment: it enables the block caches a user may then pick with --cache. */
+  private static final Extensions DEPLOYED =
+      Extensions.builder()
+          .enable(BlockCachePlugin.DBCACHE)
+          .enable(BlockCachePlugin.FBCACHE)
+          .build();
+
+  /** --cache and --cache-set as the request's plugin parameters. */
+  private Map<String, Map<String, String>> pluginParams() {
+    if (cache == null) {
+      if (!cacheSettings.isEmpty()) {
+        throw new InvalidRequestException("--cache-set needs --cache NAME");
+      }
+      return Map.of();
+    }
+    Map<String, String> params = new HashMap<>();
+    for (String kv : cacheSettings) {
+      int eq = kv.indexOf('=');
+      if (eq <= 0) {
+        throw new InvalidRequestException("--cache-set wants KEY=VALUE, got '" + kv + "'");
+      }
+      params.put(kv.substring(0, eq), kv.substring(eq + 1));
+    }
+    return Map.of(cache, params);
   }
 
   /** "832x480" → {832, 480}. */

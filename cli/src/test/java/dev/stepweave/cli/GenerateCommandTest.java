@@ -196,6 +196,56 @@ class GenerateCommandTest {
   }
 
   @Test
+  void aBlockCacheRunsAndReportsWhatItSkipped() {
+    Path out = tmp.resolve("cached.mp4");
+    var r =
+        generateTiny(
+            "--cache",
+            "fbcache",
+            "--cache-set",
+            "threshold=10",
+            "--cache-set",
+            "warmup_steps=1",
+            "-o",
+            out.toString());
+    assertEquals(0, r.exit(), r.err());
+    assertTrue(r.out().contains("fbcache.skipped_blocks"), r.out());
+    assertTrue(Files.isRegularFile(out));
+  }
+
+  @Test
+  void blockCacheRefusalsAreOneLineErrors() {
+    String m = TINY.toString();
+    rejected(
+        "an exact request refuses plugin 'dbcache'",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--cache",
+        "dbcache",
+        "--exact");
+    rejected(
+        "fbcache.threshold must be in 0.0..10.0, got -1",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--cache",
+        "fbcache",
+        "--cache-set",
+        "threshold=-1");
+    rejected(
+        "plugin 'teacache' is not enabled on this deployment (enabled: dbcache, fbcache)",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--cache",
+        "teacache");
+  }
+
+  @Test
   void anUnwritableOutputFailsBeforeAnyWork() {
     Path out = tmp.resolve("no-such-dir").resolve("out.mp4");
     var r = generateTiny("-o", out.toString());

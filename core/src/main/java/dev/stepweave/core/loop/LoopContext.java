@@ -1,5 +1,6 @@
 package dev.stepweave.core.loop;
 
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.request.RequestEvent;
 import java.util.Map;
 
@@ -20,6 +21,14 @@ public interface LoopContext {
 
   /** Results of the loops that ran before this one in the program, by loop id. */
   Map<String, LoopResult> upstream();
+
+  /**
+   * The extensions the deployment enabled (plugins requests may parameterise, observers). Loops
+   * assemble their hooks from it in {@code init}.
+   */
+  default Extensions extensions() {
+    return Extensions.NONE;
+  }
 
   /** Receives this loop's serialised state after each step (checkpointing), or ignores it. */
   default void checkpoint(String loopId, SerializedState state) {}

@@ -1,5 +1,7 @@
 package dev.stepweave.core.loop;
 
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.StepInfo;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
@@ -18,6 +20,7 @@ public final class LoopStepper<S extends LoopState> {
   private final LoopContext ctx;
   private final long startNanos = System.nanoTime();
   private S state;
+  private WorkPlan planned;
 
   private LoopStepper(Loop<S> loop, S state, LoopContext ctx) {
     this.loop = loop;
@@ -54,11 +57,26 @@ public final class LoopStepper<S extends LoopState> {
     if (ctx.cancelScope().isCancelled()) {
       throw new CancelledException(loop.id(), state.stepsDone());
     }
-    return loop.next(state) instanceof WorkPlan plan ? plan : null;
+    planned = loop.next(state) instanceof WorkPlan plan ? plan : null;
+    return planned;
   }
 
-  /** Folds a step's result in and emits the step event and the loop's own events. */
+  /**
+   * Folds the result of the step {@link #next} planned in, tells the deployment's observers (if
+   * any) that it ran, and emits the step event and the loop's own events.
+   */
   public void advance(StepResult result) {
+    Extensions ext = ctx.extensions();
+    if (!ext.observers().isEmpty()) {
+      ext.afterStep(
+          new StepInfo(
+              ctx.cancelScope().requestId(),
+              planned.loopId(),
+              planned.stepIndex(),
+              planned.kind(),
+              planned.shape()),
+          result.elapsed());
+    }
     state = loop.advance(state, result);
     ctx.emit(
         new RequestEvent.Step(

@@ -28,6 +28,13 @@ public record Provenance(
     recipeOverrides = List.copyOf(recipeOverrides);
   }
 
+  /** The same provenance with more settings (e.g. what the request's plugins did). */
+  public Provenance withSettings(Map<String, String> more) {
+    Map<String, String> all = new java.util.TreeMap<>(settings);
+    all.putAll(more);
+    return new Provenance(modelId, recipe, node, requestId, seed, all, recipeOverrides);
+  }
+
   public Provenance withRecipeOverrides(List<String> overrides) {
     return new Provenance(modelId, recipe, node, requestId, seed, settings, overrides);
   }

@@ -17,6 +17,9 @@ import java.util.UUID;
  * @param output what to return besides the main artifact
  * @param nodeOverrides per-loop settings keyed by loop id (e.g. {"vae_decode": {"tile": "256"}})
  * @param overrideRecipe run settings the card's recipe does not allow; recorded on the artifact
+ * @param plugins parameters of deployment-enabled plugins this request turns on, by plugin id (e.g.
+ *     {"dbcache": {"threshold": "0.08"}}); validated against each plugin's schema
+ * @param exact whether the output must be the model's own: refuses distribution-altering plugins
  */
 public record Request(
     String id,
@@ -25,7 +28,9 @@ public record Request(
     DiffusionParams params,
     OutputSpec output,
     Map<String, Map<String, String>> nodeOverrides,
-    boolean overrideRecipe) {
+    boolean overrideRecipe,
+    Map<String, Map<String, String>> plugins,
+    boolean exact) {
 
   public Request {
     Objects.requireNonNull(id, "request id");
@@ -34,6 +39,19 @@ public record Request(
     Objects.requireNonNull(params, "params");
     output = output == null ? OutputSpec.DEFAULT : output;
     nodeOverrides = nodeOverrides == null ? Map.of() : Map.copyOf(nodeOverrides);
+    plugins = plugins == null ? Map.of() : Map.copyOf(plugins);
+  }
+
+  /** A request that turns on no plugins and is not exact. */
+  public Request(
+      String id,
+      TaskType task,
+      List<ModalPart> inputs,
+      DiffusionParams params,
+      OutputSpec output,
+      Map<String, Map<String, String>> nodeOverrides,
+      boolean overrideRecipe) {
+    this(id, task, inputs, params, output, nodeOverrides, overrideRecipe, Map.of(), false);
   }
 
   /** A text-to-video (or, with one frame and {@link TaskType#T2I}, text-to-image) request. */
@@ -80,14 +98,25 @@ public record Request(
   }
 
   public Request withOutput(OutputSpec spec) {
-    return new Request(id, task, inputs, params, spec, nodeOverrides, overrideRecipe);
+    return new Request(
+        id, task, inputs, params, spec, nodeOverrides, overrideRecipe, plugins, exact);
   }
 
   public Request withOverrideRecipe(boolean override) {
-    return new Request(id, task, inputs, params, output, nodeOverrides, override);
+    return new Request(id, task, inputs, params, output, nodeOverrides, override, plugins, exact);
   }
 
   public Request withNodeOverrides(Map<String, Map<String, String>> overrides) {
-    return new Request(id, task, inputs, params, output, overrides, overrideRecipe);
+    return new Request(id, task, inputs, params, output, overrides, overrideRecipe, plugins, exact);
+  }
+
+  public Request withPlugins(Map<String, Map<String, String>> pluginParams) {
+    return new Request(
+        id, task, inputs, params, output, nodeOverrides, overrideRecipe, pluginParams, exact);
+  }
+
+  public Request withExact(boolean isExact) {
+    return new Request(
+        id, task, inputs, params, output, nodeOverrides, overrideRecipe, plugins, isExact);
   }
 }

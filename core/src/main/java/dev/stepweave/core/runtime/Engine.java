@@ -1,6 +1,7 @@
 package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.StepResult;
@@ -34,6 +35,7 @@ public final class Engine implements AutoCloseable {
   static final int MAX_CONSECUTIVE_POOL_FAULTS = 3;
 
   private final EngineConfig config;
+  private final Extensions extensions;
   private final CostModel cost;
   private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
   private final AdmissionController admission;
@@ -67,8 +69,17 @@ public final class Engine implements AutoCloseable {
   }
 
   public Engine(ModelInstance model, EngineConfig config) {
+    this(model, config, Extensions.NONE);
+  }
+
+  /**
+   * An engine whose deployment enables {@code extensions}: the plugins requests may turn on
+   * (checked at submit) and the observers told after every step.
+   */
+  public Engine(ModelInstance model, EngineConfig config, Extensions extensions) {
     this.model = model;
     this.config = config;
+    this.extensions = extensions;
     this.cost = new CostModel(config.deviceFlopsPerMilli(), config.deviceBytesPerMilli());
     this.admission = new AdmissionController(config);
     this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
@@ -88,6 +99,11 @@ public final class Engine implements AutoCloseable {
 
   public EngineConfig config() {
     return config;
+  }
+
+  /** The deployment's extensions; their metrics count what plugins did over all requests. */
+  public Extensions extensions() {
+    return extensions;
   }
 
   /** The cost model's figures, as data. */
@@ -179,6 +195,7 @@ public final class Engine implements AutoCloseable {
     try {
       request.validate();
       m.validate(request);
+      extensions.admit(request, m.card());
       program = InlineProgram.forTask(m.card(), request.task());
       overrides =
           m
@@ -210,7 +227,7 @@ public final class Engine implements AutoCloseable {
     RequestHandle handle = new RequestHandle(request.id());
     handle.emit(new RequestEvent.Queued(request.id()));
     ProgramRun run =
-        new ProgramRun(request, handle, program, overrides, options, reservation, from);
+        new ProgramRun(request, handle, program, overrides, options, reservation, from, extensions);
     active.add(handle);
     synchronized (lock) {
       run.queuedAs(queue.offer(run, options.priority(), options.deadline()));
@@ -516,6 +533,7 @@ public final class Engine implements AutoCloseable {
   private void complete(ProgramRun run) {
     end(run);
     completed.incrementAndGet();
+    extensions.metrics().record(run.report());
     run.handle.emit(new RequestEvent.Completed(run.id(), run.elapsed()));
     run.handle.finish(run.result());
   }

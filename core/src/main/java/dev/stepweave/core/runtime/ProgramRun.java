@@ -1,5 +1,6 @@
 package dev.stepweave.core.runtime;
 
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopContext;
@@ -19,6 +20,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * One request's program run, a step at a time: the loop in progress (its {@link LoopStepper}), the
@@ -35,6 +37,8 @@ final class ProgramRun {
   private final Map<String, LoopResult> finished = new LinkedHashMap<>();
   private final Map<String, Duration> timings = new LinkedHashMap<>();
   private final List<Artifact> artifacts = new ArrayList<>();
+  private final Extensions extensions;
+  private final Map<String, Long> report = new TreeMap<>();
   private RequestScheduler.Entry<ProgramRun> entry;
   private ProgramCheckpoint resumeFrom;
   private ProgramCheckpoint lastCheckpoint;
@@ -50,8 +54,10 @@ final class ProgramRun {
       List<String> overrides,
       RequestOptions options,
       AdmissionController.Reservation reservation,
-      ProgramCheckpoint from) {
+      ProgramCheckpoint from,
+      Extensions extensions) {
     this.request = request;
+    this.extensions = extensions;
     this.handle = handle;
     this.program = program;
     this.overrides = List.copyOf(overrides);
@@ -133,8 +139,12 @@ final class ProgramRun {
       stepper = null;
       timings.put(loopId, Duration.ofNanos(System.nanoTime() - loopStartNanos));
       finished.put(loopId, result);
+      result.report().forEach((k, v) -> report.merge(k, v, Long::sum));
+      Map<String, String> reported = new TreeMap<>();
+      report.forEach((k, v) -> reported.put(k, Long.toString(v)));
       for (Artifact a : result.artifacts()) {
-        Artifact withOverrides = a.withProvenance(a.provenance().withRecipeOverrides(overrides));
+        Artifact withOverrides =
+            a.withProvenance(a.provenance().withRecipeOverrides(overrides).withSettings(reported));
         artifacts.add(withOverrides);
         handle.emit(new RequestEvent.ArtifactReady(request.id(), withOverrides));
       }
@@ -190,6 +200,11 @@ final class ProgramRun {
     return stepper == null ? List.of() : stepper.partialArtifacts();
   }
 
+  /** What the request's plugins did, summed over the loops finished in this process. */
+  Map<String, Long> report() {
+    return Map.copyOf(report);
+  }
+
   GenerationResult result() {
     return new GenerationResult(request.id(), artifacts, timings, finished, overrides);
   }
@@ -199,6 +214,11 @@ final class ProgramRun {
     private final Map<String, LoopResult> upstream = Map.copyOf(finished);
 
     /** A loop that runs work outside its plans (none of ours) runs it at once, unbatched. */
+    @Override
+    public Extensions extensions() {
+      return extensions;
+    }
+
     @Override
     public StepResult execute(WorkPlan plan) {
       return plan.call().run();

@@ -24,7 +24,8 @@ class LoopSchedulerTest {
         List.of(),
         options,
         new AdmissionController.Reservation(r.id(), 0, 0, 0),
-        null);
+        null,
+        dev.stepweave.core.extend.Extensions.NONE);
   }
 
   @Test

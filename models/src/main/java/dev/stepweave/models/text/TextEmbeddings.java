@@ -24,13 +24,29 @@ public final class TextEmbeddings {
    */
   public static Tensor encodePrompts(
       PromptTokenizer tokenizer, UMT5Encoder encoder, List<String> prompts, int maxSequenceLength) {
-    Backend backend = encoder.backend();
+    return embed(encoder, tokenize(tokenizer, prompts, maxSequenceLength), maxSequenceLength);
+  }
+
+  /** The cleaned prompts' token ids and attention mask, padded to {@code maxSequenceLength}. */
+  public static PromptTokenizer.TokenBatch tokenize(
+      PromptTokenizer tokenizer, List<String> prompts, int maxSequenceLength) {
     List<String> cleaned = prompts.stream().map(TextEmbeddings::cleanPrompt).toList();
-    PromptTokenizer.TokenBatch tokens = tokenizer.encode(cleaned, maxSequenceLength);
+    return tokenizer.encode(cleaned, maxSequenceLength);
+  }
+
+  /**
+   * Embeds tokenised prompts for conditioning.
+   *
+   * @return {@code [B, maxSequenceLength, d_model]} on the encoder's backend
+   */
+  public static Tensor embed(
+      UMT5Encoder encoder, PromptTokenizer.TokenBatch tokens, int maxSequenceLength) {
+    Backend backend = encoder.backend();
+    int batch = tokens.inputIds().dim(0);
     Tensor hidden = encoder.encode(tokens.inputIds(), tokens.attentionMask());
     long[] mask = tokens.attentionMask().toLongArray();
-    List<Tensor> rows = new ArrayList<>(prompts.size());
-    for (int row = 0; row < prompts.size(); row++) {
+    List<Tensor> rows = new ArrayList<>(batch);
+    for (int row = 0; row < batch; row++) {
       int realLength = 0;
       for (int s = 0; s < maxSequenceLength; s++) {
         realLength += mask[row * maxSequenceLength + s] > 0 ? 1 : 0;

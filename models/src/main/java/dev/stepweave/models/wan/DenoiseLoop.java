@@ -1,6 +1,8 @@
 package dev.stepweave.models.wan;
 
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.PluginState;
+import dev.stepweave.core.extend.StepInfo;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
 import dev.stepweave.core.loop.Loop;
@@ -22,6 +24,7 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.SamplerState;
+import dev.stepweave.models.wan.cache.DenoiseHooks;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -39,6 +42,8 @@ import java.util.Map;
  */
 final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   static final String LATENTS = "latents";
+  private static final String PLUGIN = "plugin.";
+  private static final String PLUGINS = "plugins";
 
   /**
    * The most tensors a sampler keeps besides the latents: UniPC's history at its highest solver
@@ -58,6 +63,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param cond conditional text embeddings
    * @param uncond unconditional text embeddings, or null without guidance
    * @param request the request (the guidance policy and sampler are pure functions of it)
+   * @param plugins the request's interceptor state, per plugin and CFG branch (serialised)
+   * @param hooks the extension hooks assembled for this request (configuration, not state)
    */
   record State(
       Tensor latents,
@@ -65,7 +72,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       Tensor cond,
       Tensor uncond,
       Request request,
-      CancelScope scope)
+      CancelScope scope,
+      PluginState plugins,
+      DenoiseHooks hooks)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -98,7 +107,18 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
     Sampler sampler = model.sampler(request);
     return new State(
-        latents, sampler.start(request.params().steps()), cond, uncond, request, ctx.cancelScope());
+        latents,
+        sampler.start(request.params().steps()),
+        cond,
+        uncond,
+        request,
+        ctx.cancelScope(),
+        new PluginState(),
+        hooks(request, ctx));
+  }
+
+  private DenoiseHooks hooks(Request request, LoopContext ctx) {
+    return DenoiseHooks.assemble(ctx.extensions().admit(request, model.card()), ctx.extensions());
   }
 
   /** The request's latents input if any, else {@code torch.randn} of the request's seed. */
@@ -141,11 +161,15 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     int branches = policy.needsUncond() ? 2 : 1;
     int[] shape = s.latents().shape();
     int textLen = s.cond().dim(1);
+    ShapeSignature signature =
+        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches);
+    StepInfo info =
+        new StepInfo(s.request().id(), id(), s.stepsDone(), WorkKind.DIFFUSION_STEP, signature);
     return new WorkPlan(
         id(),
         model.instanceId(),
         WorkKind.DIFFUSION_STEP,
-        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches),
+        signature,
         resources(shape, textLen, branches),
         s.scope(),
         s.stepsDone(),
@@ -156,7 +180,10 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.cond(),
             s.uncond(),
             policy,
-            s.stepsDone()));
+            s.stepsDone(),
+            s.plugins(),
+            s.hooks(),
+            s.hooks().taps(info, model.backend())));
   }
 
   /**
@@ -187,7 +214,15 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   public State advance(State s, StepResult result) {
     Sampler sampler = model.sampler(s.request());
     var step = sampler.step(model.backend(), s.sampler(), result.output(), s.latents());
-    return new State(step.sample(), step.state(), s.cond(), s.uncond(), s.request(), s.scope());
+    return new State(
+        step.sample(),
+        step.state(),
+        s.cond(),
+        s.uncond(),
+        s.request(),
+        s.scope(),
+        s.plugins(),
+        s.hooks());
   }
 
   @Override
@@ -223,7 +258,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
                     model.backend().download(s.latents()).squeeze(0),
                     WanProvenance.of(model, s.request(), id())))
             : List.of();
-    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts);
+    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts, s.plugins().report());
   }
 
   @Override
@@ -236,8 +271,11 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       tensors.put("uncond", ops.download(s.uncond()));
     }
     s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, ops.download(v)));
+    s.plugins().tensors(ops::download).forEach((k, v) -> tensors.put(PLUGIN + k, v));
     var json = StateJson.object();
     s.sampler().scalars().forEach(json::put);
+    var plugins = json.putObject(PLUGINS);
+    s.plugins().numbers().forEach(plugins::put);
     return new SerializedState(id(), tensors, json.toString());
   }
 
@@ -246,17 +284,30 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     Backend ops = model.backend();
     Map<String, Tensor> samplerTensors = new HashMap<>();
+    Map<String, Tensor> pluginTensors = new HashMap<>();
     data.tensors()
         .forEach(
             (k, v) -> {
               if (k.startsWith("sampler.")) {
                 samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
+              } else if (k.startsWith(PLUGIN)) {
+                pluginTensors.put(k.substring(PLUGIN.length()), v);
               }
             });
     Map<String, String> scalars = new HashMap<>();
+    Map<String, Double> pluginNumbers = new HashMap<>();
     StateJson.parse(data.json(), id())
         .properties()
-        .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+        .forEach(
+            e -> {
+              if (e.getKey().equals(PLUGINS)) {
+                e.getValue()
+                    .properties()
+                    .forEach(p -> pluginNumbers.put(p.getKey(), p.getValue().doubleValue()));
+              } else {
+                scalars.put(e.getKey(), e.getValue().asText());
+              }
+            });
     Tensor uncond = data.tensors().get("uncond");
     return new State(
         ops.upload(data.tensors().get(LATENTS), DType.F32),
@@ -264,6 +315,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         ops.upload(data.tensors().get("cond"), DType.F32),
         uncond == null ? null : ops.upload(uncond, DType.F32),
         request,
-        ctx.cancelScope());
+        ctx.cancelScope(),
+        PluginState.restore(pluginTensors, pluginNumbers, t -> ops.upload(t, DType.F32)),
+        hooks(request, ctx));
   }
 }

@@ -1,9 +1,13 @@
 package dev.stepweave.models.wan;
 
+import dev.stepweave.core.extend.PluginState;
 import dev.stepweave.core.loop.BatchableCall;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.policy.CfgPolicy;
 import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.models.wan.cache.BlockCacheRow;
+import dev.stepweave.models.wan.cache.DenoiseHooks;
+import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -18,11 +22,20 @@ import java.util.List;
  * rows and combines each request's branches with its own policy. The transformer is
  * batch-invariant, so a request's prediction is bit-identical either way.
  *
+ * <p>With a block cache, every batch row (request × CFG branch) reads and writes its own request's
+ * slot with its own settings and step, so batching changes nothing there either. The call writes
+ * the slots of a copy of each request's {@link PluginState} and commits them only after the forward
+ * succeeded: a batch that throws leaves every state as it was, and its members re-run alone from
+ * there.
+ *
  * @param latents the request's current latents {@code [1, C, F, H, W]}
  * @param timestep the sampler's timestep for this step
  * @param cond conditional text embeddings {@code [1, L, D]}
  * @param uncond unconditional text embeddings, or null when the policy needs none
  * @param step the loop step (policies such as CFG-Zero* depend on it)
+ * @param plugins the request's plugin state (block-cache slots), committed after the call
+ * @param hooks the request's extension hooks
+ * @param taps the observers' tap sink for this step ({@link TapSink#NONE} when none wants taps)
  */
 record DitCall(
     WanModel model,
@@ -31,31 +44,50 @@ record DitCall(
     Tensor cond,
     Tensor uncond,
     CfgPolicy policy,
-    int step)
+    int step,
+    PluginState plugins,
+    DenoiseHooks hooks,
+    TapSink taps)
     implements BatchableCall {
+  private static final String COND = "cond";
+  private static final String UNCOND = "uncond";
 
-  /** Calls of one model batch together; the plan's shape signature fixes the sizes. */
+  /**
+   * Calls of one model batch together when their block caches compute the same blocks; a call whose
+   * observers want taps batches with none (its taps are its own). The plan's shape signature fixes
+   * the sizes.
+   */
   @Override
   public Object batchKey() {
-    return model;
+    return List.of(model, hooks.blockLayout(), taps);
   }
 
   @Override
   public StepResult run() {
     Backend ops = model.backend();
-    var transformer = model.transformer();
+    PluginState work = plugins.copy();
+    Tensor prediction;
     if (!policy.needsUncond()) {
-      return StepResult.of(transformer.forward(latents, timesteps(ops, 1), cond, TapSink.NONE));
-    }
-    if (policy.batched()) {
+      prediction = forward(ops, latents, 1, cond, work, List.of(COND));
+    } else if (policy.batched()) {
       Tensor x = ops.concat(List.of(latents, latents), 0);
       Tensor text = ops.concat(List.of(cond, uncond), 0);
-      Tensor both = transformer.forward(x, timesteps(ops, 2), text, TapSink.NONE);
-      return StepResult.of(policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step));
+      Tensor both = forward(ops, x, 2, text, work, List.of(COND, UNCOND));
+      prediction = policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
+    } else {
+      Tensor c = forward(ops, latents, 1, cond, work, List.of(COND));
+      Tensor u = forward(ops, latents, 1, uncond, work, List.of(UNCOND));
+      prediction = policy.combine(ops, c, u, step);
     }
-    Tensor c = transformer.forward(latents, timesteps(ops, 1), cond, TapSink.NONE);
-    Tensor u = transformer.forward(latents, timesteps(ops, 1), uncond, TapSink.NONE);
-    return StepResult.of(policy.combine(ops, c, u, step));
+    taps.tap("prediction", prediction);
+    plugins.commit(work);
+    return StepResult.of(prediction);
+  }
+
+  private Tensor forward(
+      Backend ops, Tensor x, int batch, Tensor text, PluginState work, List<String> branches) {
+    BlockHooks blocks = DenoiseHooks.blocks(hooks.rows(work, branches, step), ops);
+    return model.transformer().forward(x, timesteps(ops, batch), text, taps, blocks);
   }
 
   @Override
@@ -65,7 +97,11 @@ record DitCall(
     List<Tensor> xs = new ArrayList<>();
     List<Tensor> texts = new ArrayList<>();
     List<Float> ts = new ArrayList<>();
+    List<PluginState> works = new ArrayList<>(dits.size());
+    List<BlockCacheRow> rows = new ArrayList<>();
     for (DitCall d : dits) {
+      PluginState work = d.plugins().copy();
+      works.add(work);
       xs.add(d.latents());
       texts.add(d.cond());
       ts.add(d.timestep());
@@ -74,6 +110,8 @@ record DitCall(
         texts.add(d.uncond());
         ts.add(d.timestep());
       }
+      List<String> branches = d.policy().needsUncond() ? List.of(COND, UNCOND) : List.of(COND);
+      rows.addAll(d.hooks().rows(work, branches, d.step()));
     }
     float[] t = new float[ts.size()];
     for (int i = 0; i < t.length; i++) {
@@ -86,7 +124,8 @@ record DitCall(
                 ops.concat(xs, 0),
                 ops.upload(Tensor.of(t, t.length), DType.F32),
                 ops.concat(texts, 0),
-                TapSink.NONE);
+                TapSink.NONE, // calls with taps never batch (see batchKey)
+                DenoiseHooks.blocks(rows, ops));
     List<StepResult> results = new ArrayList<>(dits.size());
     int row = 0;
     for (DitCall d : dits) {
@@ -98,6 +137,9 @@ record DitCall(
         row++;
       }
       results.add(StepResult.of(d.policy().combine(ops, c, u, d.step())));
+    }
+    for (int i = 0; i < dits.size(); i++) {
+      dits.get(i).plugins().commit(works.get(i));
     }
     return results;
   }

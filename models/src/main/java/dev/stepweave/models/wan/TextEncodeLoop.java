@@ -1,5 +1,7 @@
 package dev.stepweave.models.wan;
 
+import dev.stepweave.core.cache.CacheKey;
+import dev.stepweave.core.cache.ContentHash;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
@@ -26,11 +28,15 @@ import java.util.Map;
 /**
  * Text encoding: one {@code ENCODER_CHUNK} step per prompt — the prompt, then the negative prompt
  * when guidance needs the unconditional branch — each tokenised, encoded by UMT5, cut to its real
- * length and zero-padded as WanPipeline does.
+ * length and zero-padded as WanPipeline does. Embeddings come from the instance's feature cache
+ * when an equal key was computed before, so identical prompts run the encoder once.
  */
 final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
   static final String PROMPT_EMBEDS = "prompt_embeds";
   static final String NEGATIVE_PROMPT_EMBEDS = "negative_prompt_embeds";
+  private static final String TEXT_ENCODER = "text_encoder";
+  // Bump when what an embedding means changes (cleaning, cut-and-zero-pad).
+  private static final String EMBEDDING_CONTRACT = "umt5-cut-zero-padded-1";
 
   private final WanModel model;
 
@@ -89,10 +95,34 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
         resources(length),
         s.scope(),
         s.stepsDone(),
-        () ->
-            StepResult.of(
-                TextEmbeddings.encodePrompts(
-                    model.tokenizer(), model.textEncoder(), List.of(text), length)));
+        () -> StepResult.of(embedding(text, length)));
+  }
+
+  /**
+   * The prompt's embedding, from the cache or computed into it. The lease pins the entry while the
+   * step runs; afterwards the loop state holds the tensor itself.
+   */
+  private Tensor embedding(String text, int length) {
+    var tokens = TextEmbeddings.tokenize(model.tokenizer(), List.of(text), length);
+    CacheKey key =
+        CacheKey.builder(model.card().modelId(), TEXT_ENCODER)
+            .loop(id())
+            .weightsVersion(Long.toString(model.weightsVersion()))
+            .adapters(Map.of()) // no text-encoder adapters are loaded yet
+            .precision(model.precision().wireName())
+            .shape("1x" + length)
+            .inputs(
+                Map.of(
+                    "input_ids", ContentHash.ofLongs(tokens.inputIds().toLongArray()),
+                    "attention_mask", ContentHash.ofLongs(tokens.attentionMask().toLongArray())))
+            .contract(EMBEDDING_CONTRACT)
+            .build();
+    try (var lease =
+        model
+            .textEmbeddingCache()
+            .acquire(key, () -> TextEmbeddings.embed(model.textEncoder(), tokens, length))) {
+      return lease.value();
+    }
   }
 
   /**

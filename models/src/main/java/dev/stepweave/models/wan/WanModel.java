@@ -1,5 +1,7 @@
 package dev.stepweave.models.wan;
 
+import dev.stepweave.core.cache.EvictionPolicy;
+import dev.stepweave.core.cache.FeatureCache;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
@@ -17,6 +19,7 @@ import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.CheckpointException;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.TensorSource;
@@ -40,6 +43,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   /** The reference pipeline's default text length. */
   public static final int DEFAULT_MAX_SEQUENCE_LENGTH = 512;
 
+  /** Bytes of text embeddings kept for reuse across requests (≈ 64 prompts of 512×4096 F32). */
+  public static final long TEXT_EMBEDDING_BUDGET_BYTES = 512L << 20;
+
   private final String instanceId = "wan-" + UUID.randomUUID().toString().substring(0, 8);
   private final Path dir;
   private final ModelCard card;
@@ -55,6 +61,10 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final Map<String, Loop<? extends LoopState>> loops;
   private final List<TensorSource> sources;
   private final int defaultMaxSequenceLength;
+  // Shared by all requests on this instance and keyed by content, encoder, weights, adapters and
+  // precision; it holds no request's state.
+  private final FeatureCache<Tensor> textEmbeddings =
+      new FeatureCache<>(TEXT_EMBEDDING_BUDGET_BYTES, EvictionPolicy.FIFO, Tensor::byteSize);
 
   private WanModel(
       Path dir,
@@ -204,6 +214,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   public WanVae vae() {
     return vae;
+  }
+
+  /** The text-embedding cache of this instance (its metrics count encoder runs saved). */
+  public FeatureCache<Tensor> textEmbeddingCache() {
+    return textEmbeddings;
   }
 
   /**

@@ -174,7 +174,10 @@ class InterleaveGateTest {
               ops.upload(g.randn(1, 16, textDim), dev.stepweave.tensor.DType.F32),
               ops.upload(g.randn(1, 16, textDim), dev.stepweave.tensor.DType.F32),
               policies[i],
-              i));
+              i,
+              new dev.stepweave.core.extend.PluginState(),
+              dev.stepweave.models.wan.cache.DenoiseHooks.NONE,
+              dev.stepweave.core.parity.TapSink.NONE));
     }
     List<StepResult> batched = calls.get(0).runBatch(List.<BatchableCall>copyOf(calls));
     for (int i = 0; i < calls.size(); i++) {

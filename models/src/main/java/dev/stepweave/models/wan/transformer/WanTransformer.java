@@ -94,6 +94,19 @@ public final class WanTransformer {
    */
   public Tensor forward(
       Tensor hiddenStates, Tensor timestep, Tensor encoderHiddenStates, TapSink taps) {
+    return forward(hiddenStates, timestep, encoderHiddenStates, taps, BlockHooks.NONE);
+  }
+
+  /**
+   * Like {@link #forward(Tensor, Tensor, Tensor, TapSink)}, letting {@code hooks} run the blocks
+   * (skipping some by a cached residual). Skipped blocks produce no taps.
+   */
+  public Tensor forward(
+      Tensor hiddenStates,
+      Tensor timestep,
+      Tensor encoderHiddenStates,
+      TapSink taps,
+      BlockHooks hooks) {
     checkInputs(hiddenStates, timestep, encoderHiddenStates);
     int batch = hiddenStates.dim(0);
     WanTransformerConfig.PatchSize p = cfg.patchSize();
@@ -120,10 +133,18 @@ public final class WanTransformer {
     taps.tap("context", c.context());
 
     Tensor timestepProj = c.timestepProj().reshape(batch, 6, dim);
-    for (int i = 0; i < blocks.length; i++) {
-      x = blocks[i].apply(backend, x, c.context(), timestepProj, rope);
-      taps.tap("block_" + i, x);
-    }
+    BlockHooks.BlockRunner runner =
+        (from, to, h) -> {
+          for (int i = from; i < to; i++) {
+            h = blocks[i].apply(backend, h, c.context(), timestepProj, rope);
+            taps.tap("block_" + i, h);
+          }
+          return h;
+        };
+    x =
+        hooks == BlockHooks.NONE
+            ? runner.run(0, blocks.length, x)
+            : hooks.runBlocks(x, runner, blocks.length);
 
     Tensor[] shiftScale = Modulation.vectors(backend, outputScaleShiftTable, c.temb().unsqueeze(1));
     x =
