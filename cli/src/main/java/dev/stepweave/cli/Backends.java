@@ -6,9 +6,19 @@ import dev.stepweave.tensor.cpu.CpuBackend;
 import java.io.PrintWriter;
 import java.util.Locale;
 
-/** Chooses the compute backend named on the command line. */
+/** The {@code --backend} option every command that computes shares, and the choice it makes. */
 final class Backends {
-  private Backends() {}
+  @picocli.CommandLine.Option(
+      names = "--backend",
+      defaultValue = "auto",
+      paramLabel = "NAME",
+      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
+  String name = "auto";
+
+  /** The backend this option names. */
+  Backend open(PrintWriter err) {
+    return byName(name, err);
+  }
 
   /**
    * {@code auto} (CUDA when it works, else the CPU after a one-line note saying why), {@code cpu},

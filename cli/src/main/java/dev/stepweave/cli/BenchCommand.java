@@ -97,12 +97,7 @@ final class BenchCommand {
                 + " (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    @Option(
-        names = "--backend",
-        defaultValue = "auto",
-        paramLabel = "NAME",
-        description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
-    String backendName;
+    @picocli.CommandLine.Mixin Backends backendOption;
 
     @Override
     public Integer call() throws Exception {
@@ -115,7 +110,7 @@ final class BenchCommand {
       }
       int clients = concurrency != null ? concurrency : requests;
       Path dir = model != null ? model : EmbeddedWan.ensure();
-      try (WanModel wan = WanModel.load(dir, Backends.byName(backendName, err))) {
+      try (WanModel wan = WanModel.load(dir, backendOption.open(err))) {
         out.printf(
             Locale.ROOT,
             "model %s on %s; %d requests per mix × %d rounds, %s; workload seed %d;"

@@ -168,12 +168,7 @@ final class GenerateCommand implements Callable<Integer> {
       description = "Refuse anything that alters the model's output distribution (block caches).")
   boolean exact;
 
-  @Option(
-      names = "--backend",
-      defaultValue = "auto",
-      paramLabel = "NAME",
-      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
-  String backendName;
+  @picocli.CommandLine.Mixin Backends backendOption;
 
   @Override
   public Integer call() throws Exception {
@@ -209,7 +204,7 @@ final class GenerateCommand implements Callable<Integer> {
           "note: no --model given; using the embedded tiny model (untrained: its output is"
               + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
     }
-    Backend backend = Backends.byName(backendName, spec.commandLine().getErr());
+    Backend backend = backendOption.open(spec.commandLine().getErr());
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, backend);
         Engine engine = new Engine(wan, EngineConfig.defaults(), DEPLOYED)) {

@@ -75,12 +75,7 @@ final class ServeCommand implements Callable<Integer> {
               + " ${DEFAULT-VALUE}).")
   long drainSeconds;
 
-  @Option(
-      names = "--backend",
-      defaultValue = "auto",
-      paramLabel = "NAME",
-      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
-  String backendName;
+  @picocli.CommandLine.Mixin Backends backendOption;
 
   @Override
   public Integer call() throws Exception {
@@ -115,7 +110,7 @@ final class ServeCommand implements Callable<Integer> {
             .withArtifactDir(artifacts)
             .withMaxPendingJobs(maxPending)
             .withDrainTimeout(Duration.ofSeconds(drainSeconds));
-    WanModel wan = WanModel.load(dir, Backends.byName(backendName, err));
+    WanModel wan = WanModel.load(dir, backendOption.open(err));
     Engine engine = new Engine(wan);
     StepweaveServer server;
     try {

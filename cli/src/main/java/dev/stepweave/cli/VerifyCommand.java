@@ -42,12 +42,7 @@ final class VerifyCommand implements Callable<Integer> {
       description = "A directory of reference recordings in the golden format.")
   Path reference;
 
-  @Option(
-      names = "--backend",
-      defaultValue = "auto",
-      paramLabel = "NAME",
-      description = "Compute backend: auto (CUDA when available, else the CPU), cpu or cuda.")
-  String backendName;
+  @picocli.CommandLine.Mixin Backends backendOption;
 
   @Override
   public Integer call() {
@@ -55,7 +50,7 @@ final class VerifyCommand implements Callable<Integer> {
       throw new IllegalArgumentException("reference directory not found: " + reference);
     }
     PrintWriter out = spec.commandLine().getOut();
-    Backend backend = Backends.byName(backendName, spec.commandLine().getErr());
+    Backend backend = backendOption.open(spec.commandLine().getErr());
     ParityReport report =
         new RecordingVerifier(checkpoint, backend, out::println)
             .verify(reference, c -> out.println(c.line()));
