@@ -64,9 +64,11 @@ class BenchServingRunTest {
     var many = new ModeSummary(ServingMode.BATCHED, List.of(batched));
     assertEquals(steps, one.callsPerRound(WorkKind.DIFFUSION_STEP));
     assertEquals("1:" + serial.stats().batchSizes().count(), one.batchSizeHistogram());
-    // All three start together and share a shape: at least their first steps go as one call.
-    assertTrue(many.callsPerRound(WorkKind.DIFFUSION_STEP) <= steps - 2, many.toString());
-    assertTrue(many.batchSizeHistogram().contains("3-4:"), many.batchSizeHistogram());
+    // All three share a shape and overlap in time, so some of their steps go as one call. How
+    // many depends on the tick at which each is admitted, so only "some" is asserted.
+    assertTrue(many.callsPerRound(WorkKind.DIFFUSION_STEP) < steps, many.toString());
+    assertTrue(
+        many.batchSizeHistogram().matches(".*\\b(2|3-4):[1-9].*"), many.batchSizeHistogram());
 
     for (int i = 0; i < requests.size(); i++) {
       assertArrayEquals(serial.outputs().get(i), batched.outputs().get(i), requests.get(i).id());
