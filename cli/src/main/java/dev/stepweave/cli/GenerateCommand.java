@@ -19,6 +19,7 @@ import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.BlockCachePlugin;
+import dev.stepweave.models.wan.cache.StepCachePlugin;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.io.Safetensors;
@@ -150,7 +151,8 @@ final class GenerateCommand implements Callable<Integer> {
       names = "--cache",
       paramLabel = "NAME",
       description = {
-        "Block cache to run with: dbcache or fbcache (cache-dit style; alters the output)."
+        "Cache to run with: dbcache or fbcache (block caches, cache-dit style) or stepcache"
+            + " (TeaCache-style step cache); each alters the output."
       })
   String cache;
 
@@ -158,14 +160,14 @@ final class GenerateCommand implements Callable<Integer> {
       names = "--cache-set",
       paramLabel = "KEY=VALUE",
       description = {
-        "Block-cache parameter, repeatable: fn, bn (dbcache), threshold, warmup_steps,"
+        "Cache parameter, repeatable: fn, bn (dbcache), threshold, warmup_steps,"
             + " max_cached_steps, max_consecutive_cached_steps, taylorseer_order."
       })
   List<String> cacheSettings = List.of();
 
   @Option(
       names = "--exact",
-      description = "Refuse anything that alters the model's output distribution (block caches).")
+      description = "Refuse anything that alters the model's output distribution (caches).")
   boolean exact;
 
   @picocli.CommandLine.Mixin Backends backendOption;
@@ -337,11 +339,14 @@ final class GenerateCommand implements Callable<Integer> {
         p.seed());
   }
 
-  /** The CLI's deployment: it enables the block caches a user may then pick with --cache. */
+  /**
+   * The CLI's deployment: it enables the block and step caches a user may then pick with --cache.
+   */
   private static final Extensions DEPLOYED =
       Extensions.builder()
           .enable(BlockCachePlugin.DBCACHE)
           .enable(BlockCachePlugin.FBCACHE)
+          .enable(StepCachePlugin.STEPCACHE)
           .build();
 
   /** --cache and --cache-set as the request's plugin parameters. */

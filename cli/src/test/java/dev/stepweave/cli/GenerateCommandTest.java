@@ -236,7 +236,7 @@ class GenerateCommandTest {
         "--cache-set",
         "threshold=-1");
     rejected(
-        "plugin 'teacache' is not enabled on this deployment (enabled: dbcache, fbcache)",
+        "plugin 'teacache' is not enabled on this deployment (enabled: dbcache, fbcache, stepcache)",
         "generate",
         "x",
         "--model",

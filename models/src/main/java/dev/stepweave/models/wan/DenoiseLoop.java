@@ -37,8 +37,9 @@ import java.util.Map;
 /**
  * Denoising: one {@code DIFFUSION_STEP} per sampler step. A step runs the transformer on the
  * branches the guidance policy needs (batched or not — the policy's dispatch choice), combines
- * them, and the sampler folds the prediction into the latents. The starting noise comes from the
- * request's own seed through a torch-compatible generator, never from batch position.
+ * them, and the sampler folds the prediction into the latents. A step the request's step cache
+ * reuses runs no transformer: its plan returns the cached prediction. The starting noise comes from
+ * the request's own seed through a torch-compatible generator, never from batch position.
  */
 final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   static final String LATENTS = "latents";
@@ -163,6 +164,19 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     int textLen = s.cond().dim(1);
     ShapeSignature signature =
         ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches);
+    var reused = s.hooks().reusedStep(model.backend(), s.plugins(), s.latents(), s.stepsDone());
+    if (reused.isPresent()) {
+      // No transformer: its own signature, so it never groups with a batched forward.
+      return new WorkPlan(
+          id(),
+          model.instanceId(),
+          WorkKind.DIFFUSION_STEP,
+          ShapeSignature.of("wan-reused-step", shape[1], shape[2], shape[3], shape[4]),
+          new ResourceRequest(0, 0, Tensor.numel(shape) * 4L, 0),
+          s.scope(),
+          s.stepsDone(),
+          reused.get());
+    }
     StepInfo info =
         new StepInfo(s.request().id(), id(), s.stepsDone(), WorkKind.DIFFUSION_STEP, signature);
     return new WorkPlan(

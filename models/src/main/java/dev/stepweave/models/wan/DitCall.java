@@ -26,14 +26,15 @@ import java.util.List;
  * slot with its own settings and step, so batching changes nothing there either. The call writes
  * the slots of a copy of each request's {@link PluginState} and commits them only after the forward
  * succeeded: a batch that throws leaves every state as it was, and its members re-run alone from
- * there.
+ * there. A step cache records the computed prediction the same way; a step it reuses is planned
+ * without a {@code DitCall} (see {@link DenoiseLoop#next}).
  *
  * @param latents the request's current latents {@code [1, C, F, H, W]}
  * @param timestep the sampler's timestep for this step
  * @param cond conditional text embeddings {@code [1, L, D]}
  * @param uncond unconditional text embeddings, or null when the policy needs none
  * @param step the loop step (policies such as CFG-Zero* depend on it)
- * @param plugins the request's plugin state (block-cache slots), committed after the call
+ * @param plugins the request's plugin state (block- and step-cache slots), committed after the call
  * @param hooks the request's extension hooks
  * @param taps the observers' tap sink for this step ({@link TapSink#NONE} when none wants taps)
  */
@@ -80,6 +81,7 @@ record DitCall(
       prediction = policy.combine(ops, c, u, step);
     }
     taps.tap("prediction", prediction);
+    hooks.computedStep(ops, work, latents, prediction, step);
     plugins.commit(work);
     return StepResult.of(prediction);
   }
@@ -136,7 +138,9 @@ record DitCall(
         u = out.slice(0, row, row + 1);
         row++;
       }
-      results.add(StepResult.of(d.policy().combine(ops, c, u, d.step())));
+      Tensor prediction = d.policy().combine(ops, c, u, d.step());
+      d.hooks().computedStep(ops, works.get(results.size()), d.latents(), prediction, d.step());
+      results.add(StepResult.of(prediction));
     }
     for (int i = 0; i < dits.size(); i++) {
       dits.get(i).plugins().commit(works.get(i));

@@ -24,6 +24,7 @@ import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.cache.BlockCachePlugin;
+import dev.stepweave.models.wan.cache.StepCachePlugin;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.util.HashMap;
 import java.util.List;
@@ -42,6 +43,7 @@ class BlockCacheTest {
       Extensions.builder()
           .enable(BlockCachePlugin.DBCACHE)
           .enable(BlockCachePlugin.FBCACHE)
+          .enable(StepCachePlugin.STEPCACHE)
           .build();
   static WanModel model;
 

@@ -5,25 +5,30 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.Plugin;
 import dev.stepweave.core.extend.PluginState;
 import dev.stepweave.core.extend.StepInfo;
+import dev.stepweave.core.loop.WorkCall;
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The extension hooks of one request's denoise loop, assembled when the loop starts: its block
- * cache (if the request turned one on) and the deployment's observers. The per-request state the
- * hooks read and write is the loop state's {@link PluginState}, passed in on every call; this
- * object holds configuration only.
+ * cache and step cache (if the request turned them on) and the deployment's observers. The
+ * per-request state the hooks read and write is the loop state's {@link PluginState}, passed in on
+ * every call; this object holds configuration only.
  */
 public final class DenoiseHooks {
-  public static final DenoiseHooks NONE = new DenoiseHooks(null, Extensions.NONE);
+  public static final DenoiseHooks NONE = new DenoiseHooks(null, null, Extensions.NONE);
 
   private final ResidualCacheConfig blockCache;
+  private final StepCache stepCache;
   private final Extensions extensions;
 
-  private DenoiseHooks(ResidualCacheConfig blockCache, Extensions extensions) {
+  private DenoiseHooks(ResidualCacheConfig blockCache, StepCache stepCache, Extensions extensions) {
     this.blockCache = blockCache;
+    this.stepCache = stepCache;
     this.extensions = extensions;
   }
 
@@ -34,16 +39,20 @@ public final class DenoiseHooks {
    */
   public static DenoiseHooks assemble(List<ActivePlugin> active, Extensions extensions) {
     ResidualCacheConfig blockCache = null;
+    StepCache stepCache = null;
     for (ActivePlugin a : active) {
       if (a.plugin().point() == Plugin.InterceptionPoint.BLOCKS
           && a.plugin() instanceof BlockCachePlugin) {
         blockCache = ResidualCacheConfig.of(a);
+      } else if (a.plugin().point() == Plugin.InterceptionPoint.STEP
+          && a.plugin() instanceof StepCachePlugin) {
+        stepCache = new StepCache(StepCacheConfig.of(a));
       } else {
         throw new IllegalArgumentException(
             "the Wan denoise loop does not implement plugin '" + a.id() + "'");
       }
     }
-    return new DenoiseHooks(blockCache, extensions);
+    return new DenoiseHooks(blockCache, stepCache, extensions);
   }
 
   /**
@@ -73,6 +82,25 @@ public final class DenoiseHooks {
    */
   public static BlockHooks blocks(List<BlockCacheRow> rows, Backend ops) {
     return rows.isEmpty() ? BlockHooks.NONE : new ResidualCache(ops, rows);
+  }
+
+  /**
+   * The call that reuses a cached prediction at {@code step} instead of running the transformer, or
+   * empty when the step must compute (always, without a step cache).
+   */
+  public Optional<WorkCall> reusedStep(Backend ops, PluginState state, Tensor latents, int step) {
+    return stepCache == null ? Optional.empty() : stepCache.reuse(ops, state, latents, step);
+  }
+
+  /**
+   * Records a prediction the transformer computed at {@code step} from {@code latents} into {@code
+   * work} (a step's copy of the plugin state); nothing without a step cache.
+   */
+  public void computedStep(
+      Backend ops, PluginState work, Tensor latents, Tensor prediction, int step) {
+    if (stepCache != null) {
+      stepCache.remember(ops, work, latents, prediction, step);
+    }
   }
 
   /** The observers' tap sink for a step, {@link TapSink#NONE} when none wants taps. */

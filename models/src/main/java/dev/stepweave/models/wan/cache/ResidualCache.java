@@ -77,7 +77,10 @@ final class ResidualCache implements BlockHooks {
       PluginSlot slot = cached.slot();
       slot.add("count_blocks", count);
       if (reuse[r]) {
-        out.add(ops.add(row(afterFront, r), predictedResidual(cached)));
+        out.add(
+            ops.add(
+                row(afterFront, r),
+                TaylorSeries.predict(ops, slot, cached.cfg().taylorSeerOrder(), cached.step())));
         slot.add("count_cached_steps", 1);
         slot.add("count_skipped_blocks", middle);
         slot.add("consecutive", 1);
@@ -95,7 +98,7 @@ final class ResidualCache implements BlockHooks {
   private boolean mayReuse(BlockCacheRow row, Tensor frontResidual) {
     ResidualCacheConfig cfg = row.cfg();
     PluginSlot slot = row.slot();
-    if (cfg.threshold() <= 0 || row.step() < cfg.warmupSteps() || slot.tensor("d0") == null) {
+    if (cfg.threshold() <= 0 || row.step() < cfg.warmupSteps() || TaylorSeries.isEmpty(slot)) {
       return false;
     }
     if (cfg.maxCachedSteps() >= 0 && slot.number("count_cached_steps") >= cfg.maxCachedSteps()) {
@@ -105,55 +108,15 @@ final class ResidualCache implements BlockHooks {
         && slot.number("consecutive") >= cfg.maxConsecutiveCachedSteps()) {
       return false;
     }
-    return relativeL1(frontResidual, slot.tensor("front")) < cfg.threshold();
+    return RelativeL1.of(ops, frontResidual, slot.tensor("front")) < cfg.threshold();
   }
 
-  /** The middle residual at this step: the cached one, or its Taylor extrapolation. */
-  private Tensor predictedResidual(BlockCacheRow row) {
-    ResidualCacheConfig cfg = row.cfg();
-    PluginSlot slot = row.slot();
-    Tensor r = slot.tensor("d0");
-    float dt = (float) (row.step() - slot.number("computed_step"));
-    if (cfg.taylorSeerOrder() >= 1 && slot.tensor("d1") != null) {
-      r = ops.add(r, ops.affine(slot.tensor("d1"), dt, 0f));
-    }
-    if (cfg.taylorSeerOrder() >= 2 && slot.tensor("d2") != null) {
-      r = ops.add(r, ops.affine(slot.tensor("d2"), dt * dt / 2f, 0f));
-    }
-    return r;
-  }
-
-  /** Stores a computed step: the new reference and the residual's finite differences. */
+  /** Stores a computed step: the new reference and the middle residual's series. */
   private void remember(BlockCacheRow row, Tensor frontResidual, Tensor middleResidual) {
-    ResidualCacheConfig cfg = row.cfg();
     PluginSlot slot = row.slot();
-    Tensor previous = slot.tensor("d0");
-    if (cfg.taylorSeerOrder() >= 1 && previous != null) {
-      float inv = (float) (1.0 / (row.step() - slot.number("computed_step")));
-      Tensor d1 = ops.affine(ops.sub(middleResidual, previous), inv, 0f);
-      Tensor previousD1 = slot.tensor("d1");
-      if (cfg.taylorSeerOrder() >= 2 && previousD1 != null) {
-        slot.put("d2", ops.affine(ops.sub(d1, previousD1), inv, 0f));
-      }
-      slot.put("d1", d1);
-    }
-    slot.put("d0", middleResidual);
+    TaylorSeries.remember(ops, slot, row.cfg().taylorSeerOrder(), middleResidual, row.step());
     slot.put("front", frontResidual);
-    slot.put("computed_step", row.step());
     slot.put("consecutive", 0);
-  }
-
-  /** mean |a − b| / mean |b|. */
-  private double relativeL1(Tensor a, Tensor b) {
-    double num = sumAbs(ops.sub(a, b));
-    double den = sumAbs(b);
-    return den == 0 ? Double.POSITIVE_INFINITY : num / den;
-  }
-
-  private double sumAbs(Tensor t) {
-    Tensor abs = ops.contiguous(ops.unary(t, Backend.UnaryOp.ABS));
-    Tensor sum = ops.sumLastDim(abs.reshape(1, (int) abs.numel()));
-    return ops.download(sum).toFloatArray()[0];
   }
 
   private Tensor row(Tensor t, int r) {
