@@ -2,6 +2,7 @@ package dev.stepweave.cuda;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -101,7 +102,7 @@ final class Ops {
     }
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
     int[] batch =
-        broadcastShape(
+        OpShapes.broadcast(
             Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
     Tensor av = cb.f32(cb.onDevice(a).expand(withLast(batch, m, k)));
     Tensor bv = cb.f32(cb.onDevice(b).expand(withLast(batch, k, n)));
@@ -138,36 +139,12 @@ final class Ops {
     return s;
   }
 
-  static int[] broadcastShape(int[] a, int[] b) {
-    int rank = Math.max(a.length, b.length);
-    int[] out = new int[rank];
-    for (int i = 0; i < rank; i++) {
-      int da = i < rank - a.length ? 1 : a[i - (rank - a.length)];
-      int db = i < rank - b.length ? 1 : b[i - (rank - b.length)];
-      if (da != db && da != 1 && db != 1) {
-        throw new IllegalArgumentException(
-            "shapes " + Arrays.toString(a) + " and " + Arrays.toString(b) + " do not broadcast");
-      }
-      out[i] = da == 1 ? db : da;
-    }
-    return out;
-  }
-
   // ---- attention ------------------------------------------------------------------------------
 
   Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
-    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-      throw new IllegalArgumentException(
-          "attention wants rank-4 [B, L, H, D] q, k, v; got " + q + ", " + k + ", " + v);
-    }
+    OpShapes.attention(q, k, v);
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
-    if (k.dim(0) != b || k.dim(2) != h || k.dim(3) != d) {
-      throw new IllegalArgumentException("attention key " + k + " does not match query " + q);
-    }
-    if (v.dim(0) != b || v.dim(1) != lk || v.dim(2) != h) {
-      throw new IllegalArgumentException("attention value " + v + " does not match key " + k);
-    }
     if (dv > 256) {
       throw new UnsupportedOperationException("attention head dim " + dv + " > 256 on the GPU");
     }
@@ -478,7 +455,7 @@ final class Ops {
   }
 
   Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
-    int[] shape = broadcastShape(a.shape(), b.shape());
+    int[] shape = OpShapes.broadcast(a.shape(), b.shape());
     Tensor av = cb.f32View(a).expand(shape);
     Tensor bv = cb.f32View(b).expand(shape);
     Tensor out = cb.empty(DType.F32, shape);
@@ -523,31 +500,8 @@ final class Ops {
   // ---- shapes ---------------------------------------------------------------------------------
 
   Tensor concat(List<Tensor> parts, int dim) {
-    if (parts.isEmpty()) {
-      throw new IllegalArgumentException("concat of no tensors");
-    }
-    Tensor first = parts.get(0);
-    int a = first.axis(dim);
-    int[] shape = first.shape();
-    int total = 0;
-    for (Tensor p : parts) {
-      int[] s = p.shape();
-      boolean ok = s.length == shape.length;
-      for (int i = 0; ok && i < s.length; i++) {
-        ok = i == a || s[i] == shape[i];
-      }
-      if (!ok) {
-        throw new IllegalArgumentException(
-            "concat along dim "
-                + a
-                + " of "
-                + Arrays.toString(s)
-                + " with "
-                + Arrays.toString(shape));
-      }
-      total += s[a];
-    }
-    shape[a] = total;
+    int[] shape = OpShapes.concat(parts, dim);
+    int a = parts.getFirst().axis(dim);
     Tensor out = cb.empty(DType.F32, shape);
     int at = 0;
     for (Tensor p : parts) {
@@ -567,26 +521,10 @@ final class Ops {
   }
 
   Tensor pad(Tensor x, int[] pads, float value) {
-    if (pads.length % 2 != 0 || pads.length / 2 > x.rank()) {
-      throw new IllegalArgumentException(
-          "pad "
-              + Arrays.toString(pads)
-              + " needs (before, after) pairs for at most "
-              + x.rank()
-              + " dims");
-    }
+    OpShapes.Padding padding = OpShapes.pad(x, pads);
     int rank = x.rank();
-    int[] shape = x.shape();
-    int[] before = new int[rank];
-    for (int p = 0; p < pads.length / 2; p++) {
-      int d = rank - 1 - p;
-      before[d] = pads[2 * p];
-      shape[d] += pads[2 * p] + pads[2 * p + 1];
-      if (shape[d] < 0) {
-        throw new IllegalArgumentException(
-            "pad " + Arrays.toString(pads) + " leaves a negative size for " + x);
-      }
-    }
+    int[] shape = padding.shape();
+    int[] before = padding.before();
     Tensor out = cb.empty(DType.F32, shape);
     if (out.numel() == 0) {
       return out;

@@ -1,5 +1,6 @@
 package dev.stepweave.models.sampling;
 
+import dev.stepweave.core.loop.policy.FlowShift;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 
@@ -58,7 +59,7 @@ public final class FlowMatchEuler implements Sampler {
     float[] sigmas = new float[numSteps + 1];
     for (int i = 0; i < numSteps; i++) {
       double s = t[i] / trainTimesteps;
-      sigmas[i] = (float) (shift * s / (1 + (shift - 1) * s));
+      sigmas[i] = (float) new FlowShift(shift).apply(s);
       timesteps[i] = sigmas[i] * (float) trainTimesteps;
     }
     return new SamplerSchedule(timesteps, sigmas);

@@ -1,5 +1,6 @@
 package dev.stepweave.models.sampling;
 
+import dev.stepweave.core.loop.policy.FlowShift;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
@@ -113,11 +114,11 @@ public final class FlowUniPCMultistep implements Sampler {
       throw new IllegalArgumentException("need at least one step, got " + numSteps);
     }
     int train = config.trainTimesteps();
-    double shift = config.flowShift();
+    FlowShift shift = new FlowShift(config.flowShift());
     double[] base = Linspace.of(1.0, 1.0 / train, numSteps + 1);
     double[] sigmas = new double[numSteps];
     for (int i = 0; i < numSteps; i++) {
-      sigmas[i] = shift * base[i] / (1 + (shift - 1) * base[i]);
+      sigmas[i] = shift.apply(base[i]);
     }
     if (Math.abs(sigmas[0] - 1) < FIRST_SIGMA_EPS) {
       sigmas[0] -= FIRST_SIGMA_EPS;

@@ -1,5 +1,6 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -27,18 +28,9 @@ final class Attention {
   }
 
   Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
-    if (q.rank() != 4 || k.rank() != 4 || v.rank() != 4) {
-      throw new IllegalArgumentException(
-          "attention wants rank-4 [B, L, H, D] q, k, v; got " + q + ", " + k + ", " + v);
-    }
+    OpShapes.attention(q, k, v);
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
-    if (k.dim(0) != b || k.dim(2) != h || k.dim(3) != d) {
-      throw new IllegalArgumentException("attention key " + k + " does not match query " + q);
-    }
-    if (v.dim(0) != b || v.dim(1) != lk || v.dim(2) != h) {
-      throw new IllegalArgumentException("attention value " + v + " does not match key " + k);
-    }
     MemorySegment qs = Dense.segment(q);
     MemorySegment ks = Dense.segment(k);
     MemorySegment vs = Dense.segment(v);

@@ -3,6 +3,7 @@ package dev.stepweave.tensor.cpu;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
 import java.util.List;
@@ -105,7 +106,7 @@ public final class CpuBackend implements Backend {
     }
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
     int[] batch =
-        Elementwise.broadcastShape(
+        OpShapes.broadcast(
             Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
     int[] aShape = Arrays.copyOf(batch, batch.length + 2);
     aShape[batch.length] = m;

@@ -2,9 +2,9 @@ package dev.stepweave.tensor.cpu;
 
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 
 /** Elementwise maps and NumPy-broadcast binary operations. */
 final class Elementwise {
@@ -69,7 +69,7 @@ final class Elementwise {
   }
 
   Tensor binary(Tensor a, Tensor b, BinaryOp op) {
-    int[] shape = broadcastShape(a.shape(), b.shape());
+    int[] shape = OpShapes.broadcast(a.shape(), b.shape());
     Tensor av = Dense.f32(a).expand(shape);
     Tensor bv = Dense.f32(b).expand(shape);
     Tensor out = Dense.output(shape);
@@ -106,20 +106,5 @@ final class Elementwise {
       row /= shape[d];
     }
     return off;
-  }
-
-  static int[] broadcastShape(int[] a, int[] b) {
-    int rank = Math.max(a.length, b.length);
-    int[] out = new int[rank];
-    for (int i = 0; i < rank; i++) {
-      int da = i < rank - a.length ? 1 : a[i - (rank - a.length)];
-      int db = i < rank - b.length ? 1 : b[i - (rank - b.length)];
-      if (da != db && da != 1 && db != 1) {
-        throw new IllegalArgumentException(
-            "cannot broadcast " + Arrays.toString(a) + " with " + Arrays.toString(b));
-      }
-      out[i] = da == 1 ? db : da;
-    }
-    return out;
   }
 }

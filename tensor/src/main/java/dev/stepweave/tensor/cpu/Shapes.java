@@ -1,5 +1,6 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -16,33 +17,9 @@ final class Shapes {
   }
 
   Tensor concat(List<Tensor> parts, int dim) {
-    if (parts.isEmpty()) {
-      throw new IllegalArgumentException("concat of no tensors");
-    }
-    Tensor first = parts.get(0);
-    int a = first.axis(dim);
-    int[] shape = first.shape();
-    int total = 0;
-    for (Tensor p : parts) {
-      int[] s = p.shape();
-      if (s.length != shape.length) {
-        throw new IllegalArgumentException(
-            "concat of " + Arrays.toString(s) + " with " + Arrays.toString(shape));
-      }
-      for (int i = 0; i < s.length; i++) {
-        if (i != a && s[i] != shape[i]) {
-          throw new IllegalArgumentException(
-              "concat along dim "
-                  + a
-                  + " of "
-                  + Arrays.toString(s)
-                  + " with "
-                  + Arrays.toString(shape));
-        }
-      }
-      total += s[a];
-    }
-    shape[a] = total;
+    int[] shape = OpShapes.concat(parts, dim);
+    int a = parts.getFirst().axis(dim);
+    int total = shape[a];
     Tensor out = Dense.output(shape);
     MemorySegment o = out.segment();
     long inner = 1;
@@ -73,26 +50,10 @@ final class Shapes {
   }
 
   Tensor pad(Tensor x, int[] pads, float value) {
-    if (pads.length % 2 != 0 || pads.length / 2 > x.rank()) {
-      throw new IllegalArgumentException(
-          "pad "
-              + Arrays.toString(pads)
-              + " needs (before, after) pairs for at most "
-              + x.rank()
-              + " dims");
-    }
+    OpShapes.Padding padding = OpShapes.pad(x, pads);
     int rank = x.rank();
-    int[] shape = x.shape();
-    int[] before = new int[rank];
-    for (int p = 0; p < pads.length / 2; p++) {
-      int d = rank - 1 - p;
-      before[d] = pads[2 * p];
-      shape[d] += pads[2 * p] + pads[2 * p + 1];
-      if (shape[d] < 0) {
-        throw new IllegalArgumentException(
-            "pad " + Arrays.toString(pads) + " leaves a negative size for " + x);
-      }
-    }
+    int[] shape = padding.shape();
+    int[] before = padding.before();
     MemorySegment src = Dense.segment(x);
     int[] inShape = x.shape();
     long[] inStrides = Tensor.contiguousStrides(inShape);

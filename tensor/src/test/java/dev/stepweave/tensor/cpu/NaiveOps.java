@@ -2,6 +2,7 @@ package dev.stepweave.tensor.cpu;
 
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
 import java.util.List;
@@ -39,7 +40,7 @@ final class NaiveOps {
   static Tensor matmul(Tensor a, Tensor b) {
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
     int[] batch =
-        Elementwise.broadcastShape(
+        OpShapes.broadcast(
             Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
     int[] outShape = Arrays.copyOf(batch, batch.length + 2);
     outShape[batch.length] = m;
@@ -317,7 +318,7 @@ final class NaiveOps {
   }
 
   static Tensor binary(Tensor a, Tensor b, BinaryOp op) {
-    int[] shape = Elementwise.broadcastShape(a.shape(), b.shape());
+    int[] shape = OpShapes.broadcast(a.shape(), b.shape());
     Tensor av = a.expand(shape), bv = b.expand(shape);
     float[] out = new float[(int) Tensor.numel(shape)];
     int[] idx = new int[shape.length];
