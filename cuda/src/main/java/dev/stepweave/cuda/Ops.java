@@ -97,16 +97,11 @@ final class Ops {
   }
 
   Tensor matmul(Tensor a, Tensor b) {
-    if (a.rank() < 2 || b.rank() < 2 || a.dim(-1) != b.dim(-2)) {
-      throw new IllegalArgumentException("matmul of " + a + " with " + b);
-    }
+    int[] batch = OpShapes.matmulBatch(a, b);
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-    int[] batch =
-        OpShapes.broadcast(
-            Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
-    Tensor av = cb.f32(cb.onDevice(a).expand(withLast(batch, m, k)));
-    Tensor bv = cb.f32(cb.onDevice(b).expand(withLast(batch, k, n)));
-    int[] outShape = withLast(batch, m, n);
+    Tensor av = cb.f32(cb.onDevice(a).expand(OpShapes.withMatrix(batch, m, k)));
+    Tensor bv = cb.f32(cb.onDevice(b).expand(OpShapes.withMatrix(batch, k, n)));
+    int[] outShape = OpShapes.withMatrix(batch, m, n);
     long count = Tensor.numel(batch);
     if (count == 0 || m == 0 || n == 0 || k == 0) {
       return cb.zeros(DType.F32, outShape);
@@ -130,13 +125,6 @@ final class Ops {
             Gemm.Epilogue.NONE);
     gemm.run(s, addr(av), addr(bv), addr(out), 0L);
     return out;
-  }
-
-  private static int[] withLast(int[] batch, int r, int c) {
-    int[] s = Arrays.copyOf(batch, batch.length + 2);
-    s[batch.length] = r;
-    s[batch.length + 1] = c;
-    return s;
   }
 
   // ---- attention ------------------------------------------------------------------------------

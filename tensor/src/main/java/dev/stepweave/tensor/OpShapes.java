@@ -27,6 +27,26 @@ public final class OpShapes {
     return out;
   }
 
+  /**
+   * The broadcast batch dimensions of {@code a [..., M, K] @ b [..., K, N]} (everything but the
+   * last two dimensions).
+   */
+  public static int[] matmulBatch(Tensor a, Tensor b) {
+    if (a.rank() < 2 || b.rank() < 2 || a.dim(-1) != b.dim(-2)) {
+      throw new IllegalArgumentException("matmul of " + a + " with " + b);
+    }
+    return broadcast(
+        Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
+  }
+
+  /** {@code batch} followed by {@code rows, cols}. */
+  public static int[] withMatrix(int[] batch, int rows, int cols) {
+    int[] s = Arrays.copyOf(batch, batch.length + 2);
+    s[batch.length] = rows;
+    s[batch.length + 1] = cols;
+    return s;
+  }
+
   /** The shape of {@code parts} joined along {@code dim} (all other dimensions must agree). */
   public static int[] concat(List<Tensor> parts, int dim) {
     if (parts.isEmpty()) {

@@ -23,6 +23,20 @@ public interface LoopContext {
   Map<String, LoopResult> upstream();
 
   /**
+   * The result of loop {@code loopId}, which the program ran before this one.
+   *
+   * @throws IllegalStateException when it has not run (a program that orders loops wrongly)
+   */
+  default LoopResult upstream(String loopId) {
+    LoopResult r = upstream().get(loopId);
+    if (r == null) {
+      throw new IllegalStateException(
+          "no result of loop '" + loopId + "' before this one (has " + upstream().keySet() + ")");
+    }
+    return r;
+  }
+
+  /**
    * The extensions the deployment enabled (plugins requests may parameterise, observers). Loops
    * assemble their hooks from it in {@code init}.
    */

@@ -1,6 +1,5 @@
 package dev.stepweave.core.runtime;
 
-import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.loop.CancelScope;
@@ -17,7 +16,6 @@ import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.Request;
-import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.List;
 import java.util.Map;
@@ -28,12 +26,11 @@ import java.util.function.IntConsumer;
  * their step index to a running value, so results show exactly which steps ran. {@code onStep} is
  * called inside each step's work (tests block or fail there).
  */
-final class CountingModel implements ModelInstance {
-  private final ModelCard card;
+final class CountingModel extends WeightlessModel {
   private volatile IntConsumer onStep = i -> {};
 
   CountingModel(RecipeSpec recipe) {
-    this.card = dev.stepweave.core.card.ModelCardTestCards.card(recipe);
+    super("counting", dev.stepweave.core.card.ModelCardTestCards.card(recipe));
   }
 
   void onStep(IntConsumer c) {
@@ -120,32 +117,7 @@ final class CountingModel implements ModelInstance {
       Map.of("denoise", new Counting("denoise"), "decode", new Counting("decode"));
 
   @Override
-  public String instanceId() {
-    return "counting";
-  }
-
-  @Override
-  public ModelCard card() {
-    return card;
-  }
-
-  @Override
-  public Backend backend() {
-    throw new UnsupportedOperationException("no backend");
-  }
-
-  @Override
-  public String samplerFor(Request request) {
-    return request.params().sampler().orElse("euler");
-  }
-
-  @Override
-  public <T> T component(String id, Class<T> type) {
-    throw new IllegalArgumentException("no components");
-  }
-
-  @Override
-  public Loop<? extends LoopState> loop(String loopId) {
-    return loops.get(loopId);
+  Map<String, Counting> loops() {
+    return loops;
   }
 }

@@ -1,6 +1,5 @@
 package dev.stepweave.core.runtime;
 
-import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.ModelCardTestCards;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
@@ -23,7 +22,6 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Provenance;
 import dev.stepweave.core.request.Request;
-import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Collections;
@@ -39,15 +37,13 @@ import java.util.concurrent.ConcurrentHashMap;
  * FLOPs, 1 ms at the default device rate); plans of equal width batch together. Faults are injected
  * per prompt: NaN output, an exception in the step body, or a pool-fatal fault.
  */
-final class FakePool implements ModelInstance {
+final class FakePool extends WeightlessModel {
   /** A step this pool ran: whose, which loop, which step, in how large a batch. */
   record Ran(String prompt, String loopId, int step, int batchSize) {}
 
   /** Where a fault strikes: the prompt's request, loop, step. */
   record At(String prompt, String loopId, int step) {}
 
-  private final ModelCard card = ModelCardTestCards.card(RecipeSpec.base());
-  private final String instanceId;
   final List<Ran> ran = Collections.synchronizedList(new ArrayList<>());
   final Map<At, String> faults = new ConcurrentHashMap<>();
   volatile java.util.function.Consumer<Ran> onStep = r -> {};
@@ -57,7 +53,7 @@ final class FakePool implements ModelInstance {
   }
 
   FakePool(String instanceId) {
-    this.instanceId = instanceId;
+    super(instanceId, ModelCardTestCards.card(RecipeSpec.base()));
   }
 
   /** A t2v request whose result names it: {@code prompt}, {@code steps} per loop, {@code width}. */
@@ -218,38 +214,13 @@ final class FakePool implements ModelInstance {
       Map.of("denoise", new Counting("denoise"), "decode", new Counting("decode"));
 
   @Override
+  Map<String, Counting> loops() {
+    return loops;
+  }
+
+  @Override
   public ResourceRequest footprint(Request r) {
     return new ResourceRequest(0, memoryOf(r.params().width()), 0, 0, 2e8 * r.params().steps(), 0);
-  }
-
-  @Override
-  public String instanceId() {
-    return instanceId;
-  }
-
-  @Override
-  public ModelCard card() {
-    return card;
-  }
-
-  @Override
-  public Backend backend() {
-    throw new UnsupportedOperationException("no backend");
-  }
-
-  @Override
-  public String samplerFor(Request request) {
-    return request.params().sampler().orElse("euler");
-  }
-
-  @Override
-  public <T> T component(String id, Class<T> type) {
-    throw new IllegalArgumentException("no components");
-  }
-
-  @Override
-  public Loop<? extends LoopState> loop(String loopId) {
-    return loops.get(loopId);
   }
 
   /** Steps run for a prompt, in order. */

@@ -95,10 +95,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
 
   @Override
   public State init(Request request, ModelInstance instance, LoopContext ctx) {
-    LoopResult text = ctx.upstream().get(WanCards.TEXT_ENCODE);
-    if (text == null) {
-      throw new IllegalStateException("denoise needs the text_encode loop's result");
-    }
+    LoopResult text = ctx.upstream(WanCards.TEXT_ENCODE);
     Backend ops = model.backend();
     Tensor cond = text.tensor(TextEncodeLoop.PROMPT_EMBEDS);
     Tensor uncond =

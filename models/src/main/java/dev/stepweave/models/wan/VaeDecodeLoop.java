@@ -71,10 +71,7 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
 
   @Override
   public State init(Request request, ModelInstance instance, LoopContext ctx) {
-    var denoised = ctx.upstream().get(WanCards.DENOISE);
-    if (denoised == null) {
-      throw new IllegalStateException("vae_decode needs the denoise loop's result");
-    }
+    var denoised = ctx.upstream(WanCards.DENOISE);
     WanVae vae = model.vae();
     Tensor latents = vae.denormalize(denoised.tensor(DenoiseLoop.LATENTS));
     return new State(

@@ -101,19 +101,10 @@ public final class CpuBackend implements Backend {
 
   @Override
   public Tensor matmul(Tensor a, Tensor b) {
-    if (a.rank() < 2 || b.rank() < 2 || a.dim(-1) != b.dim(-2)) {
-      throw new IllegalArgumentException("matmul of " + a + " with " + b);
-    }
+    int[] batch = OpShapes.matmulBatch(a, b);
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-    int[] batch =
-        OpShapes.broadcast(
-            Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
-    int[] aShape = Arrays.copyOf(batch, batch.length + 2);
-    aShape[batch.length] = m;
-    aShape[batch.length + 1] = k;
-    int[] bShape = Arrays.copyOf(batch, batch.length + 2);
-    bShape[batch.length] = k;
-    bShape[batch.length + 1] = n;
+    int[] aShape = OpShapes.withMatrix(batch, m, k);
+    int[] bShape = OpShapes.withMatrix(batch, k, n);
     Tensor av = Dense.f32(a).expand(aShape);
     Tensor bv = Dense.f32(b).expand(bShape);
     int[] outShape = Arrays.copyOf(batch, batch.length + 2);
