@@ -44,8 +44,30 @@ public final class SamplerChoice {
     return nameOf(className(checkpointConfig));
   }
 
-  /** The sampler for a request's choices. */
+  /** Built samplers by the choices that made them: samplers hold configuration only. */
+  private final java.util.Map<java.util.List<Object>, Sampler> built =
+      new java.util.concurrent.ConcurrentHashMap<>();
+
+  /**
+   * The sampler for a request's choices, built once per distinct choice (the denoise loop asks for
+   * it at every step).
+   */
   public Sampler choose(Optional<String> sampler, Optional<Double> shift) {
+    var key = java.util.List.<Object>of(sampler, shift);
+    Sampler s = built.get(key);
+    if (s == null) {
+      s = build(sampler, shift);
+      // Requests choose the shift freely: keep a bounded number of variants.
+      if (built.size() < MAX_BUILT) {
+        built.putIfAbsent(key, s);
+      }
+    }
+    return s;
+  }
+
+  private static final int MAX_BUILT = 64;
+
+  private Sampler build(Optional<String> sampler, Optional<Double> shift) {
     String name = sampler.orElse(defaultName());
     ObjectNode config;
     if (name.equals(defaultName())) {
