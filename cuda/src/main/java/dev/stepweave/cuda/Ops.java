@@ -133,9 +133,6 @@ final class Ops {
     OpShapes.attention(q, k, v);
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
-    if (dv > 256) {
-      throw new UnsupportedOperationException("attention head dim " + dv + " > 256 on the GPU");
-    }
     Tensor out = cb.empty(DType.F32, b, lq, h, dv);
     if (out.numel() == 0) {
       return out;
@@ -168,9 +165,9 @@ final class Ops {
     while (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT && warps > 4) {
       warps /= 2;
     }
-    if (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT) {
-      throw new UnsupportedOperationException(
-          "attention head dims " + d + "/" + dv + " do not fit the GPU kernel's shared memory");
+    if (dv > 256 || sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT) {
+      attentionByGemms(q, k, v, biasView, scale, out);
+      return out;
     }
     Tensor qf = cb.f32(q), kf = cb.f32(k), vf = cb.f32(v);
     try (Launch l = kernels.launch("attention.cu", "attention_f32")) {
@@ -192,6 +189,30 @@ final class Ops {
     cb.releaseDerived(kf, k);
     cb.releaseDerived(vf, v);
     return out;
+  }
+
+  /**
+   * Attention for head dims the kernels' shared memory cannot hold (the Wan VAE's single 384-wide
+   * head): F32 GEMMs for the scores and the weighted sum, a row softmax between, over query chunks
+   * so the score matrix stays within {@link #IM2COL_BUDGET_BYTES}.
+   */
+  private void attentionByGemms(
+      Tensor q, Tensor k, Tensor v, Tensor biasView, float scale, Tensor out) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
+    Tensor keysT = cb.onDevice(k).permute(0, 2, 3, 1); // [B, H, D, Lk]
+    Tensor values = cb.onDevice(v).permute(0, 2, 1, 3); // [B, H, Lk, Dv]
+    long rowBytes = (long) b * h * Math.max(lk, 1) * Float.BYTES;
+    int chunk = (int) Math.max(1, Math.min(lq, IM2COL_BUDGET_BYTES / rowBytes));
+    for (int from = 0; from < lq; from += chunk) {
+      int to = Math.min(lq, from + chunk);
+      Tensor queries = cb.onDevice(q).slice(1, from, to).permute(0, 2, 1, 3);
+      Tensor scores = map(matmul(queries, keysT), AFFINE, scale, 0f);
+      if (biasView != null) {
+        scores = cb.add(scores, biasView.slice(2, from, to));
+      }
+      Tensor heads = matmul(softmax(scores), values); // [B, H, chunk, Dv]
+      cb.copy(heads.permute(0, 2, 1, 3), out.slice(1, from, to));
+    }
   }
 
   /** Tensor-core attention (flash.cu) of validated [B, L, H, D] q, k, v into F32 {@code out}. */
