@@ -128,6 +128,112 @@ class Dit:
         return x.reshape(b, self.channels, f, hh, ww)
 
 
+class CausalConv:
+    """A causal 3-D convolution that keeps its input's last two frames for the next chunk."""
+
+    def __init__(self, c_in, c_out, kernel=(3, 3, 3)):
+        self.weight, self.bias = param(c_out, c_in, *kernel), param(c_out)
+        self.kt, self.pad = kernel[0], (kernel[2] // 2, kernel[2] // 2, kernel[1] // 2, kernel[1] // 2)
+        self.tail = None
+
+    def __call__(self, x):
+        if self.kt > 1:
+            history = self.tail if self.tail is not None else x.new_zeros(x.shape[0], x.shape[1], self.kt - 1, *x.shape[3:])
+            self.tail = torch.cat((history, x), dim=2)[:, :, -(self.kt - 1):].clone()
+            x = torch.cat((history, x), dim=2)
+        return F.conv3d(F.pad(x, self.pad), self.weight, self.bias)
+
+
+def channel_rms(x, gamma):
+    return F.normalize(x.float(), dim=1).type_as(x) * (x.shape[1] ** 0.5) * gamma
+
+
+class Resnet:
+    def __init__(self, c_in, c_out):
+        self.g1, self.g2 = param(c_in, 1, 1, 1, scale=1.0), param(c_out, 1, 1, 1, scale=1.0)
+        self.conv1, self.conv2 = CausalConv(c_in, c_out), CausalConv(c_out, c_out)
+        self.short = CausalConv(c_in, c_out, (1, 1, 1)) if c_in != c_out else None
+
+    def __call__(self, x):
+        h = self.conv1(F.silu(channel_rms(x, self.g1)))
+        h = self.conv2(F.silu(channel_rms(h, self.g2)))
+        return (self.short(x) if self.short else x) + h
+
+
+class MidAttention:
+    def __init__(self, c):
+        self.gamma = param(c, 1, 1, scale=1.0)
+        self.qkv, self.proj = (param(3 * c, c, 1, 1), param(3 * c)), (param(c, c, 1, 1), param(c))
+
+    def __call__(self, x):
+        b, c, t, h, w = x.shape
+        frames = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)
+        y = F.conv2d(channel_rms(frames, self.gamma), *self.qkv)
+        q, k, v = y.reshape(b * t, 1, 3 * c, h * w).permute(0, 1, 3, 2).chunk(3, dim=-1)
+        y = F.scaled_dot_product_attention(q, k, v).squeeze(1).permute(0, 2, 1).reshape(b * t, c, h, w)
+        y = F.conv2d(y, *self.proj) + frames
+        return y.reshape(b, t, c, h, w).permute(0, 2, 1, 3, 4)
+
+
+class Upsample:
+    def __init__(self, c, temporal):
+        self.conv = (param(c // 2, c, 3, 3), param(c // 2))
+        self.time = CausalConv(c, 2 * c, (3, 1, 1)) if temporal else None
+        self.first = True
+
+    def __call__(self, x):
+        b, c, t, h, w = x.shape
+        if self.time is not None:
+            if self.first:
+                self.first = False
+                self.time.tail = x.new_zeros(b, c, 2, h, w)  # the reference starts its cache here
+            else:
+                x = self.time(x).reshape(b, 2, c, t, h, w)
+                x = torch.stack((x[:, 0], x[:, 1]), dim=3).reshape(b, c, 2 * t, h, w)
+                t *= 2
+        frames = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)
+        frames = F.conv2d(F.interpolate(frames, scale_factor=2.0, mode="nearest-exact"), *self.conv, padding=1)
+        return frames.reshape(b, t, c // 2, 2 * h, 2 * w).permute(0, 2, 1, 3, 4)
+
+
+class VaeDecoder:
+    """The Wan 2.1 VAE decoder (base width 96), decoding one latent frame per call as diffusers does."""
+
+    def __init__(self, z=16, base=96, mult=(1, 2, 4, 4), res=2, temporal=(True, True, False)):
+        dims = [base * mult[-1]] + [base * m for m in reversed(mult)]
+        self.post = CausalConv(z, z, (1, 1, 1))
+        self.conv_in = CausalConv(z, dims[0])
+        self.layers = [Resnet(dims[0], dims[0]), MidAttention(dims[0]), Resnet(dims[0], dims[0])]
+        for i in range(len(mult)):
+            c = dims[0] if i == 0 else dims[i] // 2
+            for _ in range(res + 1):
+                self.layers.append(Resnet(c, dims[i + 1]))
+                c = dims[i + 1]
+            if i < len(mult) - 1:
+                self.layers.append(Upsample(dims[i + 1], temporal[i]))
+        self.gamma = param(dims[-1], 1, 1, 1, scale=1.0)
+        self.conv_out = CausalConv(dims[-1], 3)
+
+    def __call__(self, latents):
+        x = self.post(latents.to(BF16))
+        out = []
+        for i in range(x.shape[2]):
+            h = self.conv_in(x[:, :, i : i + 1])
+            for layer in self.layers:
+                h = layer(h)
+            out.append(self.conv_out(F.silu(channel_rms(h, self.gamma))))
+        return torch.cat(out, dim=2).clamp(-1, 1)
+
+    def reset(self):
+        """Forgets the causal caches, so the next call decodes a new video."""
+        convs = [self.post, self.conv_in, self.conv_out]
+        for layer in self.layers:
+            convs += [c for c in vars(layer).values() if isinstance(c, CausalConv)]
+            if isinstance(layer, Upsample):
+                layer.first = True
+        for conv in convs:
+            conv.tail = None
+
 def median_ms(work, iterations):
     times = []
     for i in range(iterations + 1):
@@ -181,6 +287,21 @@ def main():
                 row(f"{name} {what} (eager, our torch DiT, SDPA forced to cuDNN)", f"{ms:.0f} ms")
         del dit
         torch.cuda.empty_cache()
+
+    vae = VaeDecoder()
+    f, h, w = (2, 8, 8) if quick else (21, 60, 104)
+    latents = torch.randn(1, 16, f, h, w, device=DEV)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+
+    def decode():
+        vae.reset()
+        return vae(latents)
+
+    frames = decode().shape[2]
+    ms = median_ms(decode, 3)
+    row(f"VAE decode {frames} frames {8 * h}×{8 * w} (our torch decoder)", f"{ms:.0f} ms")
+    row(f"VAE decode {frames} frames: peak memory (torch max allocated)", f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
 
 
 if __name__ == "__main__":
