@@ -14,7 +14,8 @@ import java.util.List;
  * segment holds a device address and is never dereferenced by Java); storage dtypes are F32, BF16,
  * I64 and I32. Compute follows the CPU backend's F32 semantics: inputs of any view or storage dtype
  * are gathered to contiguous F32 where a kernel needs it, GEMMs accumulate in F32 (a BF16 weight
- * makes a BF16×BF16→F32 GEMM), and results are F32.
+ * makes a BF16×BF16→F32 GEMM), and results are F32 (but for {@link Precision#BF16} attention
+ * through cuDNN, which is BF16).
  *
  * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
  *
@@ -295,6 +296,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.attention(q, k, v, bias, scale);
   }
 
+  /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */
+  String attentionPath(Tensor q, Tensor k, Tensor v) {
+    return ops.attentionPath(q, k, v);
+  }
+
+  /** Bias-free attention through our flash kernel even where cuDNN would run (F32 result). */
+  Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
+    return ops.flashAttention(q, k, v, scale);
+  }
+
   @Override
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.conv3d(x, w, bias, stride, padding);
@@ -383,6 +394,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public void close() {
     context.synchronize();
+    ops.close();
     gemm.close();
     allocator.releaseCached();
     context.close();

@@ -32,12 +32,18 @@ final class Ops {
   private final CudaBackend cb;
   private final Kernels kernels;
   private final Gemm gemm;
+  private final CudnnAttention cudnn;
   private final Set<String> flashReady = new HashSet<>();
 
   Ops(CudaBackend cb, Kernels kernels, Gemm gemm) {
     this.cb = cb;
     this.kernels = kernels;
     this.gemm = gemm;
+    this.cudnn = new CudnnAttention(cb);
+  }
+
+  void close() {
+    cudnn.close();
   }
 
   private static long addr(Tensor t) {
@@ -133,6 +139,13 @@ final class Ops {
     OpShapes.attention(q, k, v);
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
+    if (bias == null && cb.precision() == Precision.BF16) {
+      // cuDNN's fused attention (BF16 out) when present and it takes the shape; else our kernels.
+      Tensor fused = cudnn.attention(q, k, v, scale);
+      if (fused != null) {
+        return fused;
+      }
+    }
     Tensor out = cb.empty(DType.F32, b, lq, h, dv);
     if (out.numel() == 0) {
       return out;
@@ -213,6 +226,29 @@ final class Ops {
       Tensor heads = matmul(softmax(scores), values); // [B, H, chunk, Dv]
       cb.copy(heads.permute(0, 2, 1, 3), out.slice(1, from, to));
     }
+  }
+
+  /** What runs {@link #attention} without a bias for these inputs, in words. */
+  String attentionPath(Tensor q, Tensor k, Tensor v) {
+    OpShapes.attention(q, k, v);
+    return cb.precision() == Precision.BF16
+        ? cudnn.describe(q, k, v)
+        : "attention.cu (F32 precision)";
+  }
+
+  /** flash.cu alone, whatever cuDNN offers: tests and benchmarks compare the two. */
+  Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
+    OpShapes.attention(q, k, v);
+    int d = q.dim(3);
+    if (d != v.dim(3) || !FLASH_DIMS.contains(d) || k.dim(1) == 0) {
+      throw new UnsupportedOperationException(
+          "flash.cu has no kernel for " + q + ", " + k + ", " + v);
+    }
+    Tensor out = cb.empty(DType.F32, q.dim(0), q.dim(1), q.dim(2), d);
+    if (out.numel() > 0) {
+      flash(q, k, v, out, scale);
+    }
+    return out;
   }
 
   /** Tensor-core attention (flash.cu) of validated [B, L, H, D] q, k, v into F32 {@code out}. */

@@ -71,17 +71,27 @@ public final class Bench {
     System.exit(0);
   }
 
+  /**
+   * Attention alone, timed twice: through the backend's dispatch (cuDNN's fused attention where it
+   * takes the shape, named in the row) and through our flash kernel alone.
+   */
   private void attention(int b, int l, int h, int d, int iterations, String reference) {
     Tensor q = gpu.upload(RandomWeights.uniform(11, 1f, b, l, h, d), DType.BF16);
     Tensor k = gpu.upload(RandomWeights.uniform(12, 1f, b, l, h, d), DType.BF16);
     Tensor v = gpu.upload(RandomWeights.uniform(13, 1f, b, l, h, d), DType.BF16);
     float scale = (float) (1 / Math.sqrt(d));
-    float ms = median(iterations, () -> gpu.attention(q, k, v, null, scale));
+    String what = "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16";
+    String path = gpu.attentionPath(q, k, v);
+    System.out.println("  attention path: " + path);
+    float dispatched = median(iterations, () -> gpu.attention(q, k, v, null, scale));
+    float flash = median(iterations, () -> gpu.flashAttention(q, k, v, scale));
+    add(what + ", " + path, timing(dispatched, b, l, h, d), reference);
+    add(what + ", flash.cu alone", timing(flash, b, l, h, d), reference);
+  }
+
+  private static String timing(float ms, int b, int l, int h, int d) {
     double tflops = 4.0 * b * h * (double) l * l * d / (ms * 1e-3) / 1e12;
-    add(
-        "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16",
-        String.format("%.1f ms (%.0f TFLOP/s)", ms, tflops),
-        reference);
+    return String.format("%.1f ms (%.0f TFLOP/s)", ms, tflops);
   }
 
   private WanTransformer load(String size) {
