@@ -3,7 +3,7 @@
 # runtime, then, each step optional:
 #   TESTS=1 (default)   the "gpu" test group (GpuSuite: CudaBackend vs CpuBackend op by op, kernel
 #                       compilation, the VMM pool, the golden parity suite in F32, BF16 bounds)
-#   BENCH=all|quick|cfg|vae|none (default all)   dev.stepweave.cuda.Bench, our side of the table
+#   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.cuda.Bench (our side)
 #   MAINS="GraphBench CacheBench …"              further dev.stepweave.cuda mains, in order
 #   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU

@@ -41,24 +41,33 @@ public final class Bench {
     probe.libraries().get().makeCurrent();
     Bench bench = new Bench(CudaBackend.open(0, Precision.BF16));
     System.out.println("== " + bench.gpu.name());
-    if (args.length > 0 && args[0].equals("all")) {
+    String mode = args.length > 0 ? args[0] : "quick";
+    if (mode.equals("all") || mode.equals("attention")) {
       bench.attention(1, 32760, 12, 128, 10, "11.0 ms (cuDNN) / 18.3 ms (flash)");
+    }
+    if (mode.equals("all") || mode.equals("dit")) {
       WanTransformer small = bench.load("1.3b");
       bench.dit(small, "1.3B 480p×81, batch 1", 1, 21, 60, 104, 5, "603 ms (516 compiled)");
-      bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
-      bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
+      if (mode.equals("all")) {
+        bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
+        bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
+      }
       small = null;
       System.gc();
+    }
+    if (mode.equals("all")) {
       WanTransformer big = bench.load("14b");
       bench.dit(big, "14B 480p×81, batch 1", 1, 21, 60, 104, 3, "3179 ms");
       big = null;
       System.gc();
+    }
+    if (mode.equals("all") || mode.equals("vae")) {
       bench.vaeDecode(21, 60, 104, 3, "1834 ms");
-    } else if (args.length > 0 && args[0].equals("vae")) {
-      bench.vaeDecode(21, 60, 104, 3, "1834 ms");
-    } else if (args.length > 0 && args[0].equals("cfg")) {
+    }
+    if (mode.equals("cfg")) {
       bench.denoise(bench.load("1.3b"), 50, 5f);
-    } else {
+    }
+    if (mode.equals("quick")) {
       bench.attention(2, 300, 3, 64, 3, "–");
       bench.dit(bench.load("small"), "1.3B widths, 2 layers, small", 1, 5, 16, 16, 3, "–");
     }
