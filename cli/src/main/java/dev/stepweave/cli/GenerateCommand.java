@@ -18,8 +18,7 @@ import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
-import dev.stepweave.models.wan.cache.BlockCachePlugin;
-import dev.stepweave.models.wan.cache.StepCachePlugin;
+import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.io.Safetensors;
@@ -343,11 +342,7 @@ final class GenerateCommand implements Callable<Integer> {
    * The CLI's deployment: it enables the block and step caches a user may then pick with --cache.
    */
   private static final Extensions DEPLOYED =
-      Extensions.builder()
-          .enable(BlockCachePlugin.DBCACHE)
-          .enable(BlockCachePlugin.FBCACHE)
-          .enable(StepCachePlugin.STEPCACHE)
-          .build();
+      WanCaches.enable(Extensions.builder(), List.copyOf(WanCaches.ALL.keySet()), Map.of()).build();
 
   /** --cache and --cache-set as the request's plugin parameters. */
   private Map<String, Map<String, String>> pluginParams() {
@@ -383,12 +378,22 @@ final class GenerateCommand implements Callable<Integer> {
 
   /** "vae_decode.tile=on" → {vae_decode: {tile: on}}. */
   static Map<String, Map<String, String>> parseSettings(List<String> settings) {
+    return parseSettings(settings, "--set", "LOOP");
+  }
+
+  /**
+   * "dbcache.threshold=0.1" → {dbcache: {threshold: 0.1}}; errors name {@code option} and what
+   * comes before the dot ({@code head}).
+   */
+  static Map<String, Map<String, String>> parseSettings(
+      List<String> settings, String option, String head) {
     Map<String, Map<String, String>> out = new HashMap<>();
     for (String s : settings) {
       int dot = s.indexOf('.');
       int eq = s.indexOf('=');
       if (dot <= 0 || eq <= dot + 1) {
-        throw new InvalidRequestException("--set wants LOOP.KEY=VALUE, got '" + s + "'");
+        throw new InvalidRequestException(
+            option + " wants " + head + ".KEY=VALUE, got '" + s + "'");
       }
       out.computeIfAbsent(s.substring(0, dot), k -> new HashMap<>())
           .put(s.substring(dot + 1, eq), s.substring(eq + 1));

@@ -1,7 +1,10 @@
 package dev.stepweave.cli;
 
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.server.ServerConfig;
 import dev.stepweave.server.StepweaveServer;
@@ -9,6 +12,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -75,6 +79,26 @@ final class ServeCommand implements Callable<Integer> {
               + " ${DEFAULT-VALUE}).")
   long drainSeconds;
 
+  @Option(
+      names = "--enable-cache",
+      split = ",",
+      paramLabel = "ID",
+      description = {
+        "Cache plugins requests may turn on (field cache): dbcache, fbcache (block caches,"
+            + " cache-dit style; TaylorSeer is their taylorseer_order parameter), stepcache"
+            + " (TeaCache-style). Comma-separated or repeated; default: none."
+      })
+  List<String> enabledCaches = List.of();
+
+  @Option(
+      names = "--cache-default",
+      paramLabel = "ID.KEY=VALUE",
+      description = {
+        "The deployment's default for an enabled cache's parameter, repeatable, e.g."
+            + " dbcache.threshold=0.12 (a request's own value still wins)."
+      })
+  List<String> cacheDefaults = List.of();
+
   @picocli.CommandLine.Mixin Backends backendOption;
 
   @Override
@@ -110,8 +134,14 @@ final class ServeCommand implements Callable<Integer> {
             .withArtifactDir(artifacts)
             .withMaxPendingJobs(maxPending)
             .withDrainTimeout(Duration.ofSeconds(drainSeconds));
+    Extensions caches =
+        WanCaches.enable(
+                Extensions.builder(),
+                enabledCaches.stream().map(String::strip).toList(),
+                GenerateCommand.parseSettings(cacheDefaults, "--cache-default", "ID"))
+            .build();
     WanModel wan = WanModel.load(dir, backendOption.open(err));
-    Engine engine = new Engine(wan);
+    Engine engine = new Engine(wan, EngineConfig.defaults(), caches);
     StepweaveServer server;
     try {
       server = StepweaveServer.start(host, port, engine, config);
@@ -127,7 +157,10 @@ final class ServeCommand implements Callable<Integer> {
             + server.baseUri()
             + " (artifacts in "
             + server.artifactDir()
-            + ")");
+            + ")"
+            + (caches.plugins().isEmpty()
+                ? ""
+                : "; caches: " + String.join(", ", caches.plugins().keySet())));
     out.flush();
     return new Serving(wan, engine, server, err);
   }

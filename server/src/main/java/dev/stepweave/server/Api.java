@@ -4,6 +4,8 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
 import java.io.IOException;
 import java.net.URLDecoder;
@@ -32,7 +34,9 @@ final class Api implements HttpHandler {
           "num_inference_steps",
           "guidance_scale",
           "negative_prompt",
-          "seed");
+          "seed",
+          FormFields.CACHE,
+          "exact");
   private static final Set<String> IMAGE_FIELDS =
       Set.of(
           "prompt",
@@ -45,7 +49,9 @@ final class Api implements HttpHandler {
           "num_inference_steps",
           "guidance_scale",
           "negative_prompt",
-          "seed");
+          "seed",
+          FormFields.CACHE,
+          "exact");
 
   /** How long a DELETE of a running job waits for the cancellation to land before answering. */
   private static final long CANCEL_WAIT_MS = 2000;
@@ -119,7 +125,10 @@ final class Api implements HttpHandler {
               "GET",
               () ->
                   Exchanges.sendText(
-                      ex, 200, Metrics.CONTENT_TYPE, Metrics.render(engine.stats(), jobs)));
+                      ex,
+                      200,
+                      Metrics.CONTENT_TYPE,
+                      Metrics.render(engine.stats(), engine.extensions().metrics(), jobs)));
       case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
       case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex)));
       default -> throw notFoundRoute(ex);
@@ -262,9 +271,14 @@ final class Api implements HttpHandler {
       for (Job job : submitted) {
         Job done = job.finished().get();
         switch (done.status()) {
-          case COMPLETED ->
-              data.addObject()
-                  .put("b64_json", Base64.getEncoder().encodeToString(jobs.takeImage(done)));
+          case COMPLETED -> {
+            ObjectNode image =
+                data.addObject()
+                    .put("b64_json", Base64.getEncoder().encodeToString(jobs.takeImage(done)));
+            if (!done.cache().isEmpty()) {
+              image.set("cache_report", ApiJson.counters(done.cacheReport()));
+            }
+          }
           case CANCELLED ->
               throw new ApiException(
                   503, "server_error", null, "cancelled", "the server cancelled the image");
@@ -292,7 +306,33 @@ final class Api implements HttpHandler {
     m.put("object", "model");
     m.put("created", startedAt);
     m.put("owned_by", "stepweave");
+    ArrayNode caches = m.putArray("caches");
+    Extensions ext = engine.extensions();
+    ext.plugins()
+        .forEach(
+            (id, plugin) -> {
+              ObjectNode c = caches.addObject();
+              c.put("id", id);
+              c.put("distribution_altering", plugin.distributionAltering());
+              ObjectNode params = c.putObject("parameters");
+              for (ParamSchema.Param p : ext.schema(id).params()) {
+                ObjectNode q = params.putObject(p.name());
+                q.put("type", p.integer() ? "integer" : "number");
+                number(q, "min", p.min(), p.integer());
+                number(q, "max", p.max(), p.integer());
+                number(q, "default", p.defaultValue(), p.integer());
+                q.put("description", p.description());
+              }
+            });
     return o;
+  }
+
+  private static void number(ObjectNode o, String name, double v, boolean integer) {
+    if (integer) {
+      o.put(name, (long) v);
+    } else {
+      o.put(name, v);
+    }
   }
 
   private Map<String, String> fields(HttpExchange ex, Set<String> allowed) throws IOException {

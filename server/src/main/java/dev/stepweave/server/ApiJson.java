@@ -5,6 +5,8 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.RequestEvent;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Map;
+import java.util.TreeMap;
 
 /** The JSON the API answers with: OpenAI's video object, and one event of a job's stream. */
 final class ApiJson {
@@ -12,7 +14,9 @@ final class ApiJson {
 
   /**
    * OpenAI's video object ({@code id, object, model, status, progress, created_at, completed_at,
-   * size, seconds, prompt, error}) plus {@code timings}: seconds queued, running, and per loop.
+   * size, seconds, prompt, error}) plus the effective settings, {@code exact}, {@code cache} (the
+   * cache plugins it runs with every parameter, or null), {@code cache_report} (what they did, once
+   * completed) and {@code timings}: seconds queued, running, and per loop.
    */
   static ObjectNode video(Job job) {
     ObjectNode o = Exchanges.JSON.createObjectNode();
@@ -39,6 +43,20 @@ final class ApiJson {
     o.put("num_inference_steps", p.steps());
     o.put("guidance_scale", p.guidance());
     o.put("seed", p.seed());
+    o.put("exact", job.settings().exact());
+    if (job.cache().isEmpty()) {
+      o.putNull("cache");
+      o.putNull("cache_report");
+    } else {
+      ObjectNode cache = o.putObject("cache");
+      job.cache().forEach((id, params) -> cache.set(id, numbers(params)));
+      Map<String, Long> report = job.cacheReport();
+      if (report == null) {
+        o.putNull("cache_report");
+      } else {
+        o.set("cache_report", counters(report));
+      }
+    }
     if (status == JobStatus.FAILED) {
       ObjectNode error = o.putObject("error");
       error.put("code", "generation_failed");
@@ -47,6 +65,26 @@ final class ApiJson {
       o.putNull("error");
     }
     o.set("timings", timings(job, completed));
+    return o;
+  }
+
+  /** A request's plugin counters, {"dbcache.skipped_blocks": 12, …}, sorted by name. */
+  static ObjectNode counters(Map<String, Long> report) {
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    new TreeMap<>(report).forEach(o::put);
+    return o;
+  }
+
+  private static ObjectNode numbers(Map<String, Number> params) {
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    params.forEach(
+        (k, v) -> {
+          if (v instanceof Long l) {
+            o.put(k, l);
+          } else {
+            o.put(k, v.doubleValue());
+          }
+        });
     return o;
   }
 

@@ -13,9 +13,15 @@ import java.util.Set;
 /**
  * The fields of a create call as strings, from a JSON object, a multipart/form-data body or a
  * urlencoded form: OpenAI's clients send either JSON or multipart for {@code POST /v1/videos}, and
- * multipart fields are text, so every value is handled as its text.
+ * multipart fields are text, so every value is handled as its text. The one structured field,
+ * {@code cache}, is flat in every form: {@code cache} lists plugin ids ({@code
+ * "dbcache,stepcache"}) and {@code cache.PLUGIN.PARAM} fields carry parameters; a JSON object
+ * {@code {"cache": {"dbcache": {"threshold": 0.1}}}} is read as exactly those fields.
  */
 final class FormFields {
+  /** The field naming the cache plugins a request turns on. */
+  static final String CACHE = "cache";
+
   private FormFields() {}
 
   /**
@@ -41,7 +47,8 @@ final class FormFields {
           "send application/json or multipart/form-data, not '" + contentType + "'");
     }
     for (String name : fields.keySet()) {
-      if (!allowed.contains(name)) {
+      boolean cacheParam = name.startsWith(CACHE + ".") && allowed.contains(CACHE);
+      if (!allowed.contains(name) && !cacheParam) {
         throw ApiException.badRequest(name, "unknown parameter '" + name + "'");
       }
     }
@@ -67,12 +74,41 @@ final class FormFields {
       if (v.isNull()) {
         continue;
       }
+      if (e.getKey().equals(CACHE) && v.isObject()) {
+        flattenCache(v, fields);
+        continue;
+      }
       if (!v.isValueNode()) {
         throw ApiException.badRequest(e.getKey(), e.getKey() + " must be a string or a number");
       }
       fields.put(e.getKey(), v.asText());
     }
     return fields;
+  }
+
+  /** {"dbcache": {"threshold": 0.1}, "stepcache": {}} → cache=dbcache,stepcache and params. */
+  private static void flattenCache(JsonNode cache, Map<String, String> fields) {
+    java.util.List<String> ids = new java.util.ArrayList<>();
+    for (Map.Entry<String, JsonNode> plugin : cache.properties()) {
+      String id = plugin.getKey();
+      ids.add(id);
+      JsonNode params = plugin.getValue();
+      if (params.isNull()) {
+        continue;
+      }
+      if (!params.isObject()) {
+        throw ApiException.badRequest(
+            CACHE + "." + id, "cache." + id + " must be an object of parameters");
+      }
+      for (Map.Entry<String, JsonNode> p : params.properties()) {
+        String name = CACHE + "." + id + "." + p.getKey();
+        if (!p.getValue().isValueNode() || p.getValue().isNull()) {
+          throw ApiException.badRequest(name, name + " must be a string or a number");
+        }
+        fields.put(name, p.getValue().asText());
+      }
+    }
+    fields.put(CACHE, String.join(",", ids));
   }
 
   private static Map<String, String> urlencoded(byte[] body) {

@@ -4,6 +4,7 @@ import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.RequestHandle;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -21,6 +22,7 @@ final class Job {
   private final Instant createdAt = Instant.now();
   private final String model;
   private final Settings.Generation settings;
+  private final Map<String, Map<String, Number>> cache;
   private final List<String> loopIds;
   private final RequestHandle handle;
   private final CompletableFuture<Job> finished = new CompletableFuture<>();
@@ -31,18 +33,21 @@ final class Job {
   private Instant completedAt;
   private String error;
   private Map<String, Duration> loopTimings = Map.of();
+  private Map<String, Long> cacheReport;
 
   Job(
       String id,
       long sequence,
       String model,
       Settings.Generation settings,
+      Map<String, Map<String, Number>> cache,
       List<String> loopIds,
       RequestHandle handle) {
     this.id = id;
     this.sequence = sequence;
     this.model = model;
     this.settings = settings;
+    this.cache = Collections.unmodifiableMap(new LinkedHashMap<>(cache));
     this.loopIds = List.copyOf(loopIds);
     this.handle = handle;
     handle.events().subscribe(new Tracker());
@@ -62,6 +67,16 @@ final class Job {
 
   Settings.Generation settings() {
     return settings;
+  }
+
+  /** The cache plugins the job runs, each with its effective parameters; empty when none. */
+  Map<String, Map<String, Number>> cache() {
+    return cache;
+  }
+
+  /** What its plugins did ("dbcache.skipped_blocks" → 12), once completed; null before. */
+  synchronized Map<String, Long> cacheReport() {
+    return cacheReport;
   }
 
   RequestHandle handle() {
@@ -101,9 +116,10 @@ final class Job {
     return loopTimings;
   }
 
-  void complete(Map<String, Duration> timings) {
+  void complete(Map<String, Duration> timings, Map<String, Long> report) {
     synchronized (this) {
       loopTimings = new LinkedHashMap<>(timings);
+      cacheReport = Map.copyOf(report);
       progress = 100;
     }
     end(JobStatus.COMPLETED, null);

@@ -2,8 +2,12 @@ package dev.stepweave.server;
 
 import dev.stepweave.core.card.RecipeRefusedException;
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.extend.ActivePlugin;
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
+import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
@@ -16,6 +20,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -181,10 +186,15 @@ final class Jobs implements AutoCloseable {
             g.params(),
             OutputSpec.DEFAULT,
             Map.of(),
-            false);
+            false,
+            g.plugins(),
+            g.exact());
     RequestHandle handle;
     try {
       handle = engine.submit(request);
+    } catch (InvalidRequestException e) {
+      pending.decrementAndGet();
+      throw ApiException.badRequest(e.field().map(Jobs::wireField).orElse(null), firstLine(e));
     } catch (RecipeRefusedException e) {
       pending.decrementAndGet();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
@@ -204,6 +214,7 @@ final class Jobs implements AutoCloseable {
             sequence.incrementAndGet(),
             engine.model().card().modelId(),
             g,
+            effectiveCache(request),
             engine.model().card().loopsFor(task),
             handle);
     unfinished.add(job);
@@ -231,11 +242,36 @@ final class Jobs implements AutoCloseable {
           Artifact.VideoArtifact v = result.artifact(Artifact.VideoArtifact.class);
           store.writeVideo(job.id(), v.frames(), v.fps());
         }
-        job.complete(result.loopTimings());
+        job.complete(result.loopTimings(), result.report());
       } catch (IOException | RuntimeException e) {
         job.fail("could not write the output: " + firstLine(e));
       }
     }
+  }
+
+  /**
+   * The request's cache plugins with every parameter as it runs (the deployment's defaults filled
+   * in), for the job object; the engine has accepted them, so this cannot refuse.
+   */
+  private Map<String, Map<String, Number>> effectiveCache(Request request) {
+    Extensions ext = engine.extensions();
+    Map<String, Map<String, Number>> out = new LinkedHashMap<>();
+    for (ActivePlugin a : ext.admit(request, engine.model().card())) {
+      Map<String, Number> params = new LinkedHashMap<>();
+      for (ParamSchema.Param p : ext.schema(a.id()).params()) {
+        double v = a.params().number(p.name());
+        params.put(p.name(), p.integer() ? (Number) (long) v : (Number) v);
+      }
+      out.put(a.id(), params);
+    }
+    return out;
+  }
+
+  /** The engine's request field ("plugins.dbcache.threshold") as the API's ("cache.dbcache…"). */
+  static String wireField(String field) {
+    return field.equals("plugins") || field.startsWith("plugins.")
+        ? FormFields.CACHE + field.substring("plugins".length())
+        : field;
   }
 
   private static String firstLine(Throwable t) {

@@ -1,6 +1,7 @@
 package dev.stepweave.server;
 
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.ExtensionMetrics;
 import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.Histogram;
 import java.util.Locale;
@@ -15,7 +16,7 @@ final class Metrics {
 
   private Metrics() {}
 
-  static String render(EngineStats s, Jobs jobs) {
+  static String render(EngineStats s, ExtensionMetrics plugins, Jobs jobs) {
     Metrics m = new Metrics();
     m.gauge("stepweave_queue_depth", "Requests waiting for admission.", s.queued());
     m.gauge("stepweave_running_loops", "Loops admitted and not finished.", s.runningLoops());
@@ -50,6 +51,24 @@ final class Metrics {
         "histogram",
         "|predicted - measured| / measured device time of each executed batch.");
     m.histogram("stepweave_cost_model_relative_error", "", s.costPredictionError());
+    m.header(
+        "stepweave_cache_total",
+        "counter",
+        "What cache plugins did over completed requests, by plugin and counter"
+            + " (skipped_blocks, cached_steps, computed_steps).");
+    plugins
+        .snapshot()
+        .forEach(
+            (name, value) -> {
+              int dot = Math.max(0, name.indexOf('.'));
+              m.sample(
+                  "stepweave_cache_total{plugin=\""
+                      + name.substring(0, dot)
+                      + "\",counter=\""
+                      + name.substring(dot + 1)
+                      + "\"}",
+                  value);
+            });
     return m.out.toString();
   }
 

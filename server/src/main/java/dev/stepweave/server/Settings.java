@@ -5,6 +5,7 @@ import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.request.DiffusionParams;
 import java.math.BigDecimal;
 import java.security.SecureRandom;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -16,6 +17,7 @@ import java.util.regex.Pattern;
  */
 final class Settings {
   private static final Pattern SIZE = Pattern.compile("(\\d{1,5})x(\\d{1,5})");
+  private static final Pattern PLUGIN_ID = Pattern.compile("[a-z0-9_]{1,64}");
   private static final SecureRandom SEEDS = new SecureRandom();
 
   private final ModelCard card;
@@ -30,8 +32,21 @@ final class Settings {
    * A generation's settings and, for a video, its length as the API reports it.
    *
    * @param seconds the requested {@code seconds} as given, else the length the frame count makes
+   * @param plugins the cache plugins the request turns on, with its raw parameters (the engine
+   *     validates them against the deployment's schemas)
+   * @param exact whether the request refuses distribution-altering plugins
    */
-  record Generation(String prompt, DiffusionParams params, String seconds, String size) {}
+  record Generation(
+      String prompt,
+      DiffusionParams params,
+      String seconds,
+      String size,
+      Map<String, Map<String, String>> plugins,
+      boolean exact) {
+    Generation {
+      plugins = Map.copyOf(plugins);
+    }
+  }
 
   /**
    * The frame count: {@code num_frames} when given (4k+1), else {@code seconds × fps} rounded to
@@ -71,7 +86,13 @@ final class Settings {
     }
     DiffusionParams params = params(f, frames, fps);
     String reported = seconds != null ? seconds : lengthOf(frames, fps);
-    return new Generation(prompt, params, reported, params.width() + "x" + params.height());
+    return new Generation(
+        prompt,
+        params,
+        reported,
+        params.width() + "x" + params.height(),
+        plugins(f),
+        bool(f, "exact"));
   }
 
   /** One image's settings (a one-frame video); {@code index} offsets the seed for n > 1. */
@@ -91,7 +112,8 @@ final class Settings {
             p.negativePrompt(),
             p.sampler(),
             p.shift());
-    return new Generation(prompt, indexed, "0", p.width() + "x" + p.height());
+    return new Generation(
+        prompt, indexed, "0", p.width() + "x" + p.height(), plugins(f), bool(f, "exact"));
   }
 
   String prompt(Map<String, String> f) {
@@ -105,6 +127,63 @@ final class Settings {
 
   int n(Map<String, String> f) {
     return intField(f, "n", 1, 1, limits.maxImages());
+  }
+
+  /**
+   * {@code cache} (plugin ids, comma-separated) and {@code cache.PLUGIN.PARAM} fields as the
+   * request's plugin parameters. Only the form is checked here; whether a plugin is enabled and its
+   * values fit are the engine's checks.
+   */
+  private static Map<String, Map<String, String>> plugins(Map<String, String> f) {
+    Map<String, Map<String, String>> out = new LinkedHashMap<>();
+    String list = f.getOrDefault(FormFields.CACHE, "");
+    for (String raw : list.split(",")) {
+      String id = raw.strip();
+      if (id.isEmpty()) {
+        continue;
+      }
+      if (!PLUGIN_ID.matcher(id).matches()) {
+        throw ApiException.badRequest(
+            FormFields.CACHE,
+            "cache must list plugin ids like dbcache,stepcache, got '" + list + "'");
+      }
+      if (out.putIfAbsent(id, new LinkedHashMap<>()) != null) {
+        throw ApiException.badRequest(FormFields.CACHE, "cache names '" + id + "' twice");
+      }
+    }
+    for (Map.Entry<String, String> e : f.entrySet()) {
+      String name = e.getKey();
+      if (!name.startsWith(FormFields.CACHE + ".")) {
+        continue;
+      }
+      String rest = name.substring(FormFields.CACHE.length() + 1);
+      int dot = rest.indexOf('.');
+      if (dot <= 0 || dot == rest.length() - 1) {
+        throw ApiException.badRequest(
+            name, "cache parameters are named cache.PLUGIN.PARAM, got '" + name + "'");
+      }
+      String id = rest.substring(0, dot);
+      Map<String, String> params = out.get(id);
+      if (params == null) {
+        throw ApiException.badRequest(
+            name, name + " is given but cache does not name '" + id + "' (cache: '" + list + "')");
+      }
+      params.put(rest.substring(dot + 1), e.getValue());
+    }
+    return out;
+  }
+
+  private static boolean bool(Map<String, String> f, String name) {
+    String v = f.get(name);
+    if (v == null) {
+      return false;
+    }
+    return switch (v.strip().toLowerCase(java.util.Locale.ROOT)) {
+      case "true" -> true;
+      case "false" -> false;
+      default ->
+          throw ApiException.badRequest(name, name + " must be true or false, got '" + v + "'");
+    };
   }
 
   private DiffusionParams params(Map<String, String> f, int frames, int fps) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.fail;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.media.Mp4Reader;
 import dev.stepweave.core.media.Mp4Writer;
 import dev.stepweave.core.media.PngWriter;
@@ -15,6 +16,7 @@ import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import java.io.IOException;
 import java.net.URI;
@@ -34,13 +36,23 @@ final class Harness implements AutoCloseable {
   static final ObjectMapper JSON = new ObjectMapper();
   static final Set<String> TERMINAL = Set.of("completed", "failed", "cancelled");
 
+  /** A deployment that enables the pattern model's cache (a new one each: it counts metrics). */
+  static Extensions cached() {
+    return Extensions.builder().enable(PatternModel.CACHE).build();
+  }
+
   final PatternModel model = new PatternModel();
-  final Engine engine = new Engine(model);
+  final Engine engine;
   final StepweaveServer server;
   final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  Harness(Path artifacts, ServerConfig config) throws IOException {
+  Harness(Path artifacts, ServerConfig config, Extensions extensions) throws IOException {
+    engine = new Engine(model, EngineConfig.defaults(), extensions);
     server = StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts));
+  }
+
+  Harness(Path artifacts, ServerConfig config) throws IOException {
+    this(artifacts, config, Extensions.NONE);
   }
 
   Harness(Path artifacts) throws IOException {
@@ -143,7 +155,14 @@ final class Harness implements AutoCloseable {
 
   /** The MP4 bytes the same settings give when run alone on a fresh engine. */
   static byte[] serialVideo(Path dir, String prompt, DiffusionParams p) throws Exception {
-    GenerationResult r = runAlone(TaskType.T2V, prompt, p);
+    return serialVideo(dir, prompt, p, Map.of());
+  }
+
+  /** Like {@link #serialVideo(Path, String, DiffusionParams)} with cache plugins turned on. */
+  static byte[] serialVideo(
+      Path dir, String prompt, DiffusionParams p, Map<String, Map<String, String>> plugins)
+      throws Exception {
+    GenerationResult r = runAlone(TaskType.T2V, prompt, p, plugins);
     Artifact.VideoArtifact v = r.artifact(Artifact.VideoArtifact.class);
     Path file = Files.createTempFile(dir, "serial", ".mp4");
     Mp4Writer.write(file, v.frames(), v.fps());
@@ -152,15 +171,16 @@ final class Harness implements AutoCloseable {
 
   /** The PNG bytes the same settings give when run alone on a fresh engine. */
   static byte[] serialImage(Path dir, String prompt, DiffusionParams p) throws Exception {
-    GenerationResult r = runAlone(TaskType.T2I, prompt, p);
+    GenerationResult r = runAlone(TaskType.T2I, prompt, p, Map.of());
     Path file = Files.createTempFile(dir, "serial", ".png");
     PngWriter.writeImage(file, r.artifact(Artifact.ImageArtifact.class).pixels());
     return Files.readAllBytes(file);
   }
 
-  private static GenerationResult runAlone(TaskType task, String prompt, DiffusionParams p)
+  static GenerationResult runAlone(
+      TaskType task, String prompt, DiffusionParams p, Map<String, Map<String, String>> plugins)
       throws Exception {
-    try (Engine alone = new Engine(new PatternModel())) {
+    try (Engine alone = new Engine(new PatternModel(), EngineConfig.defaults(), cached())) {
       Request r =
           new Request(
               "serial-" + p.seed(),
@@ -169,6 +189,8 @@ final class Harness implements AutoCloseable {
               p,
               OutputSpec.DEFAULT,
               Map.of(),
+              false,
+              plugins,
               false);
       return alone.submit(r).result().get();
     }

@@ -1,5 +1,6 @@
 package dev.stepweave.server;
 
+import dev.stepweave.core.card.CacheContract;
 import dev.stepweave.core.card.CheckpointManifest;
 import dev.stepweave.core.card.ComponentKind;
 import dev.stepweave.core.card.ComponentSpec;
@@ -14,6 +15,9 @@ import dev.stepweave.core.card.PrecisionContract;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.ActivePlugin;
+import dev.stepweave.core.extend.ParamSchema;
+import dev.stepweave.core.extend.Plugin;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
 import dev.stepweave.core.loop.Loop;
@@ -41,15 +45,61 @@ import java.util.Set;
  * A weightless model for server tests: "denoise" mixes a value seeded by the request's seed once
  * per step, "decode" paints small frames from it (a video, or an image for t2i). Outputs depend
  * only on the request, as a real model's do. Prompts containing "slow" sleep {@link #SLOW_STEP_MS}
- * per denoise step, so tests can catch a job in flight.
+ * per denoise step, so tests can catch a job in flight. Its card allows one cache plugin, {@link
+ * #CACHE}: from {@code warmup_steps} on, a step reuses the value instead of mixing when the one
+ * before it computed and {@code threshold} is above 0, counted in the loop's report.
  */
 final class PatternModel implements ModelInstance {
   static final String ID = "pattern-test";
   static final long SLOW_STEP_MS = 10;
 
+  /** The cache plugin the card allows (deployments enable it or not). */
+  static final Plugin CACHE =
+      new Plugin() {
+        @Override
+        public String id() {
+          return "patterncache";
+        }
+
+        @Override
+        public InterceptionPoint point() {
+          return InterceptionPoint.STEP;
+        }
+
+        @Override
+        public boolean distributionAltering() {
+          return true;
+        }
+
+        @Override
+        public boolean reusesAcrossSteps() {
+          return true;
+        }
+
+        @Override
+        public ParamSchema schema() {
+          return ParamSchema.of(
+              ParamSchema.Param.number("threshold", 0, 1, 0.5, "reuse above 0"),
+              ParamSchema.Param.integer("warmup_steps", 0, 100, 1, "first steps computed"));
+        }
+      };
+
   private final ModelCard card = patternCard();
 
-  record State(Request request, float value, int done, int total, CancelScope scope)
+  /**
+   * @param threshold the request's cache threshold, 0 without the cache
+   * @param reused steps that reused the value; {@code lastReused} whether the latest one did
+   */
+  record State(
+      Request request,
+      float value,
+      int done,
+      int total,
+      CancelScope scope,
+      double threshold,
+      int warmup,
+      int reused,
+      boolean lastReused)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -84,13 +134,36 @@ final class PatternModel implements ModelInstance {
               ? (r.params().seed() % 997) / 997f
               : denoised.tensor("value").getFloat(0);
       int total = kind == WorkKind.DIFFUSION_STEP ? r.params().steps() : 1;
-      return new State(r, start, 0, total, ctx.cancelScope());
+      double threshold = 0;
+      int warmup = 0;
+      if (kind == WorkKind.DIFFUSION_STEP) {
+        for (ActivePlugin a : ctx.extensions().admit(r, card)) {
+          threshold = a.params().number("threshold");
+          warmup = a.params().integer("warmup_steps");
+        }
+      }
+      return new State(r, start, 0, total, ctx.cancelScope(), threshold, warmup, 0, false);
+    }
+
+    private boolean reuses(State s) {
+      return s.threshold() > 0 && s.done() >= s.warmup() && s.done() > 0 && !s.lastReused();
     }
 
     @Override
     public Step next(State s) {
       if (s.done() == s.total()) {
         return Done.INSTANCE;
+      }
+      if (kind == WorkKind.DIFFUSION_STEP && reuses(s)) {
+        return new WorkPlan(
+            id,
+            instanceId(),
+            kind,
+            ShapeSignature.of("reused", 1),
+            ResourceRequest.NONE,
+            s.scope(),
+            s.done(),
+            () -> StepResult.of(Tensor.of(new float[] {s.value()}, 1)));
       }
       return new WorkPlan(
           id,
@@ -106,14 +179,32 @@ final class PatternModel implements ModelInstance {
     @Override
     public State advance(State s, StepResult r) {
       float value = kind == WorkKind.DIFFUSION_STEP ? r.output().getFloat(0) : s.value();
-      return new State(s.request(), value, s.done() + 1, s.total(), s.scope());
+      boolean reused = kind == WorkKind.DIFFUSION_STEP && reuses(s);
+      return new State(
+          s.request(),
+          value,
+          s.done() + 1,
+          s.total(),
+          s.scope(),
+          s.threshold(),
+          s.warmup(),
+          s.reused() + (reused ? 1 : 0),
+          reused);
     }
 
     @Override
     public LoopResult finalize(State s) {
       Tensor value = Tensor.of(new float[] {s.value()}, 1);
       if (kind == WorkKind.DIFFUSION_STEP) {
-        return new LoopResult(Map.of("value", value), List.of());
+        Map<String, Long> report =
+            !s.request().plugins().isEmpty()
+                ? Map.of(
+                    "patterncache.cached_steps",
+                    (long) s.reused(),
+                    "patterncache.computed_steps",
+                    (long) (s.total() - s.reused()))
+                : Map.of();
+        return new LoopResult(Map.of("value", value), List.of(), report);
       }
       Request r = s.request();
       Tensor frames = frames(r, s.value());
@@ -130,14 +221,29 @@ final class PatternModel implements ModelInstance {
       return new SerializedState(
           id,
           Map.of("value", Tensor.of(new float[] {s.value()}, 1)),
-          "{\"done\":" + s.done() + "}");
+          "{\"done\":"
+              + s.done()
+              + ",\"reused\":"
+              + s.reused()
+              + ",\"last\":"
+              + s.lastReused()
+              + "}");
     }
 
     @Override
     public State deserialize(SerializedState d, Request r, ModelInstance m, LoopContext ctx) {
-      int done = Integer.parseInt(d.json().replaceAll("\\D", ""));
-      int total = kind == WorkKind.DIFFUSION_STEP ? r.params().steps() : 1;
-      return new State(r, d.tensors().get("value").getFloat(0), done, total, ctx.cancelScope());
+      State fresh = init(r, m, ctx);
+      var json = d.json().replaceAll("[{}\"]", "").split(",");
+      return new State(
+          r,
+          d.tensors().get("value").getFloat(0),
+          Integer.parseInt(json[0].split(":")[1]),
+          fresh.total(),
+          ctx.cancelScope(),
+          fresh.threshold(),
+          fresh.warmup(),
+          Integer.parseInt(json[1].split(":")[1]),
+          Boolean.parseBoolean(json[2].split(":")[1]));
     }
   }
 
@@ -199,7 +305,7 @@ final class PatternModel implements ModelInstance {
         Map.of(TaskType.T2V, program, TaskType.T2I, program),
         RecipeSpec.base(),
         new ParitySpec(ConsistencyRung.C1, List.of(), Map.of()),
-        Map.of(),
+        Map.of(CACHE.id(), new CacheContract(CACHE.id(), "step", true)),
         ParallelismContract.single(),
         new PrecisionContract(Set.of(Precision.F32), Precision.F32),
         new CheckpointManifest(

@@ -8,6 +8,7 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.tensor.Tensor;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.EnumMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -24,14 +25,17 @@ public final class Extensions {
   /** Recipes that assume this many steps or fewer are few-step distilled. */
   public static final int FEW_STEPS = 8;
 
-  public static final Extensions NONE = new Extensions(Map.of(), List.of());
+  public static final Extensions NONE = new Extensions(Map.of(), Map.of(), List.of());
 
   private final Map<String, Plugin> enabled;
+  private final Map<String, ParamSchema> schemas;
   private final List<StepObserver> observers;
   private final ExtensionMetrics metrics = new ExtensionMetrics();
 
-  private Extensions(Map<String, Plugin> enabled, List<StepObserver> observers) {
-    this.enabled = Map.copyOf(enabled);
+  private Extensions(
+      Map<String, Plugin> enabled, Map<String, ParamSchema> schemas, List<StepObserver> observers) {
+    this.enabled = Collections.unmodifiableMap(new LinkedHashMap<>(enabled));
+    this.schemas = Map.copyOf(schemas);
     this.observers = List.copyOf(observers);
   }
 
@@ -41,6 +45,23 @@ public final class Extensions {
 
   public List<StepObserver> observers() {
     return observers;
+  }
+
+  /** The enabled plugins by id, in the order they were enabled. */
+  public Map<String, Plugin> plugins() {
+    return enabled;
+  }
+
+  /**
+   * The schema requests are validated against for an enabled plugin: the plugin's own, with the
+   * deployment's defaults where it set any.
+   */
+  public ParamSchema schema(String pluginId) {
+    ParamSchema s = schemas.get(pluginId);
+    if (s == null) {
+      throw new IllegalArgumentException("plugin '" + pluginId + "' is not enabled");
+    }
+    return s;
   }
 
   /** Counters of what the plugins did, summed over requests (for metrics export). */
@@ -64,6 +85,7 @@ public final class Extensions {
       Plugin plugin = enabled.get(id);
       if (plugin == null) {
         throw new InvalidRequestException(
+            "plugins",
             "plugin '"
                 + id
                 + "' is not enabled on this deployment (enabled: "
@@ -72,12 +94,13 @@ public final class Extensions {
       }
       if (!card.caches().containsKey(id)) {
         throw new InvalidRequestException(
-            "model '" + card.modelId() + "' does not allow plugin '" + id + "'");
+            "plugins", "model '" + card.modelId() + "' does not allow plugin '" + id + "'");
       }
-      PluginParams params = plugin.schema().validate(id, e.getValue());
+      PluginParams params = schemas.get(id).validate(id, e.getValue());
       String owner = owners.putIfAbsent(plugin.point(), id);
       if (owner != null) {
         throw new InvalidRequestException(
+            "plugins",
             "plugins '"
                 + owner
                 + "' and '"
@@ -87,11 +110,13 @@ public final class Extensions {
       }
       if (request.exact() && plugin.distributionAltering()) {
         throw new InvalidRequestException(
+            "exact",
             "an exact request refuses plugin '" + id + "': it alters the output distribution");
       }
       RecipeSpec recipe = card.recipe();
       if (plugin.reusesAcrossSteps() && isFewStepDistilled(recipe)) {
         throw new InvalidRequestException(
+            "plugins",
             "model '"
                 + card.modelId()
                 + "' (recipe '"
@@ -128,6 +153,11 @@ public final class Extensions {
     observers.forEach(o -> o.afterStep(step, elapsed));
   }
 
+  /** Tells every observer the scheduler ran a call. */
+  public void afterCall(CallInfo call, Duration elapsed) {
+    observers.forEach(o -> o.afterCall(call, elapsed));
+  }
+
   static boolean isFewStepDistilled(RecipeSpec recipe) {
     return !recipe.method().equals("base")
         && recipe.assumesSteps() != null
@@ -137,12 +167,24 @@ public final class Extensions {
   /** Enables plugins and observers for a deployment. */
   public static final class Builder {
     private final Map<String, Plugin> enabled = new LinkedHashMap<>();
+    private final Map<String, ParamSchema> schemas = new LinkedHashMap<>();
     private final List<StepObserver> observers = new ArrayList<>();
 
     public Builder enable(Plugin plugin) {
+      return enable(plugin, Map.of());
+    }
+
+    /**
+     * Enables a plugin with the deployment's own defaults for some of its parameters (a request
+     * that names the plugin without them gets these).
+     *
+     * @throws InvalidRequestException for an unknown parameter or a default out of bounds
+     */
+    public Builder enable(Plugin plugin, Map<String, String> defaults) {
       if (enabled.putIfAbsent(plugin.id(), plugin) != null) {
         throw new IllegalArgumentException("plugin '" + plugin.id() + "' enabled twice");
       }
+      schemas.put(plugin.id(), plugin.schema().withDefaults(plugin.id(), defaults));
       return this;
     }
 
@@ -152,7 +194,7 @@ public final class Extensions {
     }
 
     public Extensions build() {
-      return new Extensions(enabled, observers);
+      return new Extensions(enabled, schemas, observers);
     }
   }
 }

@@ -30,6 +30,7 @@ public record ParamSchema(List<Param> params) {
     for (String name : raw.keySet()) {
       if (!byName.containsKey(name)) {
         throw new InvalidRequestException(
+            "plugins." + pluginId + "." + name,
             "unknown parameter '"
                 + pluginId
                 + "."
@@ -45,6 +46,28 @@ public record ParamSchema(List<Param> params) {
       values.put(p.name(), v == null ? p.defaultValue() : p.parse(pluginId, v));
     }
     return new PluginParams(values);
+  }
+
+  /**
+   * The same schema with other defaults (a deployment's): each value is checked against its
+   * parameter's bounds.
+   *
+   * @throws InvalidRequestException for an unknown parameter or a value out of bounds
+   */
+  public ParamSchema withDefaults(String pluginId, Map<String, String> defaults) {
+    PluginParams checked = validate(pluginId, defaults);
+    return new ParamSchema(
+        params.stream()
+            .map(
+                p ->
+                    new Param(
+                        p.name(),
+                        p.integer(),
+                        p.min(),
+                        p.max(),
+                        checked.number(p.name()),
+                        p.description()))
+            .toList());
   }
 
   /**
@@ -80,6 +103,7 @@ public record ParamSchema(List<Param> params) {
         v = integer ? Long.parseLong(raw.strip()) : Double.parseDouble(raw.strip());
       } catch (NumberFormatException e) {
         throw new InvalidRequestException(
+            field(pluginId),
             pluginId
                 + "."
                 + name
@@ -91,9 +115,14 @@ public record ParamSchema(List<Param> params) {
       }
       if (!(v >= min && v <= max)) {
         throw new InvalidRequestException(
+            field(pluginId),
             pluginId + "." + name + " must be in " + show(min) + ".." + show(max) + ", got " + raw);
       }
       return v;
+    }
+
+    private String field(String pluginId) {
+      return "plugins." + pluginId + "." + name;
     }
 
     private String show(double x) {

@@ -10,27 +10,66 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.LongAdder;
 
 /**
- * Measured time per work unit, grouped by (loop, kind, shape signature): the samples a cost model
- * calibrates its predicted device time against.
+ * Measured time per work unit, grouped by (loop, kind, shape signature), and per call, grouped by
+ * (kind, shape signature, batch size). Every call it sees it also hands to its {@link Calibration}
+ * (the engine's own profiler hands them to the engine's cost model, which is how the cost model is
+ * calibrated).
  */
 public final class Profiler implements StepObserver {
-  private final Map<Key, Totals> totals = new ConcurrentHashMap<>();
+  /** Where measured calls go to calibrate predictions (a cost model). */
+  @FunctionalInterface
+  public interface Calibration {
+    Calibration NONE = (call, elapsed) -> {};
+
+    void calibrate(CallInfo call, Duration elapsed);
+  }
+
+  private final Calibration calibration;
+  private final Map<Key, Totals> steps = new ConcurrentHashMap<>();
+  private final Map<CallKey, Totals> calls = new ConcurrentHashMap<>();
+
+  /** A profiler that only measures. */
+  public Profiler() {
+    this(Calibration.NONE);
+  }
+
+  /** A profiler that also calibrates {@code calibration} with every call it measures. */
+  public Profiler(Calibration calibration) {
+    this.calibration = calibration;
+  }
 
   @Override
   public void afterStep(StepInfo step, Duration elapsed) {
-    Totals t =
-        totals.computeIfAbsent(
-            new Key(step.loopId(), step.kind(), step.shape()), k -> new Totals());
-    t.count.increment();
-    t.nanos.add(elapsed.toNanos());
+    steps
+        .computeIfAbsent(new Key(step.loopId(), step.kind(), step.shape()), k -> new Totals())
+        .add(elapsed);
   }
 
-  /** Everything measured so far. */
+  @Override
+  public void afterCall(CallInfo call, Duration elapsed) {
+    calls
+        .computeIfAbsent(
+            new CallKey(call.kind(), call.shape(), call.batchSize()), k -> new Totals())
+        .add(elapsed);
+    calibration.calibrate(call, elapsed);
+  }
+
+  /** Every step measured so far (each unit's share of its call). */
   public List<Measurement> measurements() {
     List<Measurement> out = new ArrayList<>();
-    totals.forEach(
+    steps.forEach(
         (k, t) ->
             out.add(new Measurement(k.loopId, k.kind, k.shape, t.count.sum(), t.nanos.sum())));
+    return out;
+  }
+
+  /** Every call measured so far. */
+  public List<CallMeasurement> callMeasurements() {
+    List<CallMeasurement> out = new ArrayList<>();
+    calls.forEach(
+        (k, t) ->
+            out.add(
+                new CallMeasurement(k.kind, k.shape, k.batchSize, t.count.sum(), t.nanos.sum())));
     return out;
   }
 
@@ -38,7 +77,7 @@ public final class Profiler implements StepObserver {
    * The measured time of one kind of work unit.
    *
    * @param count units measured
-   * @param totalNanos their summed wall time
+   * @param totalNanos their summed share of wall time
    */
   public record Measurement(
       String loopId, WorkKind kind, ShapeSignature shape, long count, long totalNanos) {
@@ -47,10 +86,30 @@ public final class Profiler implements StepObserver {
     }
   }
 
+  /**
+   * The measured time of calls of one kind, shape and batch size.
+   *
+   * @param count calls measured
+   * @param totalNanos their summed wall time
+   */
+  public record CallMeasurement(
+      WorkKind kind, ShapeSignature shape, int batchSize, long count, long totalNanos) {
+    public double meanMillis() {
+      return count == 0 ? 0 : totalNanos / 1e6 / count;
+    }
+  }
+
   private record Key(String loopId, WorkKind kind, ShapeSignature shape) {}
+
+  private record CallKey(WorkKind kind, ShapeSignature shape, int batchSize) {}
 
   private static final class Totals {
     final LongAdder count = new LongAdder();
     final LongAdder nanos = new LongAdder();
+
+    void add(Duration d) {
+      count.increment();
+      nanos.add(d.toNanos());
+    }
   }
 }

@@ -2,8 +2,11 @@ package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.CallInfo;
+import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.ShapeSignature;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
@@ -14,10 +17,11 @@ import java.util.Map;
  * measured its prediction is static: the work unit's own estimate, else a roofline of its FLOPs and
  * bytes against the device's rates, times the batch size. Each measurement moves the key's
  * prediction by an exponentially weighted average. Admission uses the static figure (a forecast
- * never licenses optimism); batching uses the calibrated one. Thread-safe; {@link #snapshot} is the
- * data a fleet router reads.
+ * never licenses optimism); batching uses the calibrated one. Its measurements come from a {@link
+ * Profiler} (the engine's own, which sees every call the scheduler runs). Thread-safe; {@link
+ * #snapshot} is the data a fleet router reads.
  */
-public final class CostModel {
+public final class CostModel implements Profiler.Calibration {
   /** What a prediction is for. */
   public record Key(
       String modelId, WorkKind kind, ShapeSignature shape, Precision precision, int batchSize) {}
@@ -79,6 +83,15 @@ public final class CostModel {
         key,
         new Entry(
             key, staticMillis(unit) * key.batchSize(), next, e == null ? 1 : e.samples() + 1));
+  }
+
+  /** Folds in a call a profiler measured. */
+  @Override
+  public void calibrate(CallInfo call, Duration elapsed) {
+    observe(
+        new Key(call.modelId(), call.kind(), call.shape(), call.precision(), call.batchSize()),
+        call.unit(),
+        elapsed.toNanos() / 1e6);
   }
 
   public synchronized Snapshot snapshot() {

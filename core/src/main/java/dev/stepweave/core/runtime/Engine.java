@@ -1,7 +1,9 @@
 package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.CallInfo;
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.StepResult;
@@ -37,6 +39,7 @@ public final class Engine implements AutoCloseable {
   private final EngineConfig config;
   private final Extensions extensions;
   private final CostModel cost;
+  private final Profiler profiler;
   private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
   private final AdmissionController admission;
   private final LoopScheduler loops = new LoopScheduler();
@@ -81,6 +84,7 @@ public final class Engine implements AutoCloseable {
     this.config = config;
     this.extensions = extensions;
     this.cost = new CostModel(config.deviceFlopsPerMilli(), config.deviceBytesPerMilli());
+    this.profiler = new Profiler(cost);
     this.admission = new AdmissionController(config);
     this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
     for (WorkKind k : WorkKind.values()) {
@@ -104,6 +108,15 @@ public final class Engine implements AutoCloseable {
   /** The deployment's extensions; their metrics count what plugins did over all requests. */
   public Extensions extensions() {
     return extensions;
+  }
+
+  /**
+   * The engine's own profiler: every call the scheduler ran, measured ({@link
+   * Profiler#callMeasurements}); it is what calibrates the cost model. (Per-step measurements are
+   * for a profiler the deployment adds as an observer.)
+   */
+  public Profiler profiler() {
+    return profiler;
   }
 
   /** The cost model's figures, as data. */
@@ -358,11 +371,13 @@ public final class Engine implements AutoCloseable {
         publishRunning();
         return;
       }
-      double millis = (System.nanoTime() - t0) / 1e6;
-      record(batch, members, pool, millis);
+      long nanos = System.nanoTime() - t0;
+      record(batch, members, pool, nanos);
+      // Each unit's measured time is its share of the call (observers see it per step).
+      Duration share = Duration.ofNanos(nanos / members.size());
       for (int i = 0; i < members.size(); i++) {
         ProgramRun run = runs.get(batch.members().get(i));
-        fold(run, members.get(i), outcomes.get(i));
+        fold(run, members.get(i), withElapsed(outcomes.get(i), share));
       }
     }
     consecutivePoolFaults = 0;
@@ -373,15 +388,37 @@ public final class Engine implements AutoCloseable {
     return ticks;
   }
 
+  /**
+   * Records a call's measured time: the engine's histograms, then its profiler (which calibrates
+   * the cost model) and the deployment's observers.
+   */
   private void record(
-      BatchScheduler.Batch batch, List<WorkPlan> members, BatchScheduler.Pool pool, double millis) {
+      BatchScheduler.Batch batch, List<WorkPlan> members, BatchScheduler.Pool pool, long nanos) {
     WorkPlan unit = members.get(0);
+    double millis = nanos / 1e6;
     stepSeconds.get(unit.kind()).observe(millis / 1000);
     batchSizes.observe(members.size());
     if (millis > 0) {
       costError.observe(Math.abs(batch.predictedMillis() - millis) / millis);
     }
-    cost.observe(batcher.costKey(batch.key(), members.size(), pool), unit.resources(), millis);
+    CostModel.Key key = batcher.costKey(batch.key(), members.size(), pool);
+    CallInfo call =
+        new CallInfo(
+            key.modelId(),
+            key.kind(),
+            key.shape(),
+            key.precision(),
+            key.batchSize(),
+            unit.resources());
+    Duration elapsed = Duration.ofNanos(nanos);
+    profiler.afterCall(call, elapsed);
+    extensions.afterCall(call, elapsed);
+  }
+
+  private static BatchExecutor.Outcome withElapsed(BatchExecutor.Outcome o, Duration share) {
+    return o instanceof BatchExecutor.Ok ok
+        ? new BatchExecutor.Ok(ok.result().withElapsed(share))
+        : o;
   }
 
   /** A work unit asking for more memory than its request reserved, or null when it fits. */

@@ -28,6 +28,16 @@ public record GenerationResult(
     recipeOverrides = List.copyOf(recipeOverrides);
   }
 
+  /**
+   * What the request's plugins did ({@code "dbcache.skipped_blocks"} → 12), summed over its loops;
+   * empty when it ran none.
+   */
+  public Map<String, Long> report() {
+    Map<String, Long> out = new java.util.TreeMap<>();
+    loopResults.values().forEach(r -> r.report().forEach((k, v) -> out.merge(k, v, Long::sum)));
+    return java.util.Collections.unmodifiableMap(out);
+  }
+
   /** The first artifact of a type. */
   public <A extends Artifact> A artifact(Class<A> type) {
     return artifacts.stream()

@@ -83,6 +83,50 @@ class ExtensionsTest {
   }
 
   @Test
+  void aDeploymentSetsItsOwnDefaultsWithinTheSchema() {
+    Extensions tuned =
+        Extensions.builder().enable(BLOCKS_A, Map.of("threshold", "0.3")).enable(EXACT_OK).build();
+    var base = card(RecipeSpec.base());
+    List<ActivePlugin> active = tuned.admit(request(Map.of("blocks_a", Map.of())), base);
+    assertEquals(0.3, active.get(0).params().number("threshold"));
+    assertEquals(2, active.get(0).params().integer("warmup")); // the plugin's own default
+    // A request's own value still wins.
+    assertEquals(
+        0.5,
+        tuned
+            .admit(request(Map.of("blocks_a", Map.of("threshold", "0.5"))), base)
+            .get(0)
+            .params()
+            .number("threshold"));
+    assertEquals(List.of("blocks_a", "exact_ok"), List.copyOf(tuned.plugins().keySet()));
+    assertEquals(0.1, tuned.schema("exact_ok").params().get(0).defaultValue());
+    assertMessage(
+        "blocks_a.threshold must be in 0.0..1.0, got 7",
+        () -> Extensions.builder().enable(BLOCKS_A, Map.of("threshold", "7")));
+    assertMessage(
+        "unknown parameter 'blocks_a.fn' (known: threshold, warmup)",
+        () -> Extensions.builder().enable(BLOCKS_A, Map.of("fn", "7")));
+  }
+
+  @Test
+  void refusalsNameTheRequestFieldAtFault() {
+    var base = card(RecipeSpec.base());
+    assertField(
+        "plugins.blocks_a.threshold",
+        () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of("threshold", "5"))), base));
+    assertField(
+        "plugins.blocks_a.fn",
+        () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of("fn", "1"))), base));
+    assertField(
+        "plugins", () -> Extensions.NONE.admit(request(Map.of("blocks_a", Map.of())), base));
+    assertField(
+        "plugins",
+        () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of(), "blocks_b", Map.of())), base));
+    assertField(
+        "exact", () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of())).withExact(true), base));
+  }
+
+  @Test
   void badParametersAreOneLineErrors() {
     var base = card(RecipeSpec.base());
     assertMessage(
@@ -159,6 +203,11 @@ class ExtensionsTest {
     PluginState back = PluginState.restore(s.tensors(t -> t), s.numbers(), t -> t);
     assertEquals(s.numbers(), back.numbers());
     assertEquals(2.0f, back.slot("dbcache", "cond").tensor("d0").getFloat(1));
+  }
+
+  private static void assertField(String expected, Runnable r) {
+    var e = assertThrows(InvalidRequestException.class, r::run);
+    assertEquals(Optional.of(expected), e.field(), e.getMessage());
   }
 
   private static void assertMessage(String expected, Runnable r) {
