@@ -253,7 +253,7 @@ final class DeviceAllocator {
   }
 
   private void recycle(Block b) {
-    // A block of a closed graph pool already left the live set (and its memory the process).
+    // A block of a closed graph pool already left the live set; its memory went to the driver.
     if (!live.remove(b.ptr, b)) {
       return;
     }
