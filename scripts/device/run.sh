@@ -4,7 +4,8 @@
 #   TESTS=1 (default)   the "gpu" test group (GpuSuite: CudaBackend vs CpuBackend op by op, kernel
 #                       compilation, the VMM pool, the golden parity suite in F32, BF16 bounds)
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.cuda.Bench (our side)
-#   MAINS="GraphBench CacheBench …"              further dev.stepweave.cuda mains, in order
+#   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.cuda mains, in order
+#                                                 (after a colon: arguments, comma-separated)
 #   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU
 # Logs go to $OUT (or ./device-out).
@@ -39,10 +40,13 @@ if [ "${BENCH:-all}" != none ]; then
   } 2>&1 | tee "$out/bench.log"
 fi
 
-for main in ${MAINS:-}; do
+for entry in ${MAINS:-}; do
+  main=${entry%%:*}
+  args=()
+  [ "$entry" != "$main" ] && IFS=, read -r -a args <<< "${entry#*:}"
   {
     echo "$header"
-    timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.cuda.$main"
+    timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.cuda.$main" "${args[@]}"
     echo "$main exit: $?"
   } 2>&1 | tee "$out/$main.log"
 done

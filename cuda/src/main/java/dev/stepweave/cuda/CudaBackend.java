@@ -3,11 +3,13 @@ package dev.stepweave.cuda;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * {@link Backend} on one CUDA device. Tensors live in device memory (a {@link Storage} whose
@@ -32,6 +34,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   private final Ops ops;
   private final Storage gemmWorkspace;
   private final Precision precision;
+  private final CudaGraphs graphs;
 
   private CudaBackend(CudaContext context, Path kernelCache, Precision precision) {
     this.context = context;
@@ -42,6 +45,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     this.gemmWorkspace = allocator.allocate(Gemm.workspaceBytes());
     this.gemm = new Gemm(context, gemmWorkspace.segment().address());
     this.ops = new Ops(this, kernels, gemm);
+    this.graphs = new CudaGraphs(this, allocator);
   }
 
   /**
@@ -92,6 +96,36 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Opens the (single) scope whose tensors the caller releases explicitly; see MemoryScope. */
   public MemoryScope openScope() {
     return new MemoryScope(allocator.openScope());
+  }
+
+  /**
+   * Records {@code body} as a CUDA graph per key and replays it (see {@link CudaGraphs}): the first
+   * call for a key runs the body eagerly, then records it on static copies of the inputs into a
+   * memory pool the graph keeps; later calls copy the inputs in, launch the graph and return a copy
+   * of its output. A host operation inside the body fails the recording with an {@link
+   * IllegalStateException}.
+   */
+  @Override
+  public Tensor replayable(GraphKey key, List<Tensor> inputs, Function<List<Tensor>, Tensor> body) {
+    return graphs.run(key, inputs, body);
+  }
+
+  /** What the graph cache did and holds. */
+  public GraphStats graphStats() {
+    return graphs.stats();
+  }
+
+  /**
+   * Keeps at most {@code n} recorded graphs (least recently used freed first); 0 runs {@link
+   * #replayable} bodies eagerly.
+   */
+  public void graphCapacity(int n) {
+    graphs.capacity(n);
+  }
+
+  /** Frees every recorded graph and its memory. */
+  public void clearGraphs() {
+    graphs.clear();
   }
 
   /** Waits for all issued work. */
@@ -163,6 +197,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     if (t.device().kind() != Device.Kind.CPU) {
       throw new IllegalArgumentException("cannot upload " + t + " to " + device);
     }
+    context.refuseDuringCapture("an upload of " + t);
     Tensor host = t;
     boolean deviceConvertible = storable(t.dtype()) && t.dtype().isFloating() == dtype.isFloating();
     if (!deviceConvertible) {
@@ -194,6 +229,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
   Tensor downloadRaw(Tensor t) {
+    context.refuseDuringCapture("a download of " + t);
     context.bind();
     Tensor dense = contiguous(t);
     Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
@@ -395,6 +431,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   public void close() {
     context.synchronize();
     ops.close();
+    graphs.clear();
     gemm.close();
     allocator.releaseCached();
     context.close();

@@ -21,6 +21,8 @@ public final class CudaContext implements AutoCloseable {
   private final int multiprocessors;
   // A context is current per thread; work may be issued from any thread (loops run on workers).
   private final ThreadLocal<Boolean> boundHere = ThreadLocal.withInitial(() -> false);
+  // What the stream is recording a graph for, or null: while set, issued work is recorded, not run.
+  private Object capturing;
 
   private CudaContext(
       int device, long context, long stream, String name, int major, int minor, int sms) {
@@ -114,8 +116,29 @@ public final class CudaContext implements AutoCloseable {
     return multiprocessors;
   }
 
+  /** Marks the stream as recording a graph for {@code key}, or (null) as running work again. */
+  void capturing(Object key) {
+    capturing = key;
+  }
+
+  /**
+   * Throws while the stream records a graph: {@code operation} involves the host (a copy to or from
+   * it, a wait), which a graph cannot record and which would invalidate the capture.
+   */
+  void refuseDuringCapture(String operation) {
+    if (capturing != null) {
+      throw new IllegalStateException(
+          operation
+              + " while recording a CUDA graph for "
+              + capturing
+              + ": a graph records device work only; do it before the recorded body, or make"
+              + " the tensor once at load or warm-up and keep it on the device");
+    }
+  }
+
   /** Waits until all work issued on the stream has finished. */
   public void synchronize() {
+    refuseDuringCapture("a wait for the stream");
     call("cuStreamSynchronize", () -> (int) Driver.cuStreamSynchronize.invokeExact(stream));
   }
 

@@ -49,6 +49,9 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt, Optional<Pat
           "libcudnn_heuristic.so.9",
           "libcudnn_engines_precompiled.so.9",
           "libcudnn_engines_runtime_compiled.so.9");
+  private static final List<String> NCCL = List.of("libnccl.so.2");
+  // Python installs (the nvidia-nccl wheels) keep NCCL in <site-packages>/nvidia/nccl/lib.
+  private static final List<String> PYTHON_ROOTS = List.of("/usr/local/lib", "/usr/lib");
 
   /** The outcome of a search: the libraries, or the one-line reason they cannot be used. */
   public record Probe(Optional<CudaLibraries> libraries, String reason) {
@@ -143,6 +146,48 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt, Optional<Pat
     return Optional.empty();
   }
 
+  /**
+   * NCCL ({@code libnccl.so.2}), optional: searched in {@code NCCL_HOME/lib}, then where the other
+   * libraries are searched, then in Python installs' {@code nvidia/nccl/lib}. Empty when absent;
+   * nothing else needs it.
+   */
+  public static Optional<Path> nccl() {
+    List<String> dirs = new ArrayList<>(STANDARD_DIRS);
+    dirs.addAll(pythonNcclDirs());
+    return nccl(System.getenv(), dirs);
+  }
+
+  /** NCCL in {@code env}'s NCCL_HOME, CUDA_HOME and LD_LIBRARY_PATH, then in {@code dirs}. */
+  static Optional<Path> nccl(Map<String, String> env, List<String> dirs) {
+    List<Path> search = new ArrayList<>();
+    String home = env.get("NCCL_HOME");
+    if (home != null && !home.isBlank()) {
+      search.add(Path.of(home, "lib"));
+    }
+    search.addAll(searchPath(env, dirs));
+    return find(search, NCCL);
+  }
+
+  private static List<String> pythonNcclDirs() {
+    List<String> dirs = new ArrayList<>();
+    for (String root : PYTHON_ROOTS) {
+      try (Stream<Path> pythons = Files.list(Path.of(root))) {
+        pythons
+            .filter(p -> p.getFileName().toString().startsWith("python3"))
+            .sorted()
+            .forEach(
+                p -> {
+                  for (String packages : List.of("dist-packages", "site-packages")) {
+                    dirs.add(p.resolve(packages).resolve("nvidia/nccl/lib").toString());
+                  }
+                });
+      } catch (IOException e) {
+        // No Python installs under this root.
+      }
+    }
+    return dirs;
+  }
+
   // ---- loading ---------------------------------------------------------------------------------
 
   private static volatile CudaLibraries loaded;
@@ -179,6 +224,11 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt, Optional<Pat
       // Not fatal: NVRTC reports a missing builtins library itself when it compiles.
     }
     return SymbolLookup.libraryLookup(nvrtc, Arena.global());
+  }
+
+  static SymbolLookup ncclLookup() {
+    Path lib = nccl().orElseThrow(() -> new IllegalStateException("NCCL (libnccl.so.2) not found"));
+    return SymbolLookup.libraryLookup(lib, Arena.global());
   }
 
   static SymbolLookup cublasLtLookup() {

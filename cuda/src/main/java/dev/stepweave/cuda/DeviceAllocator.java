@@ -21,23 +21,124 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * way the block is reused for the next request of the same size class. Reuse without
  * synchronisation is safe because all work runs on one stream in issue order: any kernel still
  * reading the old tensor runs before the new owner's. Blocks are returned to the driver only when
- * an allocation fails, after a garbage collection.
+ * an allocation fails, after a garbage collection. While a CUDA graph is recorded, blocks come from
+ * and go back to that graph's own {@link GraphPool} instead.
  */
 final class DeviceAllocator {
   private static final Cleaner CLEANER = Cleaner.create();
   private static final long SMALL = 1 << 20;
   private static final long LARGE_ROUNDING = 2 << 20;
   private static final long SMALL_ROUNDING = 512;
+  // While recording, freed blocks return only through the garbage collector unless the body
+  // releases them explicitly: collect after this many fresh bytes so the pool reuses dead blocks.
+  private static final long GRAPH_COLLECT_BYTES = 2L << 30;
 
-  /** One device block; {@code returned} makes the explicit and the cleaner's return exclusive. */
+  /**
+   * One device block; {@code returned} makes the explicit and the cleaner's return exclusive. Its
+   * {@code pool} is the graph pool it came from, null for the shared cache.
+   */
   private static final class Block {
     final long ptr;
     final long size;
+    final GraphPool pool;
     final AtomicBoolean returned = new AtomicBoolean();
 
-    Block(long ptr, long size) {
+    Block(long ptr, long size, GraphPool pool) {
       this.ptr = ptr;
       this.size = size;
+      this.pool = pool;
+    }
+  }
+
+  /**
+   * The memory of one recorded graph. While the graph is captured every allocation comes from this
+   * pool, and a block freed then returns to this pool only: the graph has recorded its addresses,
+   * so no other work may be given them while the graph lives. Reuse inside the capture is safe for
+   * the same reason as on the stream: the recording replays in issue order. Closing (with the
+   * graph) gives all of its memory back to the driver; blocks still referenced become invalid.
+   */
+  final class GraphPool implements AutoCloseable {
+    private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
+    private final Map<Long, Long> fromDriver = new HashMap<>();
+    private long bytes;
+    private long sinceCollection;
+    private boolean closed;
+
+    /** Bytes this pool holds from the driver. */
+    long bytes() {
+      return bytes;
+    }
+
+    private long take(long size) {
+      drainReturned();
+      Long reused = pop(size);
+      if (reused == null && sinceCollection >= GRAPH_COLLECT_BYTES) {
+        sinceCollection = 0;
+        collect();
+        reused = pop(size);
+      }
+      if (reused != null) {
+        return reused;
+      }
+      long ptr;
+      try {
+        ptr = fresh(size);
+      } catch (CudaException e) {
+        if (e.status() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
+          throw e;
+        }
+        // The shared cache cannot be given back now (that waits for the stream, which records).
+        collect();
+        reused = pop(size);
+        if (reused != null) {
+          return reused;
+        }
+        throw new CudaException(
+            "cuMemAlloc_v2",
+            e.status(),
+            "out of device memory while recording a CUDA graph whose pool holds "
+                + bytes
+                + " bytes");
+      }
+      fromDriver.put(ptr, size);
+      bytes += size;
+      sinceCollection += size;
+      return ptr;
+    }
+
+    private Long pop(long size) {
+      ArrayDeque<Long> blocks = free.get(size);
+      return blocks == null || blocks.isEmpty() ? null : blocks.pop();
+    }
+
+    /** Waits for the stream, then frees every block of this pool. */
+    @Override
+    public void close() {
+      if (closed) {
+        return;
+      }
+      if (capturing == this) {
+        throw new IllegalStateException("closing the pool of a graph being recorded");
+      }
+      drainReturned();
+      context.synchronize();
+      closed = true;
+      for (var it = live.values().iterator(); it.hasNext(); ) {
+        Block b = it.next();
+        if (b.pool == this) {
+          b.returned.set(true);
+          liveBytes -= b.size;
+          it.remove();
+        }
+      }
+      for (Map.Entry<Long, Long> e : fromDriver.entrySet()) {
+        long ptr = e.getKey();
+        Driver.call("cuMemFree_v2", () -> (int) Driver.cuMemFree_v2.invokeExact(ptr));
+        reservedBytes -= e.getValue();
+      }
+      fromDriver.clear();
+      free.clear();
+      bytes = 0;
     }
   }
 
@@ -78,6 +179,7 @@ final class DeviceAllocator {
   // Filled by the cleaner thread, drained by the allocating thread (which holds the context).
   private final ConcurrentLinkedQueue<Block> returned = new ConcurrentLinkedQueue<>();
   private Scope scope;
+  private GraphPool capturing;
   private long reservedBytes;
   private long peakReservedBytes;
   private long liveBytes;
@@ -92,7 +194,8 @@ final class DeviceAllocator {
   Storage allocate(long bytes) {
     context.bind();
     long size = sizeClass(Math.max(bytes, 1));
-    Block block = new Block(take(size), size);
+    GraphPool pool = capturing;
+    Block block = new Block(pool == null ? take(size) : pool.take(size), size, pool);
     liveBytes += size;
     peakLiveBytes = Math.max(peakLiveBytes, liveBytes);
     live.put(block.ptr, block);
@@ -130,6 +233,19 @@ final class DeviceAllocator {
     return scope;
   }
 
+  /** A new, empty pool for one graph's memory. */
+  GraphPool openGraphPool() {
+    return new GraphPool();
+  }
+
+  /** Makes every allocation come from {@code pool} until called with null (the shared cache). */
+  void allocateFrom(GraphPool pool) {
+    if (pool != null && pool.closed) {
+      throw new IllegalStateException("allocating from a closed graph pool");
+    }
+    capturing = pool;
+  }
+
   private void giveBack(Block b) {
     if (b.returned.compareAndSet(false, true)) {
       recycle(b);
@@ -137,9 +253,13 @@ final class DeviceAllocator {
   }
 
   private void recycle(Block b) {
-    live.remove(b.ptr, b);
+    // A block of a closed graph pool already left the live set; its memory went to the driver.
+    if (!live.remove(b.ptr, b)) {
+      return;
+    }
     liveBytes -= b.size;
-    cached.computeIfAbsent(b.size, k -> new ArrayDeque<>()).push(b.ptr);
+    Map<Long, ArrayDeque<Long>> into = b.pool == null ? cached : b.pool.free;
+    into.computeIfAbsent(b.size, k -> new ArrayDeque<>()).push(b.ptr);
   }
 
   static long sizeClass(long bytes) {
@@ -161,9 +281,7 @@ final class DeviceAllocator {
       }
       // Device memory is invisible to the Java heap's sizing: collect so unreachable tensors
       // come back, give every cached block to the driver, and try once more.
-      System.gc();
-      sleepBriefly();
-      drainReturned();
+      collect();
       ArrayDeque<Long> again = cached.get(size);
       if (again != null && !again.isEmpty()) {
         return again.pop();
@@ -201,6 +319,13 @@ final class DeviceAllocator {
       }
     }
     cached.clear();
+  }
+
+  /** Lets the collector find unreachable tensors and takes their blocks back. */
+  private void collect() {
+    System.gc();
+    sleepBriefly();
+    drainReturned();
   }
 
   private static void sleepBriefly() {

@@ -80,6 +80,22 @@ public final class Driver {
   static final MethodHandle cuMemSetAccess =
       Ffm.status(LIB, "cuMemSetAccess", LONG, LONG, PTR, LONG);
 
+  // Graphs: a stream's work recorded by capture, instantiated once, launched many times.
+  // CUstreamCaptureMode: relaxed lets the capturing thread call cuMemAlloc (see CudaGraph).
+  static final int CU_STREAM_CAPTURE_MODE_RELAXED = 2;
+  // CUstreamCaptureStatus
+  static final int CU_STREAM_CAPTURE_STATUS_NONE = 0;
+  static final int CU_STREAM_CAPTURE_STATUS_ACTIVE = 1;
+  static final MethodHandle cuStreamBeginCapture_v2 =
+      Ffm.status(LIB, "cuStreamBeginCapture_v2", LONG, INT);
+  static final MethodHandle cuStreamEndCapture = Ffm.status(LIB, "cuStreamEndCapture", LONG, PTR);
+  static final MethodHandle cuStreamIsCapturing = Ffm.status(LIB, "cuStreamIsCapturing", LONG, PTR);
+  static final MethodHandle cuGraphInstantiateWithFlags =
+      Ffm.status(LIB, "cuGraphInstantiateWithFlags", PTR, LONG, LONG);
+  static final MethodHandle cuGraphLaunch = Ffm.status(LIB, "cuGraphLaunch", LONG, LONG);
+  static final MethodHandle cuGraphExecDestroy = Ffm.status(LIB, "cuGraphExecDestroy", LONG);
+  static final MethodHandle cuGraphDestroy = Ffm.status(LIB, "cuGraphDestroy", LONG);
+
   private Driver() {}
 
   /** Throws a {@link CudaException} naming {@code call} when {@code status} is an error. */

@@ -104,6 +104,11 @@ public final class Bench {
   }
 
   private WanTransformer load(String size) {
+    return randomDit(gpu, size);
+  }
+
+  /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */
+  static WanTransformer randomDit(CudaBackend gpu, String size) {
     long t0 = System.nanoTime();
     WanTransformerConfig cfg = config(size);
     WanTransformer dit =

@@ -1,6 +1,7 @@
 package dev.stepweave.tensor;
 
 import java.util.List;
+import java.util.function.Function;
 
 /**
  * The compute SPI. Model code calls only these operations, so a CUDA backend plugs in without model
@@ -34,6 +35,26 @@ public interface Backend {
 
   /** A contiguous copy (or {@code t} itself when already contiguous). */
   Tensor contiguous(Tensor t);
+
+  // ---- recorded work --------------------------------------------------------------------------
+
+  /**
+   * {@code body.apply(inputs)}, which a device backend may record once per {@code key} and replay
+   * (CUDA graphs): the first call for a key runs the body and records it; later calls copy the new
+   * inputs into the recorded ones and replay the recording. The body must issue device work only
+   * (no uploads, downloads or waits: a recording backend refuses them), and read nothing but its
+   * inputs and tensors that outlive the recording (weights, constants made at load). The result is
+   * a fresh tensor the caller owns. This default checks the key and runs the body.
+   *
+   * @param key all that decides the work the body issues; its shape must be {@link
+   *     GraphKey#signature} of {@code inputs}
+   * @throws IllegalArgumentException when the key's shape does not describe {@code inputs}
+   */
+  default Tensor replayable(
+      GraphKey key, List<Tensor> inputs, Function<List<Tensor>, Tensor> body) {
+    key.requireDescribes(inputs);
+    return body.apply(inputs);
+  }
 
   // ---- linear algebra -------------------------------------------------------------------------
 

@@ -1,5 +1,6 @@
 package dev.stepweave.models.wan;
 
+import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.PluginState;
 import dev.stepweave.core.loop.BatchableCall;
 import dev.stepweave.core.loop.StepResult;
@@ -8,8 +9,10 @@ import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.cache.BlockCacheRow;
 import dev.stepweave.models.wan.cache.DenoiseHooks;
 import dev.stepweave.models.wan.transformer.BlockHooks;
+import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -28,6 +31,9 @@ import java.util.List;
  * succeeded: a batch that throws leaves every state as it was, and its members re-run alone from
  * there. A step cache records the computed prediction the same way; a step it reuses is planned
  * without a {@code DitCall} (see {@link DenoiseLoop#next}).
+ *
+ * <p>Without block hooks and taps the forward is {@linkplain Backend#replayable replayable}: a
+ * device backend records it once per input shapes and dtypes and replays the recording.
  *
  * @param latents the request's current latents {@code [1, C, F, H, W]}
  * @param timestep the sampler's timestep for this step
@@ -52,6 +58,9 @@ record DitCall(
     implements BatchableCall {
   private static final String COND = "cond";
   private static final String UNCOND = "uncond";
+  private static final String TRANSFORMER = "transformer";
+  // A model instance runs on one device today; a sequence- or CFG-parallel plan will name itself.
+  private static final String PARALLEL_PLAN = "single";
 
   /**
    * Calls of one model batch together when their block caches compute the same blocks; a call whose
@@ -89,7 +98,32 @@ record DitCall(
   private Tensor forward(
       Backend ops, Tensor x, int batch, Tensor text, PluginState work, List<String> branches) {
     BlockHooks blocks = DenoiseHooks.blocks(hooks.rows(work, branches, step), ops);
-    return model.transformer().forward(x, timesteps(ops, batch), text, taps, blocks);
+    return transformer(ops, x, timesteps(ops, batch), text, taps, blocks);
+  }
+
+  /**
+   * The transformer forward, replayable on the plain path. Block hooks decide on the host which
+   * blocks run and taps hand tensors to observers, neither of which a recording can repeat, so with
+   * either the forward runs eagerly.
+   */
+  private Tensor transformer(
+      Backend ops, Tensor x, Tensor t, Tensor text, TapSink sink, BlockHooks blocks) {
+    WanTransformer dit = model.transformer();
+    if (blocks != BlockHooks.NONE || sink != TapSink.NONE) {
+      return dit.forward(x, t, text, sink, blocks);
+    }
+    List<Tensor> inputs = List.of(x, t, text);
+    GraphKey key =
+        GraphKey.of(
+            model.instanceId(),
+            TRANSFORMER,
+            WanCards.DENOISE,
+            WorkKind.DIFFUSION_STEP.name(),
+            model.card().components().get(TRANSFORMER).precision().wireName(),
+            PARALLEL_PLAN,
+            inputs);
+    return ops.replayable(
+        key, inputs, in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE));
   }
 
   @Override
@@ -120,14 +154,13 @@ record DitCall(
       t[i] = ts.get(i);
     }
     Tensor out =
-        model
-            .transformer()
-            .forward(
-                ops.concat(xs, 0),
-                ops.upload(Tensor.of(t, t.length), DType.F32),
-                ops.concat(texts, 0),
-                TapSink.NONE, // calls with taps never batch (see batchKey)
-                DenoiseHooks.blocks(rows, ops));
+        transformer(
+            ops,
+            ops.concat(xs, 0),
+            ops.upload(Tensor.of(t, t.length), DType.F32),
+            ops.concat(texts, 0),
+            TapSink.NONE, // calls with taps never batch (see batchKey)
+            DenoiseHooks.blocks(rows, ops));
     List<StepResult> results = new ArrayList<>(dits.size());
     int row = 0;
     for (DitCall d : dits) {

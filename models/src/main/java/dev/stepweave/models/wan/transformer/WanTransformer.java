@@ -116,6 +116,9 @@ public final class WanTransformer {
     int tokens = frames * height * width;
     int dim = cfg.innerDim();
 
+    // Device work from the per-axis tables uploaded at load: the forward touches the host nowhere,
+    // so a backend can record it as a graph (Backend#replayable). The grid tables are rebuilt on
+    // every call rather than cached: a recording reads them, so they must live as long as it.
     RotaryTables rope = rotary.forGrid(backend, frames, height, width);
     if (taps.enabled()) {
       taps.tap("rope_cos", RotaryTables.pairRepeated(backend, rope.cos()));
