@@ -125,6 +125,8 @@ class ServeCachesTest {
   void twoCachedRequestsServedTogetherEachEqualTheRequestAlone() throws Exception {
     try (ServeCommand.Serving serving = serve("--enable-cache", "fbcache")) {
       String base = serving.server().baseUri().toString();
+      // 24 steps each: the two posts arrive microseconds apart, so their denoise loops overlap
+      // for many ticks even on a slow, loaded machine.
       List<CompletableFuture<String>> ids =
           List.of(5L, 6L).stream()
               .map(
@@ -136,7 +138,7 @@ class ServeCachesTest {
                                   "{\"prompt\":\""
                                       + PROMPT
                                       + "\",\"size\":\"32x32\",\"num_frames\":5,"
-                                      + "\"num_inference_steps\":8,\"seed\":"
+                                      + "\"num_inference_steps\":24,\"seed\":"
                                       + seed
                                       + ",\"fps\":8,\"guidance_scale\":3,"
                                       + "\"cache\":{\"fbcache\":{\"threshold\":5,"
@@ -150,7 +152,7 @@ class ServeCachesTest {
       Map<String, Map<String, String>> fb =
           Map.of("fbcache", Map.of("threshold", "5", "max_consecutive_cached_steps", "2"));
       for (var pair : List.of(Map.entry(5L, a), Map.entry(6L, b))) {
-        GenerationResult alone = alone(serving, pair.getKey(), 8, fb);
+        GenerationResult alone = alone(serving, pair.getKey(), 24, fb);
         assertTrue(alone.report().get("fbcache.skipped_blocks") > 0, alone.report()::toString);
         assertEquals(
             alone.report().get("fbcache.skipped_blocks"),
