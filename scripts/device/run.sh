@@ -1,8 +1,13 @@
 #!/usr/bin/env bash
 # Runs on the GPU machine from the repository root (see package.sh): unpacks the carried Java
-# runtime, runs the "gpu" test group (op-by-op CudaBackend vs CpuBackend, kernel compilation, the
-# VMM pool, the golden parity suite in F32, the BF16 mode's bounds), then the benchmark table
-# (BENCH=quick for small shapes only). Logs go to $OUT (or ./device-out).
+# runtime, then, each step optional:
+#   TESTS=1 (default)   the "gpu" test group (GpuSuite: CudaBackend vs CpuBackend op by op, kernel
+#                       compilation, the VMM pool, the golden parity suite in F32, BF16 bounds)
+#   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.cuda.Bench (our side)
+#   MAINS="GraphBench CacheBench …"              further dev.stepweave.cuda mains, in order
+#   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
+#                                                 measured in the same run on the same GPU
+# Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/device-out}
@@ -15,16 +20,37 @@ export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
 cp="$here/lib/*"
 flags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xss4m -Xmx48g
        -Dstepweave.golden="$PWD/testdata/golden")
+header="== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 
-{
-  echo "== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
-  echo "== gpu test group"
-  "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.GpuSuite
-  echo "gpu suite exit: $?"
-} 2>&1 | tee "$out/gpu-tests.log"
+if [ "${TESTS:-1}" = 1 ]; then
+  {
+    echo "$header"
+    echo "== gpu test group"
+    "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.GpuSuite
+    echo "gpu suite exit: $?"
+  } 2>&1 | tee "$out/gpu-tests.log"
+fi
 
-{
-  # BENCH=quick: small shapes only; BENCH=all: the issue's table (see Bench).
-  timeout ${BENCH_TIMEOUT:-420} "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.Bench "${BENCH:-all}"
-  echo "bench exit: $?"
-} 2>&1 | tee "$out/bench.log"
+if [ "${BENCH:-all}" != none ]; then
+  {
+    echo "$header"
+    timeout "${BENCH_TIMEOUT:-420}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.Bench "${BENCH:-all}"
+    echo "bench exit: $?"
+  } 2>&1 | tee "$out/bench.log"
+fi
+
+for main in ${MAINS:-}; do
+  {
+    echo "$header"
+    timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.cuda.$main"
+    echo "$main exit: $?"
+  } 2>&1 | tee "$out/$main.log"
+done
+
+if [ "${REFERENCE:-none}" != none ]; then
+  {
+    echo "$header"
+    timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$PWD/scripts/device/reference.py" "$REFERENCE"
+    echo "reference exit: $?"
+  } 2>&1 | tee "$out/reference.log"
+fi

@@ -18,7 +18,8 @@ import java.util.function.Supplier;
  * makes a BF16×BF16→F32 GEMM), and results are F32. In {@link Precision#BF16} the activation ops
  * (linear, norms, elementwise maps, rope, attention and the fused ops) keep a BF16 input BF16: they
  * read and write BF16 and compute in F32 inside the kernels; binary ops give BF16 when both
- * operands are BF16, F32 otherwise (torch's promotion); the other ops return F32.
+ * operands are BF16, F32 otherwise (torch's promotion); the other ops return F32. cuDNN attention
+ * (BF16 mode, no bias) returns BF16 whatever its inputs.
  *
  * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
  *
@@ -326,6 +327,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.attention(q, k, v, bias, scale);
   }
 
+  /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */
+  String attentionPath(Tensor q, Tensor k, Tensor v) {
+    return ops.attentionPath(q, k, v);
+  }
+
+  /** Bias-free attention through our flash kernel even where cuDNN would run (F32 result). */
+  Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
+    return ops.flashAttention(q, k, v, scale);
+  }
+
   @Override
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.conv3d(x, w, bias, stride, padding);
@@ -431,6 +442,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public void close() {
     context.synchronize();
+    ops.close();
     gemm.close();
     allocator.releaseCached();
     context.close();

@@ -16,13 +16,14 @@ import java.util.stream.Stream;
  * Where the CUDA libraries are on this machine, found at run time so that building and CI never
  * need CUDA. Search order: {@code CUDA_HOME}, {@code LD_LIBRARY_PATH}, then the standard locations
  * (the NVIDIA container driver path, {@code /usr/local/cuda}, the distribution's library
- * directories).
+ * directories). cuDNN is optional: without it the backend works and attention uses our own kernels.
  *
  * @param driver {@code libcuda.so.1}
  * @param nvrtc the runtime compiler
  * @param cublasLt cuBLASLt
+ * @param cudnn {@code libcudnn.so.9}, when present
  */
-public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt) {
+public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt, Optional<Path> cudnn) {
   static final List<String> STANDARD_DIRS =
       List.of(
           "/usr/local/nvidia/lib64",
@@ -39,6 +40,15 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt) {
       List.of("libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so");
   private static final List<String> CUBLAS_LT =
       List.of("libcublasLt.so.13", "libcublasLt.so.12", "libcublasLt.so");
+  private static final List<String> CUDNN = List.of("libcudnn.so.9");
+  // cuDNN 9's front library dlopens these by soname; the graph library comes first because the
+  // others link against it.
+  private static final List<String> CUDNN_PARTS =
+      List.of(
+          "libcudnn_graph.so.9",
+          "libcudnn_heuristic.so.9",
+          "libcudnn_engines_precompiled.so.9",
+          "libcudnn_engines_runtime_compiled.so.9");
 
   /** The outcome of a search: the libraries, or the one-line reason they cannot be used. */
   public record Probe(Optional<CudaLibraries> libraries, String reason) {
@@ -77,7 +87,18 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt) {
     if (lt.isEmpty()) {
       return missing("libcublasLt (CUDA toolkit)", dirs);
     }
-    return new Probe(Optional.of(new CudaLibraries(driver.get(), nvrtc.get(), lt.get())), "");
+    Optional<Path> cudnn = find(dirs, CUDNN);
+    return new Probe(
+        Optional.of(new CudaLibraries(driver.get(), nvrtc.get(), lt.get(), cudnn)), "");
+  }
+
+  /** One line on cuDNN: where it is, or that it is missing and what attention does instead. */
+  public String cudnnNotice() {
+    return cudnn
+        .map(p -> "cuDNN found: " + p)
+        .orElse(
+            "cuDNN not available: no libcudnn.so.9 in CUDA_HOME, LD_LIBRARY_PATH or the standard"
+                + " directories; attention uses the built-in flash kernel");
   }
 
   private static Probe missing(String what, List<Path> dirs) {
@@ -162,5 +183,23 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt) {
 
   static SymbolLookup cublasLtLookup() {
     return SymbolLookup.libraryLookup(current().cublasLt(), Arena.global());
+  }
+
+  static SymbolLookup cudnnLookup() {
+    Path cudnn =
+        current().cudnn().orElseThrow(() -> new IllegalStateException(current().cudnnNotice()));
+    // Like NVRTC's builtins: loading the parts from the same directory first lets cuDNN find them
+    // by soname even when that directory is not on the loader's path.
+    for (String part : CUDNN_PARTS) {
+      Path p = cudnn.resolveSibling(part);
+      try {
+        if (Files.isRegularFile(p)) {
+          SymbolLookup.libraryLookup(p, Arena.global());
+        }
+      } catch (IllegalArgumentException e) {
+        // Not fatal: cuDNN reports a part it cannot load when it needs it.
+      }
+    }
+    return SymbolLookup.libraryLookup(cudnn, Arena.global());
   }
 }

@@ -33,12 +33,18 @@ final class Ops {
   private final CudaBackend cb;
   private final Kernels kernels;
   private final Gemm gemm;
+  private final CudnnAttention cudnn;
   private final Set<String> flashReady = new HashSet<>();
 
   Ops(CudaBackend cb, Kernels kernels, Gemm gemm) {
     this.cb = cb;
     this.kernels = kernels;
     this.gemm = gemm;
+    this.cudnn = new CudnnAttention(cb);
+  }
+
+  void close() {
+    cudnn.close();
   }
 
   private static long addr(Tensor t) {
@@ -140,8 +146,12 @@ final class Ops {
     OpShapes.attention(q, k, v);
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
-    if (dv > 256) {
-      throw new UnsupportedOperationException("attention head dim " + dv + " > 256 on the GPU");
+    if (bias == null && cb.precision() == Precision.BF16) {
+      // cuDNN's fused attention (BF16 out) when present and it takes the shape; else our kernels.
+      Tensor fused = cudnn.attention(q, k, v, scale);
+      if (fused != null) {
+        return fused;
+      }
     }
     Tensor out = cb.empty(keepsBf16(q) ? DType.BF16 : DType.F32, b, lq, h, dv);
     if (out.numel() == 0) {
@@ -175,9 +185,9 @@ final class Ops {
     while (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT && warps > 4) {
       warps /= 2;
     }
-    if (sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT) {
-      throw new UnsupportedOperationException(
-          "attention head dims " + d + "/" + dv + " do not fit the GPU kernel's shared memory");
+    if (dv > 256 || sharedBytes(keyTile, warps, d, dv) > SHARED_LIMIT) {
+      attentionByGemms(q, k, v, biasView, scale, out);
+      return out;
     }
     Tensor qf = cb.f32(q), kf = cb.f32(k), vf = cb.f32(v);
     Tensor outF32 = out.dtype() == DType.F32 ? out : cb.empty(DType.F32, out.shape());
@@ -202,6 +212,53 @@ final class Ops {
     if (outF32 != out) {
       cb.copy(outF32, out);
       cb.releaseDerived(outF32, out);
+    }
+    return out;
+  }
+
+  /**
+   * Attention for head dims the kernels' shared memory cannot hold (the Wan VAE's single 384-wide
+   * head): F32 GEMMs for the scores and the weighted sum, a row softmax between, over query chunks
+   * so the score matrix stays within {@link #IM2COL_BUDGET_BYTES}.
+   */
+  private void attentionByGemms(
+      Tensor q, Tensor k, Tensor v, Tensor biasView, float scale, Tensor out) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
+    Tensor keysT = cb.onDevice(k).permute(0, 2, 3, 1); // [B, H, D, Lk]
+    Tensor values = cb.onDevice(v).permute(0, 2, 1, 3); // [B, H, Lk, Dv]
+    long rowBytes = (long) b * h * Math.max(lk, 1) * Float.BYTES;
+    int chunk = (int) Math.max(1, Math.min(lq, IM2COL_BUDGET_BYTES / rowBytes));
+    for (int from = 0; from < lq; from += chunk) {
+      int to = Math.min(lq, from + chunk);
+      Tensor queries = cb.onDevice(q).slice(1, from, to).permute(0, 2, 1, 3);
+      Tensor scores = map(matmul(queries, keysT), AFFINE, scale, 0f);
+      if (biasView != null) {
+        scores = cb.add(scores, biasView.slice(2, from, to));
+      }
+      Tensor heads = matmul(softmax(scores), values); // [B, H, chunk, Dv]
+      cb.copy(heads.permute(0, 2, 1, 3), out.slice(1, from, to));
+    }
+  }
+
+  /** What runs {@link #attention} without a bias for these inputs, in words. */
+  String attentionPath(Tensor q, Tensor k, Tensor v) {
+    OpShapes.attention(q, k, v);
+    return cb.precision() == Precision.BF16
+        ? cudnn.describe(q, k, v)
+        : "attention.cu (F32 precision)";
+  }
+
+  /** flash.cu alone, whatever cuDNN offers: tests and benchmarks compare the two. */
+  Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
+    OpShapes.attention(q, k, v);
+    int d = q.dim(3);
+    if (d != v.dim(3) || !FLASH_DIMS.contains(d) || k.dim(1) == 0) {
+      throw new UnsupportedOperationException(
+          "flash.cu has no kernel for " + q + ", " + k + ", " + v);
+    }
+    Tensor out = cb.empty(DType.F32, q.dim(0), q.dim(1), q.dim(2), d);
+    if (out.numel() > 0) {
+      flash(q, k, v, out, scale);
     }
     return out;
   }

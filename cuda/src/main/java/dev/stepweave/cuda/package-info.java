@@ -24,7 +24,9 @@
  * </ul>
  *
  * <p>The binding classes ({@link dev.stepweave.cuda.Driver}, {@link dev.stepweave.cuda.Nvrtc},
- * {@link dev.stepweave.cuda.CublasLt}) resolve their symbols when first initialised, so they are
- * touched only after {@link dev.stepweave.cuda.CudaLibraries#probe()} found the libraries.
+ * {@link dev.stepweave.cuda.CublasLt}, {@link dev.stepweave.cuda.Cudnn}) resolve their symbols when
+ * first initialised, so they are touched only after {@link
+ * dev.stepweave.cuda.CudaLibraries#probe()} found the libraries; cuDNN is optional and touched only
+ * when it was found (its own ABI notes are on {@code Cudnn}).
  */
 package dev.stepweave.cuda;

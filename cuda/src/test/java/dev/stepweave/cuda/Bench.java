@@ -5,6 +5,8 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.models.wan.vae.WanVae;
+import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
@@ -16,9 +18,10 @@ import java.util.List;
  * The performance table of issue 5 on the GPU, random BF16 weights, CUDA-event timings (median of
  * the timed runs after one warm-up). {@code Bench quick} times small shapes only (a smoke test);
  * {@code Bench all} times attention alone at the 480p shape, the Wan2.1-1.3B DiT forward at 480p
- * (batch 1 and 2) and 720p, and the 14B widths with 2 of the 40 layers. Each forward releases its
- * activations block by block (the forward's own {@code Backend.chain}); peak memory is the
- * allocator's high-water mark of live tensors and of memory held from the driver, weights included.
+ * (batch 1 and 2) and 720p, the 14B at 480p, and the VAE decode of 81 frames at 480p ({@code Bench
+ * vae} alone). Each forward releases its activations block by block (the forward's own {@code
+ * Backend.chain}); peak memory is the allocator's high-water mark of live tensors and of memory
+ * held from the driver, weights included.
  */
 public final class Bench {
   private record Row(String what, String ours, String reference) {}
@@ -39,19 +42,33 @@ public final class Bench {
     probe.libraries().get().makeCurrent();
     Bench bench = new Bench(CudaBackend.open(0, Precision.BF16));
     System.out.println("== " + bench.gpu.name());
-    if (args.length > 0 && args[0].equals("all")) {
+    String mode = args.length > 0 ? args[0] : "quick";
+    if (mode.equals("all") || mode.equals("attention")) {
       bench.attention(1, 32760, 12, 128, 10, "11.0 ms (cuDNN) / 18.3 ms (flash)");
+    }
+    if (mode.equals("all") || mode.equals("dit")) {
       WanTransformer small = bench.load("1.3b");
       bench.dit(small, "1.3B 480p×81, batch 1", 1, 21, 60, 104, 5, "603 ms (516 compiled)");
-      bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
-      bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
+      if (mode.equals("all")) {
+        bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
+        bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
+      }
       small = null;
       System.gc();
-      WanTransformer big = bench.load("14b-2");
-      bench.dit(big, "14B widths, 2 of 40 layers, 480p×81", 1, 21, 60, 104, 3, "–");
-    } else if (args.length > 0 && args[0].equals("cfg")) {
+    }
+    if (mode.equals("all")) {
+      WanTransformer big = bench.load("14b");
+      bench.dit(big, "14B 480p×81, batch 1", 1, 21, 60, 104, 3, "3179 ms");
+      big = null;
+      System.gc();
+    }
+    if (mode.equals("all") || mode.equals("vae")) {
+      bench.vaeDecode(21, 60, 104, 3, "1834 ms");
+    }
+    if (mode.equals("cfg")) {
       bench.denoise(bench.load("1.3b"), 50, 5f);
-    } else {
+    }
+    if (mode.equals("quick")) {
       bench.attention(2, 300, 3, 64, 3, "–");
       bench.dit(bench.load("small"), "1.3B widths, 2 layers, small", 1, 5, 16, 16, 3, "–");
     }
@@ -64,17 +81,27 @@ public final class Bench {
     System.exit(0);
   }
 
+  /**
+   * Attention alone, timed twice: through the backend's dispatch (cuDNN's fused attention where it
+   * takes the shape, named in the row) and through our flash kernel alone.
+   */
   private void attention(int b, int l, int h, int d, int iterations, String reference) {
     Tensor q = gpu.upload(RandomWeights.uniform(11, 1f, b, l, h, d), DType.BF16);
     Tensor k = gpu.upload(RandomWeights.uniform(12, 1f, b, l, h, d), DType.BF16);
     Tensor v = gpu.upload(RandomWeights.uniform(13, 1f, b, l, h, d), DType.BF16);
     float scale = (float) (1 / Math.sqrt(d));
-    float ms = median(iterations, () -> gpu.attention(q, k, v, null, scale));
+    String what = "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16";
+    String path = gpu.attentionPath(q, k, v);
+    System.out.println("  attention path: " + path);
+    float dispatched = median(iterations, () -> gpu.attention(q, k, v, null, scale));
+    float flash = median(iterations, () -> gpu.flashAttention(q, k, v, scale));
+    add(what + ", " + path, timing(dispatched, b, l, h, d), reference);
+    add(what + ", flash.cu alone", timing(flash, b, l, h, d), reference);
+  }
+
+  private static String timing(float ms, int b, int l, int h, int d) {
     double tflops = 4.0 * b * h * (double) l * l * d / (ms * 1e-3) / 1e12;
-    add(
-        "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16",
-        String.format("%.1f ms (%.0f TFLOP/s)", ms, tflops),
-        reference);
+    return String.format("%.1f ms (%.0f TFLOP/s)", ms, tflops);
   }
 
   private WanTransformer load(String size) {
@@ -125,6 +152,52 @@ public final class Bench {
         what + ": peak device memory (live tensors / held by the allocator)",
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         b == 1 && h == 60 && what.startsWith("1.3B") ? "6.4 GB" : "–");
+  }
+
+  /**
+   * Decodes {@code [1, 16, frames, h, w]} latents with the Wan 2.1 VAE (the released config: base
+   * width 96, F32 weights and activations — our GPU VAE computes in F32) to {@code 4·(frames−1)+1}
+   * video frames.
+   */
+  private void vaeDecode(int frames, int h, int w, int iterations, String reference) {
+    WanVaeConfig cfg = vaeConfig();
+    WanVae vae =
+        WanVae.load(
+            cfg,
+            new Weights(new RandomWeights(WanVaeShapes.of(cfg), DType.F32, 0.05f), gpu, DType.F32));
+    Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, 1, 16, frames, h, w), DType.F32);
+    gpu.synchronize();
+    gpu.resetPeaks();
+    Tensor[] video = new Tensor[1];
+    String what = "VAE decode " + (4 * (frames - 1) + 1) + " frames " + 8 * h + "×" + 8 * w;
+    float ms =
+        median(
+            iterations,
+            () -> {
+              try (MemoryScope scope = gpu.openScope()) {
+                video[0] = vae.decode(latents);
+                scope.releaseExcept(video[0]);
+              }
+            });
+    System.out.printf("  %s: output %s%n", what, Arrays.toString(video[0].shape()));
+    add(what, String.format("%.0f ms", ms), reference);
+    add(
+        what + ": peak device memory (live tensors / held by the allocator)",
+        String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
+        "–");
+  }
+
+  /** The released Wan 2.1 VAE's {@code config.json}. */
+  static WanVaeConfig vaeConfig() {
+    ObjectNode json = new ObjectMapper().createObjectNode();
+    json.put("base_dim", 96);
+    json.put("z_dim", 16);
+    json.putArray("dim_mult").add(1).add(2).add(4).add(4);
+    json.put("num_res_blocks", 2);
+    json.putArray("attn_scales");
+    json.putArray("temperal_downsample").add(false).add(true).add(true);
+    json.put("dropout", 0.0);
+    return WanVaeConfig.fromJson(json);
   }
 
   /**
@@ -180,7 +253,7 @@ public final class Bench {
   }
 
   /**
-   * Wan2.1 DiT configurations: {@code small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b-2}.
+   * Wan2.1 DiT configurations: {@code small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b}.
    */
   static WanTransformerConfig config(String size) {
     boolean big = size.startsWith("14b");
@@ -189,7 +262,7 @@ public final class Bench {
     json.put("num_attention_heads", big ? 40 : 12);
     json.put("ffn_dim", big ? 13824 : 8960);
     json.put("freq_dim", 256);
-    json.put("num_layers", size.equals("1.3b") ? 30 : 2);
+    json.put("num_layers", size.equals("1.3b") ? 30 : size.equals("14b") ? 40 : 2);
     json.put("text_dim", 4096);
     json.put("in_channels", 16);
     json.put("out_channels", 16);

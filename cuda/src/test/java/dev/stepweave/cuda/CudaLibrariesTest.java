@@ -54,8 +54,33 @@ class CudaLibrariesTest {
   }
 
   @Test
+  void cudnnIsFoundOnTheSearchPathButItsAbsenceIsNotFatal(@TempDir Path root) throws Exception {
+    Path toolkit = Files.createDirectories(root.resolve("toolkit"));
+    for (String lib : List.of("libcuda.so.1", "libnvrtc.so.13", "libcublasLt.so.13")) {
+      Files.createFile(toolkit.resolve(lib));
+    }
+    CudaLibraries.Probe without = CudaLibraries.probe(Map.of(), List.of(toolkit.toString()));
+    assertTrue(without.found(), "the backend works without cuDNN: " + without.notice());
+    CudaLibraries libs = without.libraries().orElseThrow();
+    assertTrue(libs.cudnn().isEmpty());
+    assertTrue(
+        libs.cudnnNotice().startsWith("cuDNN not available: no libcudnn.so.9"), libs.cudnnNotice());
+    assertTrue(libs.cudnnNotice().endsWith("attention uses the built-in flash kernel"));
+    assertFalse(libs.cudnnNotice().contains("\n"), "the notice is one line");
+
+    Path pip = Files.createDirectories(root.resolve("site-packages/nvidia/cudnn/lib"));
+    Files.createFile(pip.resolve("libcudnn.so.9"));
+    CudaLibraries.Probe with =
+        CudaLibraries.probe(Map.of("LD_LIBRARY_PATH", pip.toString()), List.of(toolkit.toString()));
+    assertEquals(
+        pip.resolve("libcudnn.so.9"), with.libraries().orElseThrow().cudnn().orElseThrow());
+  }
+
+  @Test
   void theStandardLocationsIncludeTheContainerDriverAndToolkitPaths() {
     assertTrue(CudaLibraries.STANDARD_DIRS.contains("/usr/local/nvidia/lib64"));
     assertTrue(CudaLibraries.STANDARD_DIRS.contains("/usr/local/cuda/targets/x86_64-linux/lib"));
+    // Where the GPU machine's distribution package puts libcudnn.so.9.
+    assertTrue(CudaLibraries.STANDARD_DIRS.contains("/usr/lib/x86_64-linux-gnu"));
   }
 }

@@ -6,17 +6,22 @@ import dev.stepweave.tensor.io.TensorSource;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
+import java.util.HashMap;
 import java.util.Map;
 import java.util.Set;
 
 /**
  * Named random tensors of given shapes, made on demand: uniform in [-scale, scale) from a hash of
- * the name and index, so a timing run needs no checkpoint and loads fast.
+ * the name, so a timing run needs no checkpoint. Repeated layers ({@code blocks.<i>.…}) share one
+ * draw per parameter — timings do not depend on the values, and drawing the 14B's 14 billion
+ * numbers on the host would dominate a benchmark run (the draws are kept: one layer's worth of host
+ * memory).
  */
 final class RandomWeights implements TensorSource {
   private final Map<String, int[]> shapes;
   private final DType dtype;
   private final float scale;
+  private final Map<String, Tensor> drawn = new HashMap<>();
 
   RandomWeights(Map<String, int[]> shapes, DType dtype, float scale) {
     this.shapes = shapes;
@@ -52,8 +57,13 @@ final class RandomWeights implements TensorSource {
 
   @Override
   public Tensor load(String key) {
-    Tensor t = uniform(key.hashCode(), scale, shapes.get(key));
-    return dtype == DType.F32 ? t : t.toHost(dtype);
+    String shared = key.replaceFirst("^blocks\\.\\d+\\.", "blocks.*.");
+    return drawn.computeIfAbsent(
+        shared,
+        name -> {
+          Tensor t = uniform(name.hashCode(), scale, shapes.get(key));
+          return dtype == DType.F32 ? t : t.toHost(dtype);
+        });
   }
 
   @Override

@@ -1,0 +1,495 @@
+package dev.stepweave.cuda;
+
+import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_BFLOAT16;
+import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_FLOAT;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.NoSuchElementException;
+import java.util.concurrent.atomic.AtomicBoolean;
+
+/**
+ * Bias-free attention through cuDNN's fused scaled-dot-product attention, built with the backend
+ * (graph) API. Our tensors are [B, L, H, D] (BSHD); cuDNN is given dims [B, H, L, D] with the
+ * matching strides, so views pass without a copy. BF16 in and out, F32 softmax and accumulation,
+ * the scale a pass-by-value F32 scalar.
+ *
+ * <p>For each {@link Key} the choice is made once and cached: the unified {@code SDPA_FWD}
+ * operation (cuDNN ≥ 9.13.1), else the composite graph matmul → scale → softmax (max, sub, exp,
+ * sum, div) → matmul that cuDNN fuses into one kernel on Hopper, else nothing: {@link #attention}
+ * returns null and the caller runs our own kernel. Without cuDNN every call returns null after one
+ * notice.
+ */
+final class CudnnAttention implements AutoCloseable {
+  // Unique ids of the graph's tensors, as cudnn-frontend numbers them.
+  static final long Q = 0;
+  static final long K = 1;
+  static final long V = 2;
+  static final long O = 3;
+  static final long SCALE = 5;
+  private static final int MAX_ALIGNMENT = 16;
+  private static final AtomicBoolean NOTICED = new AtomicBoolean();
+
+  /** Element strides of a [B, L, H, D] view. */
+  record Strides(long b, long l, long h, long d) {
+    static Strides contiguous(int l, int h, int d) {
+      return new Strides((long) l * h * d, (long) h * d, d, 1);
+    }
+
+    /** In cuDNN's dims order [B, H, L, D]. */
+    long[] bhld() {
+      return new long[] {b, h, l, d};
+    }
+  }
+
+  /**
+   * Everything a plan depends on: sizes, the q/k/v strides (the output is always contiguous), and
+   * the largest power of two up to 16 dividing every input's byte address.
+   */
+  record Key(
+      int b, int lq, int lk, int h, int d, int dv, Strides q, Strides k, Strides v, int alignment) {
+    Strides o() {
+      return Strides.contiguous(lq, h, dv);
+    }
+  }
+
+  /** The two graphs tried, in order. */
+  enum Variant {
+    UNIFIED("unified SDPA op"),
+    COMPOSITE("composite matmul-softmax-matmul graph");
+
+    final String label;
+
+    Variant(String label) {
+      this.label = label;
+    }
+  }
+
+  private record Plan(
+      CudnnDescriptors owned, CudnnDescriptor plan, long workspaceBytes, String engine) {}
+
+  /** A key's outcome: a plan and what it is, or null and why cuDNN was not used. */
+  private record Choice(Plan plan, String description) {}
+
+  private final CudaBackend cb;
+  private final Map<Key, Choice> choices = new HashMap<>();
+  private CudnnGraphApi api;
+  private long handle;
+  private String version;
+  private String unavailable;
+
+  CudnnAttention(CudaBackend cb) {
+    this.cb = cb;
+  }
+
+  /**
+   * {@code softmax(q·kᵀ·scale)·v} of [B, L, H, D] device-or-host q, k, v (validated by the caller)
+   * as a BF16 [B, Lq, H, Dv] tensor, or null when cuDNN is missing or refuses this shape.
+   */
+  Tensor attention(Tensor q, Tensor k, Tensor v, float scale) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1), dv = v.dim(3);
+    if ((long) b * lq * h * dv * lk == 0 || !ready()) {
+      return null;
+    }
+    Tensor qh = cb.onDevice(q), kh = cb.onDevice(k), vh = cb.onDevice(v);
+    Plan plan = choices.computeIfAbsent(key(qh, kh, vh), this::choose).plan();
+    Tensor out = plan == null ? null : run(plan, qh, kh, vh, scale);
+    // Uploads and conversions go back once the work reading them is issued (stream order).
+    cb.releaseDerived(qh, q);
+    cb.releaseDerived(kh, k);
+    cb.releaseDerived(vh, v);
+    return out;
+  }
+
+  /** What runs this attention: cuDNN's variant and engine, or why cuDNN does not. */
+  String describe(Tensor q, Tensor k, Tensor v) {
+    if (!ready()) {
+      return "not cuDNN: " + unavailable;
+    }
+    Tensor qh = cb.onDevice(q), kh = cb.onDevice(k), vh = cb.onDevice(v);
+    String description = choices.computeIfAbsent(key(qh, kh, vh), this::choose).description();
+    cb.releaseDerived(qh, q);
+    cb.releaseDerived(kh, k);
+    cb.releaseDerived(vh, v);
+    return description;
+  }
+
+  private Tensor run(Plan plan, Tensor q, Tensor k, Tensor v, float scale) {
+    Tensor qb = bf16(q), kb = bf16(k), vb = bf16(v);
+    Tensor out = cb.empty(DType.BF16, q.dim(0), q.dim(1), q.dim(2), v.dim(3));
+    long wsBytes = plan.workspaceBytes();
+    Tensor ws = wsBytes == 0 ? null : cb.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
+    execute(plan, ws, qb, kb, vb, out, scale);
+    cb.releaseDerived(ws, out);
+    cb.releaseDerived(qb, q);
+    cb.releaseDerived(kb, k);
+    cb.releaseDerived(vb, v);
+    return out;
+  }
+
+  private boolean ready() {
+    if (api != null) {
+      return true;
+    }
+    if (unavailable != null) {
+      return false;
+    }
+    try {
+      CudaLibraries libs = CudaLibraries.current();
+      if (libs.cudnn().isEmpty()) {
+        unavailable = libs.cudnnNotice();
+      } else {
+        open();
+      }
+    } catch (RuntimeException | LinkageError e) {
+      unavailable = "cuDNN not available (" + e.getMessage() + "); attention uses our own kernels";
+    }
+    if (unavailable != null && NOTICED.compareAndSet(false, true)) {
+      System.err.println("NOTICE: " + unavailable);
+    }
+    return unavailable == null;
+  }
+
+  private void open() {
+    long v = Cudnn.version();
+    version = v / 10000 + "." + v / 100 % 100 + "." + v % 100;
+    if (v < 90000) {
+      unavailable = "cuDNN " + version + " is older than 9; attention uses our own kernels";
+      return;
+    }
+    cb.context().bind();
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
+      Cudnn.call("cudnnCreate", () -> (int) Cudnn.cudnnCreate.invokeExact(out));
+      handle = out.get(ValueLayout.JAVA_LONG, 0);
+    }
+    long h = handle;
+    long stream = cb.context().stream();
+    Cudnn.call("cudnnSetStream", () -> (int) Cudnn.cudnnSetStream.invokeExact(h, stream));
+    api = Cudnn.GRAPH;
+  }
+
+  /** The plan key of device tensors q, k, v as {@link #bf16} will pass them. */
+  private static Key key(Tensor q, Tensor k, Tensor v) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1), dv = v.dim(3);
+    int alignment = Math.min(alignment(q), Math.min(alignment(k), alignment(v)));
+    return new Key(b, lq, lk, h, d, dv, strides(q), strides(k), strides(v), alignment);
+  }
+
+  /** Whether cuDNN can read {@code t} in place: BF16 with unit stride along the head dim. */
+  private static boolean passesAsIs(Tensor t) {
+    return t.dtype() == DType.BF16 && t.stride(3) == 1;
+  }
+
+  private static Strides strides(Tensor t) {
+    return passesAsIs(t)
+        ? new Strides(t.stride(0), t.stride(1), t.stride(2), t.stride(3))
+        : Strides.contiguous(t.dim(1), t.dim(2), t.dim(3));
+  }
+
+  /** A fresh allocation is at least 256-byte aligned; a view may start anywhere. */
+  static int alignment(Tensor t) {
+    return passesAsIs(t) ? alignment(CudaBackend.address(t)) : MAX_ALIGNMENT;
+  }
+
+  static int alignment(long address) {
+    return (int) Long.lowestOneBit(address | MAX_ALIGNMENT);
+  }
+
+  private Tensor bf16(Tensor t) {
+    return passesAsIs(t) ? t : cb.convert(t, DType.BF16);
+  }
+
+  // ---- choosing a plan ------------------------------------------------------------------------
+
+  private Choice choose(Key key) {
+    // Building a plan may compile and load kernels: this thread needs the context.
+    cb.context().bind();
+    List<String> refusals = new ArrayList<>();
+    for (Variant variant : Variant.values()) {
+      CudnnDescriptors owned = new CudnnDescriptors(api);
+      try {
+        CudnnDescriptor graph =
+            variant == Variant.UNIFIED
+                ? unifiedGraph(owned, handle, key)
+                : compositeGraph(owned, handle, key);
+        Plan plan = plan(owned, graph, refusals, variant);
+        if (plan != null) {
+          String what =
+              String.format(
+                  "cuDNN %s %s, engine %s, workspace %d B",
+                  version, variant.label, plan.engine(), plan.workspaceBytes());
+          return new Choice(plan, what);
+        }
+      } catch (CudaException e) {
+        refusals.add(variant.label + ": " + e.getMessage());
+      }
+      owned.close();
+    }
+    return new Choice(null, "not cuDNN " + version + ": " + String.join("; ", refusals));
+  }
+
+  /**
+   * The first engine configuration, by heuristics mode A then the fallback list, that finalizes
+   * into an execution plan; null (with the reasons added to {@code refusals}) when none does.
+   */
+  private static Plan plan(
+      CudnnDescriptors g, CudnnDescriptor graph, List<String> refusals, Variant variant) {
+    String last = "the heuristics offered no engine configuration";
+    for (int mode : new int[] {Cudnn.CUDNN_HEUR_MODE_A, Cudnn.CUDNN_HEUR_MODE_FALLBACK}) {
+      List<CudnnDescriptor> configs;
+      try {
+        CudnnDescriptor heuristics =
+            g.create(Cudnn.CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)
+                .descriptors(Cudnn.CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
+                .enumValue(Cudnn.CUDNN_ATTR_ENGINEHEUR_MODE, Cudnn.CUDNN_TYPE_HEUR_MODE, mode)
+                .finish();
+        configs =
+            heuristics.descriptors(
+                Cudnn.CUDNN_ATTR_ENGINEHEUR_RESULTS, Cudnn.CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, g);
+      } catch (CudaException e) {
+        last = e.getMessage();
+        continue;
+      }
+      for (CudnnDescriptor config : configs) {
+        try {
+          CudnnDescriptor plan =
+              g.create(Cudnn.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
+                  .descriptors(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config)
+                  .finish();
+          long workspace = plan.int64(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
+          return new Plan(g, plan, workspace, engineIndex(config, g));
+        } catch (CudaException e) {
+          last = e.getMessage();
+        }
+      }
+    }
+    refusals.add(variant.label + ": " + last);
+    return null;
+  }
+
+  /** The engine's global index, for the description only ("?" if cuDNN won't say). */
+  private static String engineIndex(CudnnDescriptor config, CudnnDescriptors g) {
+    try {
+      CudnnDescriptor engine =
+          config
+              .descriptors(
+                  Cudnn.CUDNN_ATTR_ENGINECFG_ENGINE, Cudnn.CUDNN_BACKEND_ENGINE_DESCRIPTOR, g)
+              .getFirst();
+      return Long.toString(engine.int64(Cudnn.CUDNN_ATTR_ENGINE_GLOBAL_INDEX));
+    } catch (CudaException | NoSuchElementException e) {
+      return "?";
+    }
+  }
+
+  private void execute(Plan plan, Tensor ws, Tensor q, Tensor k, Tensor v, Tensor o, float scale) {
+    try (Arena arena = Arena.ofConfined();
+        CudnnDescriptors call = new CudnnDescriptors(api)) {
+      // A pass-by-value tensor's pointer is host memory holding the value.
+      MemorySegment scaleValue = arena.allocateFrom(ValueLayout.JAVA_FLOAT, scale);
+      CudnnDescriptor pack =
+          call.create(Cudnn.CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
+              .pointers(Cudnn.CUDNN_ATTR_VARIANT_PACK_WORKSPACE, ws == null ? 0L : addr(ws))
+              .pointers(
+                  Cudnn.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
+                  addr(o),
+                  scaleValue.address(),
+                  addr(q),
+                  addr(k),
+                  addr(v))
+              .int64s(Cudnn.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, O, SCALE, Q, K, V)
+              .finish();
+      long h = handle, p = plan.plan().handle(), vp = pack.handle();
+      Cudnn.call(
+          "cudnnBackendExecute", () -> (int) Cudnn.cudnnBackendExecute.invokeExact(h, p, vp));
+    }
+  }
+
+  private static long addr(Tensor t) {
+    return CudaBackend.address(t);
+  }
+
+  @Override
+  public void close() {
+    for (Choice c : choices.values()) {
+      if (c.plan() != null) {
+        c.plan().owned().close();
+      }
+    }
+    choices.clear();
+    if (api != null) {
+      long h = handle;
+      Cudnn.call("cudnnDestroy", () -> (int) Cudnn.cudnnDestroy.invokeExact(h));
+      api = null;
+    }
+  }
+
+  // ---- the graphs -----------------------------------------------------------------------------
+
+  /** Q, K, V, O and the scale into cuDNN's single SDPA forward operation. */
+  static CudnnDescriptor unifiedGraph(CudnnDescriptors g, long cudnnHandle, Key key) {
+    CudnnDescriptor q = io(g, Q, key.b(), key.h(), key.lq(), key.d(), key.q(), key.alignment());
+    CudnnDescriptor k = io(g, K, key.b(), key.h(), key.lk(), key.d(), key.k(), key.alignment());
+    CudnnDescriptor v = io(g, V, key.b(), key.h(), key.lk(), key.dv(), key.v(), key.alignment());
+    CudnnDescriptor o = io(g, O, key.b(), key.h(), key.lq(), key.dv(), key.o(), MAX_ALIGNMENT);
+    CudnnDescriptor scale = scale(g);
+    CudnnDescriptor sdpa =
+        g.create(Cudnn.CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_QDESC, q)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_KDESC, k)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_VDESC, v)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale)
+            .finish();
+    return operationGraph(g, cudnnHandle, sdpa);
+  }
+
+  /**
+   * The same attention as separate operations, the pattern cuDNN's fused attention engine matches:
+   * S = Q·Kᵀ, S·scale, softmax as exp(S − rowmax) / rowsum, then P·V with P in BF16. Kᵀ is K's
+   * descriptor with the last two dims and strides swapped; the intermediates are virtual F32.
+   */
+  static CudnnDescriptor compositeGraph(CudnnDescriptors g, long cudnnHandle, Key key) {
+    long b = key.b(), h = key.h(), lq = key.lq(), lk = key.lk(), d = key.d(), dv = key.dv();
+    CudnnDescriptor q = io(g, Q, b, h, lq, d, key.q(), key.alignment());
+    Strides ks = key.k();
+    CudnnDescriptor kt =
+        tensor(
+            g,
+            K,
+            CUDNN_DATA_BFLOAT16,
+            new long[] {b, h, d, lk},
+            new long[] {ks.b(), ks.h(), ks.d(), ks.l()},
+            key.alignment());
+    CudnnDescriptor v = io(g, V, b, h, lk, dv, key.v(), key.alignment());
+    CudnnDescriptor o = io(g, O, b, h, lq, dv, key.o(), MAX_ALIGNMENT);
+    long[] scores = {b, h, lq, lk};
+    long[] rows = {b, h, lq, 1};
+    CudnnDescriptor s = virtual(g, 100, CUDNN_DATA_FLOAT, scores);
+    CudnnDescriptor scaled = virtual(g, 101, CUDNN_DATA_FLOAT, scores);
+    CudnnDescriptor max = virtual(g, 102, CUDNN_DATA_FLOAT, rows);
+    CudnnDescriptor shifted = virtual(g, 103, CUDNN_DATA_FLOAT, scores);
+    CudnnDescriptor exp = virtual(g, 104, CUDNN_DATA_FLOAT, scores);
+    CudnnDescriptor sum = virtual(g, 105, CUDNN_DATA_FLOAT, rows);
+    // cuDNN wants the second matmul's A operand in the I/O type.
+    CudnnDescriptor p = virtual(g, 106, CUDNN_DATA_BFLOAT16, scores);
+    return operationGraph(
+        g,
+        cudnnHandle,
+        matmul(g, q, kt, s),
+        pointwise(g, Cudnn.CUDNN_POINTWISE_MUL, s, scale(g), scaled),
+        reduction(g, Cudnn.CUDNN_REDUCE_TENSOR_MAX, scaled, max),
+        pointwise(g, Cudnn.CUDNN_POINTWISE_SUB, scaled, max, shifted),
+        pointwise(g, Cudnn.CUDNN_POINTWISE_EXP, shifted, null, exp),
+        reduction(g, Cudnn.CUDNN_REDUCE_TENSOR_ADD, exp, sum),
+        pointwise(g, Cudnn.CUDNN_POINTWISE_DIV, exp, sum, p),
+        matmul(g, p, v, o));
+  }
+
+  /** A BF16 graph input or output with dims [b, h, l, d] and our strides. */
+  private static CudnnDescriptor io(
+      CudnnDescriptors g, long uid, long b, long h, long l, long d, Strides s, int alignment) {
+    return tensor(g, uid, CUDNN_DATA_BFLOAT16, new long[] {b, h, l, d}, s.bhld(), alignment);
+  }
+
+  private static CudnnDescriptor tensor(
+      CudnnDescriptors g, long uid, int dataType, long[] dims, long[] strides, int alignment) {
+    return g.create(Cudnn.CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+        .dataType(Cudnn.CUDNN_ATTR_TENSOR_DATA_TYPE, dataType)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_STRIDES, strides)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, alignment)
+        .finish();
+  }
+
+  /** An intermediate that never reaches memory, contiguous in [b, h, lq, n] order. */
+  private static CudnnDescriptor virtual(CudnnDescriptors g, long uid, int dataType, long[] dims) {
+    long[] strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
+    return g.create(Cudnn.CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+        .dataType(Cudnn.CUDNN_ATTR_TENSOR_DATA_TYPE, dataType)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_STRIDES, strides)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, MAX_ALIGNMENT)
+        .bool(Cudnn.CUDNN_ATTR_TENSOR_IS_VIRTUAL, true)
+        .finish();
+  }
+
+  /** The F32 scale as a [1, 1, 1, 1] pass-by-value tensor. */
+  private static CudnnDescriptor scale(CudnnDescriptors g) {
+    return g.create(Cudnn.CUDNN_BACKEND_TENSOR_DESCRIPTOR)
+        .dataType(Cudnn.CUDNN_ATTR_TENSOR_DATA_TYPE, CUDNN_DATA_FLOAT)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_DIMENSIONS, 1, 1, 1, 1)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_STRIDES, 1, 1, 1, 1)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_UNIQUE_ID, SCALE)
+        .int64s(Cudnn.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, MAX_ALIGNMENT)
+        .bool(Cudnn.CUDNN_ATTR_TENSOR_IS_BY_VALUE, true)
+        .finish();
+  }
+
+  private static CudnnDescriptor matmul(
+      CudnnDescriptors g, CudnnDescriptor a, CudnnDescriptor b, CudnnDescriptor c) {
+    CudnnDescriptor desc =
+        g.create(Cudnn.CUDNN_BACKEND_MATMUL_DESCRIPTOR)
+            .dataType(Cudnn.CUDNN_ATTR_MATMUL_COMP_TYPE, CUDNN_DATA_FLOAT)
+            .finish();
+    return g.create(Cudnn.CUDNN_BACKEND_OPERATION_MATMUL_DESCRIPTOR)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_MATMUL_ADESC, a)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_MATMUL_BDESC, b)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_MATMUL_CDESC, c)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_MATMUL_DESC, desc)
+        .finish();
+  }
+
+  /** {@code y = mode(x, b)}, or {@code mode(x)} when {@code b} is null. */
+  private static CudnnDescriptor pointwise(
+      CudnnDescriptors g, int mode, CudnnDescriptor x, CudnnDescriptor b, CudnnDescriptor y) {
+    CudnnDescriptor desc =
+        g.create(Cudnn.CUDNN_BACKEND_POINTWISE_DESCRIPTOR)
+            .enumValue(Cudnn.CUDNN_ATTR_POINTWISE_MODE, Cudnn.CUDNN_TYPE_POINTWISE_MODE, mode)
+            .dataType(Cudnn.CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT)
+            .finish();
+    CudnnDescriptor op =
+        g.create(Cudnn.CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
+    if (b != null) {
+      op.descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
+    }
+    return op.descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y).finish();
+  }
+
+  /** {@code y = reduce(x)} over the dims where y has size 1. */
+  private static CudnnDescriptor reduction(
+      CudnnDescriptors g, int operator, CudnnDescriptor x, CudnnDescriptor y) {
+    CudnnDescriptor desc =
+        g.create(Cudnn.CUDNN_BACKEND_REDUCTION_DESCRIPTOR)
+            .dataType(Cudnn.CUDNN_ATTR_REDUCTION_COMP_TYPE, CUDNN_DATA_FLOAT)
+            .enumValue(
+                Cudnn.CUDNN_ATTR_REDUCTION_OPERATOR,
+                Cudnn.CUDNN_TYPE_REDUCTION_OPERATOR_TYPE,
+                operator)
+            .finish();
+    return g.create(Cudnn.CUDNN_BACKEND_OPERATION_REDUCTION_DESCRIPTOR)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
+        .finish();
+  }
+
+  private static CudnnDescriptor operationGraph(
+      CudnnDescriptors g, long cudnnHandle, CudnnDescriptor... operations) {
+    return g.create(Cudnn.CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)
+        .descriptors(Cudnn.CUDNN_ATTR_OPERATIONGRAPH_OPS, operations)
+        .cudnnHandle(Cudnn.CUDNN_ATTR_OPERATIONGRAPH_HANDLE, cudnnHandle)
+        .finish();
+  }
+}

@@ -1,0 +1,308 @@
+"""The PyTorch side of the GPU benchmark table, measured in the same device run as ours.
+
+The GPU machine has PyTorch but not diffusers, so this is our own eager PyTorch rendering of the
+Wan2.1 DiT forward as diffusers computes it in bf16 (float32 norms and modulation, rotary
+embedding in float32, torch SDPA), with random bf16 weights. It times what the issue's table asks
+for with CUDA events (median after one warm-up) and prints `REF <what> | <ms>` rows.
+Usage: python reference.py [quick]
+"""
+import math
+import statistics
+import sys
+
+import torch
+import torch.nn.functional as F
+from torch.nn.attention import SDPBackend, sdpa_kernel
+
+DEV = "cuda"
+BF16 = torch.bfloat16
+
+
+def param(*shape, scale=0.02):
+    return (torch.randn(*shape, device=DEV, dtype=torch.float32) * scale).to(BF16)
+
+
+def linear_params(n_out, n_in):
+    return param(n_out, n_in), param(n_out)
+
+
+def rms_norm(x, weight, eps):
+    xf = x.float()
+    xf = xf * torch.rsqrt(xf.pow(2).mean(-1, keepdim=True) + eps)
+    return xf.to(weight.dtype) * weight
+
+
+def rotate(x, cos, sin):
+    # x [B, L, H, D] bf16; cos/sin [1, L, 1, D/2] float32 for interleaved pairs.
+    pairs = x.float().unflatten(-1, (-1, 2))
+    a, b = pairs[..., 0], pairs[..., 1]
+    out = torch.stack((a * cos - b * sin, a * sin + b * cos), dim=-1).flatten(-2)
+    return out.type_as(x)
+
+
+class Attention:
+    def __init__(self, dim, heads, eps):
+        self.heads, self.eps = heads, eps
+        self.q, self.k, self.v, self.o = (linear_params(dim, dim) for _ in range(4))
+        self.norm_q, self.norm_k = param(dim, scale=1.0), param(dim, scale=1.0)
+
+    def __call__(self, x, context, rope):
+        src = x if context is None else context
+        q = rms_norm(F.linear(x, *self.q), self.norm_q, self.eps).unflatten(2, (self.heads, -1))
+        k = rms_norm(F.linear(src, *self.k), self.norm_k, self.eps).unflatten(2, (self.heads, -1))
+        v = F.linear(src, *self.v).unflatten(2, (self.heads, -1))
+        if rope is not None:
+            q, k = rotate(q, *rope), rotate(k, *rope)
+        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
+        return F.linear(o.transpose(1, 2).flatten(2), *self.o)
+
+
+class Block:
+    def __init__(self, dim, ffn, heads, eps=1e-6):
+        self.eps, self.dim = eps, dim
+        self.attn1, self.attn2 = Attention(dim, heads, eps), Attention(dim, heads, eps)
+        self.norm2 = (param(dim, scale=1.0), param(dim))
+        self.up, self.down = linear_params(ffn, dim), linear_params(dim, ffn)
+        self.table = param(1, 6, dim).float()
+
+    def __call__(self, x, context, temb, rope):
+        shift, scale, gate, c_shift, c_scale, c_gate = (self.table + temb.float()).chunk(6, dim=1)
+        plain = lambda t: F.layer_norm(t.float(), (self.dim,), eps=self.eps)
+        h = (plain(x) * (1 + scale) + shift).type_as(x)
+        x = (x.float() + self.attn1(h, None, rope) * gate).type_as(x)
+        h = F.layer_norm(x.float(), (self.dim,), self.norm2[0].float(), self.norm2[1].float(), self.eps).type_as(x)
+        x = x + self.attn2(h, context, None)
+        h = (plain(x) * (1 + c_scale) + c_shift).type_as(x)
+        ff = F.linear(F.gelu(F.linear(h, *self.up), approximate="tanh"), *self.down)
+        return (x.float() + ff.float() * c_gate).type_as(x)
+
+
+class Dit:
+    def __init__(self, dim, ffn, heads, layers, text_dim=4096, freq_dim=256, channels=16):
+        self.dim, self.heads, self.freq_dim, self.channels = dim, heads, freq_dim, channels
+        self.patch = (param(dim, channels, 1, 2, 2), param(dim))
+        self.t1, self.t2 = linear_params(dim, freq_dim), linear_params(dim, dim)
+        self.tproj = linear_params(6 * dim, dim)
+        self.c1, self.c2 = linear_params(dim, text_dim), linear_params(dim, dim)
+        self.blocks = [Block(dim, ffn, heads) for _ in range(layers)]
+        self.table = param(1, 2, dim).float()
+        self.proj_out = linear_params(channels * 4, dim)
+
+    def rope(self, f, h, w):
+        d = self.dim // self.heads
+        dh = dw = 2 * (d // 6)
+        dt = d - dh - dw
+
+        def axis(n, size):
+            inv = 1.0 / (10000 ** (torch.arange(0, size, 2, device=DEV, dtype=torch.float64) / size))
+            return torch.outer(torch.arange(n, device=DEV, dtype=torch.float64), inv)
+
+        ft, fh, fw = axis(f, dt), axis(h, dh), axis(w, dw)
+        grid = torch.cat(
+            (
+                ft[:, None, None].expand(f, h, w, -1),
+                fh[None, :, None].expand(f, h, w, -1),
+                fw[None, None, :].expand(f, h, w, -1),
+            ),
+            dim=-1,
+        ).reshape(1, f * h * w, 1, d // 2)
+        return grid.cos().float(), grid.sin().float()
+
+    def __call__(self, latents, t, text):
+        b, _, f, hh, ww = latents.shape
+        f2, h2, w2 = f, hh // 2, ww // 2
+        rope = self.rope(f2, h2, w2)
+        x = F.conv3d(latents.to(BF16), *self.patch, stride=(1, 2, 2)).flatten(2).transpose(1, 2)
+        half = self.freq_dim // 2
+        freqs = torch.exp(-math.log(10000) * torch.arange(half, device=DEV, dtype=torch.float32) / half)
+        sinus = torch.cat((torch.cos(t[:, None] * freqs), torch.sin(t[:, None] * freqs)), dim=1)
+        temb = F.linear(F.silu(F.linear(sinus.to(BF16), *self.t1)), *self.t2)
+        tproj = F.linear(F.silu(temb), *self.tproj).unflatten(1, (6, self.dim))
+        context = F.linear(F.gelu(F.linear(text.to(BF16), *self.c1), approximate="tanh"), *self.c2)
+        for block in self.blocks:
+            x = block(x, context, tproj, rope)
+        shift, scale = (self.table + temb.float().unsqueeze(1)).chunk(2, dim=1)
+        x = (F.layer_norm(x.float(), (self.dim,), eps=1e-6) * (1 + scale) + shift).type_as(x)
+        x = F.linear(x, *self.proj_out)
+        x = x.reshape(b, f2, h2, w2, 1, 2, 2, self.channels).permute(0, 7, 1, 4, 2, 5, 3, 6)
+        return x.reshape(b, self.channels, f, hh, ww)
+
+
+class CausalConv:
+    """A causal 3-D convolution that keeps its input's last two frames for the next chunk."""
+
+    def __init__(self, c_in, c_out, kernel=(3, 3, 3)):
+        self.weight, self.bias = param(c_out, c_in, *kernel), param(c_out)
+        self.kt, self.pad = kernel[0], (kernel[2] // 2, kernel[2] // 2, kernel[1] // 2, kernel[1] // 2)
+        self.tail = None
+
+    def __call__(self, x):
+        if self.kt > 1:
+            history = self.tail if self.tail is not None else x.new_zeros(x.shape[0], x.shape[1], self.kt - 1, *x.shape[3:])
+            self.tail = torch.cat((history, x), dim=2)[:, :, -(self.kt - 1):].clone()
+            x = torch.cat((history, x), dim=2)
+        return F.conv3d(F.pad(x, self.pad), self.weight, self.bias)
+
+
+def channel_rms(x, gamma):
+    return F.normalize(x.float(), dim=1).type_as(x) * (x.shape[1] ** 0.5) * gamma
+
+
+class Resnet:
+    def __init__(self, c_in, c_out):
+        self.g1, self.g2 = param(c_in, 1, 1, 1, scale=1.0), param(c_out, 1, 1, 1, scale=1.0)
+        self.conv1, self.conv2 = CausalConv(c_in, c_out), CausalConv(c_out, c_out)
+        self.short = CausalConv(c_in, c_out, (1, 1, 1)) if c_in != c_out else None
+
+    def __call__(self, x):
+        h = self.conv1(F.silu(channel_rms(x, self.g1)))
+        h = self.conv2(F.silu(channel_rms(h, self.g2)))
+        return (self.short(x) if self.short else x) + h
+
+
+class MidAttention:
+    def __init__(self, c):
+        self.gamma = param(c, 1, 1, scale=1.0)
+        self.qkv, self.proj = (param(3 * c, c, 1, 1), param(3 * c)), (param(c, c, 1, 1), param(c))
+
+    def __call__(self, x):
+        b, c, t, h, w = x.shape
+        frames = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)
+        y = F.conv2d(channel_rms(frames, self.gamma), *self.qkv)
+        q, k, v = y.reshape(b * t, 1, 3 * c, h * w).permute(0, 1, 3, 2).chunk(3, dim=-1)
+        y = F.scaled_dot_product_attention(q, k, v).squeeze(1).permute(0, 2, 1).reshape(b * t, c, h, w)
+        y = F.conv2d(y, *self.proj) + frames
+        return y.reshape(b, t, c, h, w).permute(0, 2, 1, 3, 4)
+
+
+class Upsample:
+    def __init__(self, c, temporal):
+        self.conv = (param(c // 2, c, 3, 3), param(c // 2))
+        self.time = CausalConv(c, 2 * c, (3, 1, 1)) if temporal else None
+        self.first = True
+
+    def __call__(self, x):
+        b, c, t, h, w = x.shape
+        if self.time is not None:
+            if self.first:
+                self.first = False
+                self.time.tail = x.new_zeros(b, c, 2, h, w)  # the reference starts its cache here
+            else:
+                x = self.time(x).reshape(b, 2, c, t, h, w)
+                x = torch.stack((x[:, 0], x[:, 1]), dim=3).reshape(b, c, 2 * t, h, w)
+                t *= 2
+        frames = x.permute(0, 2, 1, 3, 4).reshape(b * t, c, h, w)
+        frames = F.conv2d(F.interpolate(frames, scale_factor=2.0, mode="nearest-exact"), *self.conv, padding=1)
+        return frames.reshape(b, t, c // 2, 2 * h, 2 * w).permute(0, 2, 1, 3, 4)
+
+
+class VaeDecoder:
+    """The Wan 2.1 VAE decoder (base width 96), decoding one latent frame per call as diffusers does."""
+
+    def __init__(self, z=16, base=96, mult=(1, 2, 4, 4), res=2, temporal=(True, True, False)):
+        dims = [base * mult[-1]] + [base * m for m in reversed(mult)]
+        self.post = CausalConv(z, z, (1, 1, 1))
+        self.conv_in = CausalConv(z, dims[0])
+        self.layers = [Resnet(dims[0], dims[0]), MidAttention(dims[0]), Resnet(dims[0], dims[0])]
+        for i in range(len(mult)):
+            c = dims[0] if i == 0 else dims[i] // 2
+            for _ in range(res + 1):
+                self.layers.append(Resnet(c, dims[i + 1]))
+                c = dims[i + 1]
+            if i < len(mult) - 1:
+                self.layers.append(Upsample(dims[i + 1], temporal[i]))
+        self.gamma = param(dims[-1], 1, 1, 1, scale=1.0)
+        self.conv_out = CausalConv(dims[-1], 3)
+
+    def __call__(self, latents):
+        x = self.post(latents.to(BF16))
+        out = []
+        for i in range(x.shape[2]):
+            h = self.conv_in(x[:, :, i : i + 1])
+            for layer in self.layers:
+                h = layer(h)
+            out.append(self.conv_out(F.silu(channel_rms(h, self.gamma))))
+        return torch.cat(out, dim=2).clamp(-1, 1)
+
+    def reset(self):
+        """Forgets the causal caches, so the next call decodes a new video."""
+        convs = [self.post, self.conv_in, self.conv_out]
+        for layer in self.layers:
+            convs += [c for c in vars(layer).values() if isinstance(c, CausalConv)]
+            if isinstance(layer, Upsample):
+                layer.first = True
+        for conv in convs:
+            conv.tail = None
+
+def median_ms(work, iterations):
+    times = []
+    for i in range(iterations + 1):
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        work()
+        end.record()
+        torch.cuda.synchronize()
+        if i > 0:
+            times.append(start.elapsed_time(end))
+    return statistics.median(times)
+
+
+def row(what, value):
+    print(f"REF {what} | {value}", flush=True)
+
+
+@torch.no_grad()
+def main():
+    quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
+    print(f"== torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+    l = 300 if quick else 32760
+    q, k, v = (torch.randn(1, 12, l, 128, device=DEV, dtype=BF16) for _ in range(3))
+    for name, backend in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):
+        with sdpa_kernel(backend):
+            ms = median_ms(lambda: F.scaled_dot_product_attention(q, k, v), 10)
+        row(f"attention alone [1, 12, {l}, 128] BF16, {name}", f"{ms:.1f} ms ({4 * 12 * l * l * 128 / ms / 1e9:.0f} TFLOP/s)")
+    del q, k, v
+
+    shapes = [("480p×81, batch 1", 1, 21, 60, 104, 5), ("480p×81, batch 2", 2, 21, 60, 104, 3), ("720p×81, batch 1", 1, 21, 90, 160, 3)]
+    if quick:
+        shapes = [("small", 1, 5, 16, 16, 3)]
+    models = [("1.3B", (1536, 8960, 12, 2 if quick else 30))]
+    if not quick:
+        models.append(("14B", (5120, 13824, 40, 40)))
+    for name, cfg in models:
+        dit = Dit(*cfg)
+        for what, b, f, h, w, iterations in shapes if name == "1.3B" else shapes[:1]:
+            latents = torch.randn(b, 16, f, h, w, device=DEV)
+            t = torch.full((b,), 500.0, device=DEV)
+            text = torch.randn(b, 512, 4096, device=DEV)
+            torch.cuda.synchronize()
+            torch.cuda.reset_peak_memory_stats()
+            ms = median_ms(lambda: dit(latents, t, text), iterations)
+            row(f"{name} {what} (eager, our torch DiT)", f"{ms:.0f} ms")
+            row(f"{name} {what}: peak memory (torch max allocated)", f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
+            if b == 1 and h == 60:
+                # torch's default SDPA choice is not always cuDNN; this is the eager stack at its best.
+                with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+                    ms = median_ms(lambda: dit(latents, t, text), iterations)
+                row(f"{name} {what} (eager, our torch DiT, SDPA forced to cuDNN)", f"{ms:.0f} ms")
+        del dit
+        torch.cuda.empty_cache()
+
+    vae = VaeDecoder()
+    f, h, w = (2, 8, 8) if quick else (21, 60, 104)
+    latents = torch.randn(1, 16, f, h, w, device=DEV)
+    torch.cuda.synchronize()
+    torch.cuda.reset_peak_memory_stats()
+
+    def decode():
+        vae.reset()
+        return vae(latents)
+
+    frames = decode().shape[2]
+    ms = median_ms(decode, 3)
+    row(f"VAE decode {frames} frames {8 * h}×{8 * w} (our torch decoder)", f"{ms:.0f} ms")
+    row(f"VAE decode {frames} frames: peak memory (torch max allocated)", f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
+
+
+if __name__ == "__main__":
+    main()
