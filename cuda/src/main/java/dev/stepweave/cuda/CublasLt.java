@@ -24,6 +24,7 @@ final class CublasLt {
   static final int CUBLASLT_MATMUL_DESC_TRANSB = 4;
   static final int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;
   static final int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;
+  static final int CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26;
   // cublasLtEpilogue_t
   static final int CUBLASLT_EPILOGUE_DEFAULT = 1;
   static final int CUBLASLT_EPILOGUE_BIAS = 4;

@@ -10,14 +10,18 @@ import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * {@link Backend} on one CUDA device. Tensors live in device memory (a {@link Storage} whose
  * segment holds a device address and is never dereferenced by Java); storage dtypes are F32, BF16,
  * I64 and I32. Compute follows the CPU backend's F32 semantics: inputs of any view or storage dtype
  * are gathered to contiguous F32 where a kernel needs it, GEMMs accumulate in F32 (a BF16 weight
- * makes a BF16×BF16→F32 GEMM), and results are F32 (but for {@link Precision#BF16} attention
- * through cuDNN, which is BF16).
+ * makes a BF16×BF16→F32 GEMM), and results are F32. In {@link Precision#BF16} the activation ops
+ * (linear, norms, elementwise maps, rope, attention and the fused ops) keep a BF16 input BF16: they
+ * read and write BF16 and compute in F32 inside the kernels; binary ops give BF16 when both
+ * operands are BF16, F32 otherwise (torch's promotion); the other ops return F32. cuDNN attention
+ * (BF16 mode, no bias) returns BF16 whatever its inputs.
  *
  * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
  *
@@ -93,7 +97,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     allocator.resetPeaks();
   }
 
-  /** Opens the (single) scope whose tensors the caller releases explicitly; see MemoryScope. */
+  /** Opens a scope (nested in the open one) whose tensors the caller releases; see MemoryScope. */
   public MemoryScope openScope() {
     return new MemoryScope(allocator.openScope());
   }
@@ -126,6 +130,33 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Frees every recorded graph and its memory. */
   public void clearGraphs() {
     graphs.clear();
+  }
+
+  @Override
+  public Tensor scoped(Supplier<Tensor> body) {
+    try (MemoryScope scope = openScope()) {
+      Tensor out = body.get();
+      scope.releaseExcept(out);
+      return out;
+    }
+  }
+
+  @Override
+  public Tensor chain(Tensor x, int from, int to, ChainStep step) {
+    try (MemoryScope scope = openScope()) {
+      Tensor h = x;
+      for (int i = from; i < to; i++) {
+        h = step.apply(i, h);
+        // The previous result and this step's intermediates die here; x was made outside.
+        scope.releaseExcept(h);
+      }
+      return h;
+    }
+  }
+
+  @Override
+  public DType activationDType() {
+    return precision == Precision.BF16 ? DType.BF16 : DType.F32;
   }
 
   /** Waits for all issued work. */
@@ -275,7 +306,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     }
   }
 
-  private static String code(DType t) {
+  static String code(DType t) {
     return switch (t) {
       case F32 -> "f32";
       case BF16 -> "bf16";
@@ -319,7 +350,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   @Override
   public Tensor linear(Tensor x, Tensor w, Tensor bias) {
-    return ops.linear(x, w, bias);
+    return ops.linear(x, w, bias, false);
   }
 
   @Override
@@ -400,6 +431,23 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
     return ops.rope(x, cos, sin);
+  }
+
+  @Override
+  public Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
+    return ops.modulatedLayerNorm(x, shift, scale, eps);
+  }
+
+  @Override
+  public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
+    return ops.gatedResidual(x, y, gate);
+  }
+
+  @Override
+  public Tensor linearGeluTanh(Tensor x, Tensor w, Tensor bias) {
+    return precision == Precision.BF16
+        ? ops.linear(x, w, bias, true)
+        : gelu(linear(x, w, bias), true);
   }
 
   @Override

@@ -143,12 +143,18 @@ final class DeviceAllocator {
   }
 
   /**
-   * The blocks allocated while it is open. {@link #releaseExcept} gives all of them back but the
-   * kept ones, which stay in the scope (so the next call may release them); closing releases what
-   * is left. One scope may be open at a time.
+   * The blocks allocated while it is the innermost open scope. {@link #releaseExcept} gives all of
+   * them back but the kept ones, which stay in the scope (so the next call may release them).
+   * Scopes nest: closing one (innermost first) releases nothing and hands what is left to the
+   * enclosing scope, which may release it later; with none, the cleaner takes it back.
    */
   final class Scope implements AutoCloseable {
+    private final Scope parent;
     private List<Block> blocks = new ArrayList<>();
+
+    private Scope(Scope parent) {
+      this.parent = parent;
+    }
 
     /** Releases every block of this scope not under one of {@code keep}'s storages. */
     void releaseExcept(List<Storage> keep) {
@@ -166,9 +172,13 @@ final class DeviceAllocator {
     @Override
     public void close() {
       if (scope != this) {
-        throw new IllegalStateException("closing a scope that is not the open one");
+        throw new IllegalStateException("closing a scope that is not the innermost open one");
       }
-      scope = null;
+      scope = parent;
+      if (parent != null) {
+        parent.blocks.addAll(blocks);
+      }
+      blocks = List.of();
     }
   }
 
@@ -224,12 +234,9 @@ final class DeviceAllocator {
     }
   }
 
-  /** Opens a scope that collects the blocks allocated until it closes. */
+  /** Opens a scope, nested in the open one if any, that collects the blocks allocated in it. */
   Scope openScope() {
-    if (scope != null) {
-      throw new IllegalStateException("a device memory scope is already open");
-    }
-    scope = new Scope();
+    scope = new Scope(scope);
     return scope;
   }
 

@@ -9,11 +9,12 @@ import java.util.HashMap;
 import java.util.Map;
 
 /**
- * Row-major GEMMs through cuBLASLt: {@code C[M,N] = op(A)[M,K] · op(B)[K,N] (+ bias[N]) (then
- * GELU)}, F32 or BF16 inputs, F32 output and accumulation. cuBLASLt is column-major, so the call
- * computes {@code Cᵀ = op(B)ᵀ · op(A)ᵀ}: a row-major matrix is the column-major transpose of itself
- * with the same leading dimension. One plan (descriptors and chosen algorithm) is cached per shape;
- * the bias pointer is set per call.
+ * Row-major GEMMs through cuBLASLt: {@code C[M,N] = op(A)[M,K] · op(B)[K,N] (+ bias[N]) (then GELU,
+ * tanh approximation)}, F32 or BF16 inputs, F32 accumulation, F32 or (from BF16 inputs) BF16
+ * output; the bias has the output's type. cuBLASLt is column-major, so the call computes {@code Cᵀ
+ * = op(B)ᵀ · op(A)ᵀ}: a row-major matrix is the column-major transpose of itself with the same
+ * leading dimension. One plan (descriptors and chosen algorithm) is cached per shape; the bias
+ * pointer is set per call.
  */
 final class Gemm implements AutoCloseable {
   private static final long WORKSPACE_BYTES = 32L << 20;
@@ -22,12 +23,18 @@ final class Gemm implements AutoCloseable {
   enum Epilogue {
     NONE,
     BIAS,
-    GELU_TANH_BIAS
+    GELU_TANH,
+    GELU_TANH_BIAS;
+
+    boolean hasBias() {
+      return this == BIAS || this == GELU_TANH_BIAS;
+    }
   }
 
   /**
    * One GEMM's shape. A is stored row-major as [M,K] (or [K,M] when transposed) with leading
-   * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided.
+   * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided. A and
+   * B are BF16 when {@code bf16}, else F32; C is BF16 when {@code bf16Out} (BF16 inputs only).
    */
   record Shape(
       int m,
@@ -43,7 +50,14 @@ final class Gemm implements AutoCloseable {
       long strideB,
       long strideC,
       boolean bf16,
-      Epilogue epilogue) {}
+      boolean bf16Out,
+      Epilogue epilogue) {
+    Shape {
+      if (bf16Out && !bf16) {
+        throw new IllegalArgumentException("a BF16 GEMM output needs BF16 inputs");
+      }
+    }
+  }
 
   private record Plan(long desc, long aLayout, long bLayout, long cLayout, MemorySegment algo) {}
 
@@ -72,7 +86,7 @@ final class Gemm implements AutoCloseable {
 
   void run(Shape s, long a, long b, long c, long bias) {
     Plan p = plans.computeIfAbsent(s, this::plan);
-    if (s.epilogue() != Epilogue.NONE) {
+    if (s.epilogue().hasBias()) {
       try (Arena tmp = Arena.ofConfined()) {
         MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
         setDesc(p.desc(), CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
@@ -127,12 +141,21 @@ final class Gemm implements AutoCloseable {
         switch (s.epilogue()) {
           case NONE -> CublasLt.CUBLASLT_EPILOGUE_DEFAULT;
           case BIAS -> CublasLt.CUBLASLT_EPILOGUE_BIAS;
+          case GELU_TANH -> CublasLt.CUBLASLT_EPILOGUE_GELU;
           case GELU_TANH_BIAS -> CublasLt.CUBLASLT_EPILOGUE_GELU_BIAS;
         };
     setDesc(
         desc,
         CublasLt.CUBLASLT_MATMUL_DESC_EPILOGUE,
         arena.allocateFrom(ValueLayout.JAVA_INT, epilogue));
+    int outType = s.bf16Out() ? CublasLt.CUDA_R_16BF : CublasLt.CUDA_R_32F;
+    if (s.epilogue().hasBias()) {
+      // The default (-1) also means "the output's type"; stated so the pairing is explicit.
+      setDesc(
+          desc,
+          CublasLt.CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+          arena.allocateFrom(ValueLayout.JAVA_INT, outType));
+    }
     // cuBLAS-B layout (our B): rows x cols as stored column-major.
     long bLayout =
         s.transB()
@@ -142,7 +165,7 @@ final class Gemm implements AutoCloseable {
         s.transA()
             ? layout(inType, s.m(), s.k(), s.lda(), s)
             : layout(inType, s.k(), s.m(), s.lda(), s);
-    long cLayout = layout(CublasLt.CUDA_R_32F, s.n(), s.m(), s.ldc(), s);
+    long cLayout = layout(outType, s.n(), s.m(), s.ldc(), s);
     setBatch(bLayout, s.batch(), s.strideB());
     setBatch(aLayout, s.batch(), s.strideA());
     setBatch(cLayout, s.batch(), s.strideC());

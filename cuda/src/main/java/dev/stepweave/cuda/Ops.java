@@ -6,6 +6,7 @@ import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.HashSet;
 import java.util.List;
@@ -52,7 +53,11 @@ final class Ops {
 
   // ---- linear algebra -------------------------------------------------------------------------
 
-  Tensor linear(Tensor x, Tensor w, Tensor bias) {
+  /**
+   * {@code x @ w^T + bias}, then GELU (tanh) when {@code gelu}. The result is BF16 for a BF16 x in
+   * the BF16 mode (written by the GEMM when the weight is BF16 too), else F32.
+   */
+  Tensor linear(Tensor x, Tensor w, Tensor bias, boolean gelu) {
     if (x.rank() < 1 || w.rank() != 2 || x.dim(-1) != w.dim(1)) {
       throw new IllegalArgumentException("linear of x " + x + " with weight " + w + " [out, in]");
     }
@@ -66,38 +71,39 @@ final class Ops {
     }
     int[] shape = x.shape();
     shape[shape.length - 1] = n;
-    Tensor out = cb.empty(DType.F32, shape);
-    if (out.numel() == 0) {
-      return out;
+    DType outType = keepsBf16(x) ? DType.BF16 : DType.F32;
+    if (Tensor.numel(shape) == 0) {
+      return cb.empty(outType, shape);
     }
     if (k == 0) {
-      return bias == null ? cb.zeros(DType.F32, shape) : cb.add(cb.zeros(DType.F32, shape), bias);
+      Tensor zero = cb.zeros(DType.F32, shape);
+      Tensor r = bias == null ? zero : cb.add(zero, bias);
+      r = gelu ? map(r, GELU_TANH, 0, 0) : r;
+      return r.dtype() == outType ? r : cb.convert(r, outType);
     }
     boolean bf16 = cb.onDevice(w).dtype() == DType.BF16;
-    Tensor xd = bf16 ? cb.convert(cb.onDevice(x), DType.BF16) : cb.f32(x);
+    boolean bf16Out = bf16 && outType == DType.BF16;
+    Tensor xd = bf16 ? bf16(x) : cb.f32(x);
     Tensor wd = bf16 ? cb.contiguous(w) : cb.f32(w);
-    Tensor bd = bias == null ? null : cb.f32(bias);
+    Tensor bd = bias == null ? null : bf16Out ? bf16(bias) : cb.f32(bias);
+    Tensor out = cb.empty(bf16Out ? DType.BF16 : DType.F32, shape);
+    Gemm.Epilogue epilogue =
+        bd == null
+            ? (gelu ? Gemm.Epilogue.GELU_TANH : Gemm.Epilogue.NONE)
+            : (gelu ? Gemm.Epilogue.GELU_TANH_BIAS : Gemm.Epilogue.BIAS);
     Gemm.Shape s =
-        new Gemm.Shape(
-            m,
-            n,
-            k,
-            false,
-            k,
-            true,
-            k,
-            n,
-            1,
-            0,
-            0,
-            0,
-            bf16,
-            bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS);
+        new Gemm.Shape(m, n, k, false, k, true, k, n, 1, 0, 0, 0, bf16, bf16Out, epilogue);
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     cb.releaseDerived(xd, x);
     cb.releaseDerived(wd, w);
     if (bias != null) {
       cb.releaseDerived(bd, bias);
+    }
+    if (out.dtype() != outType) {
+      // A BF16 x with F32 weights: the GEMM ran in F32.
+      Tensor converted = cb.convert(out, outType);
+      cb.releaseDerived(out, converted);
+      return converted;
     }
     return out;
   }
@@ -128,6 +134,7 @@ final class Ops {
             (long) k * n,
             (long) m * n,
             false,
+            false,
             Gemm.Epilogue.NONE);
     gemm.run(s, addr(av), addr(bv), addr(out), 0L);
     return out;
@@ -146,7 +153,7 @@ final class Ops {
         return fused;
       }
     }
-    Tensor out = cb.empty(DType.F32, b, lq, h, dv);
+    Tensor out = cb.empty(keepsBf16(q) ? DType.BF16 : DType.F32, b, lq, h, dv);
     if (out.numel() == 0) {
       return out;
     }
@@ -183,8 +190,9 @@ final class Ops {
       return out;
     }
     Tensor qf = cb.f32(q), kf = cb.f32(k), vf = cb.f32(v);
+    Tensor outF32 = out.dtype() == DType.F32 ? out : cb.empty(DType.F32, out.shape());
     try (Launch l = kernels.launch("attention.cu", "attention_f32")) {
-      l.ptr(addr(qf)).ptr(addr(kf)).ptr(addr(vf)).ptr(addr(biasView)).ptr(addr(out));
+      l.ptr(addr(qf)).ptr(addr(kf)).ptr(addr(vf)).ptr(addr(biasView)).ptr(addr(outF32));
       l.i32(lq).i32(lk).i32(h).i32(d).i32(dv).f32(scale);
       for (int i = 0; i < 4; i++) {
         l.i64(biasView == null ? 0 : biasView.stride(i));
@@ -201,6 +209,10 @@ final class Ops {
     cb.releaseDerived(qf, q);
     cb.releaseDerived(kf, k);
     cb.releaseDerived(vf, v);
+    if (outF32 != out) {
+      cb.copy(outF32, out);
+      cb.releaseDerived(outF32, out);
+    }
     return out;
   }
 
@@ -251,10 +263,13 @@ final class Ops {
     return out;
   }
 
-  /** Tensor-core attention (flash.cu) of validated [B, L, H, D] q, k, v into F32 {@code out}. */
+  /**
+   * Tensor-core attention (flash.cu) of validated [B, L, H, D] q, k, v into {@code out} (F32 or
+   * BF16).
+   */
   private void flash(Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1);
-    String kernel = "flash_bf16_d" + d;
+    String kernel = "flash_bf16_d" + d + "_" + CudaBackend.code(out.dtype());
     int shared = (FLASH_QUERY_TILE + 4 * FLASH_KEY_TILE) * d * 2;
     if (flashReady.add(kernel)) {
       kernels.allowSharedMemory("flash.cu", kernel, shared);
@@ -326,7 +341,8 @@ final class Ops {
       if (pointwise) {
         int n = Math.toIntExact(to * plane);
         gemm.run(
-            new Gemm.Shape(o, n, kk, false, kk, false, n, n, 1, 0, 0, 0, false, Gemm.Epilogue.NONE),
+            new Gemm.Shape(
+                o, n, kk, false, kk, false, n, n, 1, 0, 0, 0, false, false, Gemm.Epilogue.NONE),
             addr(wf),
             xb,
             ob,
@@ -362,7 +378,21 @@ final class Ops {
         int n = Math.toIntExact(chunk * plane);
         gemm.run(
             new Gemm.Shape(
-                o, n, kk, false, kk, false, n, to * plane, 1, 0, 0, 0, false, Gemm.Epilogue.NONE),
+                o,
+                n,
+                kk,
+                false,
+                kk,
+                false,
+                n,
+                to * plane,
+                1,
+                0,
+                0,
+                0,
+                false,
+                false,
+                Gemm.Epilogue.NONE),
             addr(wf),
             addr(col),
             ob + t0 * plane * 4,
@@ -404,30 +434,54 @@ final class Ops {
     int n = x.dim(-1);
     Tensor w = optionalRowParam(weight, n, "layerNorm weight");
     Tensor b = optionalRowParam(bias, n, "layerNorm bias");
-    Tensor xf = cb.f32(x);
-    Tensor out = cb.empty(DType.F32, x.shape());
+    return layerNorm(x, w, b, null, null, eps);
+  }
+
+  /** {@code layerNorm(x) · (1 + scale) + shift} in one pass (norms.cu's RowModulation). */
+  Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
+    return layerNorm(x, null, null, shift, scale, eps);
+  }
+
+  private Tensor layerNorm(Tensor x, Tensor w, Tensor b, Tensor shift, Tensor scale, float eps) {
+    int n = x.dim(-1);
+    Tensor xd = activation(x);
+    Tensor out = cb.empty(xd.dtype(), x.shape());
+    RowVectors mod = shift == null ? null : rowVectors(x.shape(), shift, scale);
     if (rows(x) > 0) {
-      try (Launch l = kernels.launch("norms.cu", "layer_norm_f32")) {
-        l.ptr(addr(xf)).ptr(addr(w)).ptr(addr(b)).ptr(addr(out)).i32(n).f32(eps);
+      String kernel = "layer_norm_" + CudaBackend.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        MemorySegment m = l.arena().allocate(32, 8);
+        if (mod != null) {
+          m.set(ValueLayout.JAVA_LONG, 0, addr(mod.data().get(0)));
+          m.set(ValueLayout.JAVA_LONG, 8, addr(mod.data().get(1)));
+          m.set(ValueLayout.JAVA_LONG, 16, mod.groupStride());
+          m.set(ValueLayout.JAVA_LONG, 24, mod.rowsPerGroup());
+        } else {
+          m.set(ValueLayout.JAVA_LONG, 24, 1L);
+        }
+        l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(b)).struct(m).ptr(addr(out)).i32(n).f32(eps);
         kernels.rows(l, rows(x), n);
       }
     }
-    cb.releaseDerived(xf, x);
+    cb.releaseDerived(xd, x);
+    if (mod != null) {
+      mod.release(cb, shift, scale);
+    }
     return out;
   }
 
   Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
     int n = x.dim(-1);
     Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
-    Tensor xf = cb.f32(x);
-    Tensor out = cb.empty(DType.F32, x.shape());
+    Tensor xd = activation(x);
+    Tensor out = cb.empty(xd.dtype(), x.shape());
     if (rows(x) > 0) {
-      try (Launch l = kernels.launch("norms.cu", "rms_norm_f32")) {
-        l.ptr(addr(xf)).ptr(addr(w)).ptr(addr(out)).i32(n).f32(eps);
+      try (Launch l = kernels.launch("norms.cu", "rms_norm_" + CudaBackend.code(xd.dtype()))) {
+        l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(out)).i32(n).f32(eps);
         kernels.rows(l, rows(x), n);
       }
     }
-    cb.releaseDerived(xf, x);
+    cb.releaseDerived(xd, x);
     return out;
   }
 
@@ -486,27 +540,28 @@ final class Ops {
   // ---- elementwise ----------------------------------------------------------------------------
 
   Tensor map(Tensor x, int op, float a, float b) {
-    Tensor xf = cb.f32(x);
-    Tensor out = cb.empty(DType.F32, x.shape());
+    Tensor xd = activation(x);
+    Tensor out = cb.empty(xd.dtype(), x.shape());
     long n = out.numel();
     if (n > 0) {
-      try (Launch l = kernels.launch("elementwise.cu", "unary_f32")) {
-        l.ptr(addr(xf)).ptr(addr(out)).i64(n).i32(op).f32(a).f32(b);
+      try (Launch l = kernels.launch("elementwise.cu", "unary_" + CudaBackend.code(xd.dtype()))) {
+        l.ptr(addr(xd)).ptr(addr(out)).i64(n).i32(op).f32(a).f32(b);
         kernels.elementwise(l, n);
       }
     }
-    cb.releaseDerived(xf, x);
+    cb.releaseDerived(xd, x);
     return out;
   }
 
   Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
     int[] shape = OpShapes.broadcast(a.shape(), b.shape());
-    Tensor av = cb.f32View(a).expand(shape);
-    Tensor bv = cb.f32View(b).expand(shape);
-    Tensor out = cb.empty(DType.F32, shape);
+    boolean bf16 = keepsBf16(a) && keepsBf16(b);
+    Tensor av = (bf16 ? cb.onDevice(a) : cb.f32View(a)).expand(shape);
+    Tensor bv = (bf16 ? cb.onDevice(b) : cb.f32View(b)).expand(shape);
+    Tensor out = cb.empty(bf16 ? DType.BF16 : DType.F32, shape);
     long n = out.numel();
     if (n > 0) {
-      try (Launch l = kernels.launch("elementwise.cu", "binary_f32")) {
+      try (Launch l = kernels.launch("elementwise.cu", "binary_" + CudaBackend.code(out.dtype()))) {
         l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
         l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n).i32(op.ordinal());
         kernels.elementwise(l, n);
@@ -514,6 +569,38 @@ final class Ops {
     }
     cb.releaseDerived(av, a);
     cb.releaseDerived(bv, b);
+    return out;
+  }
+
+  /** {@code x + y · gate} in one pass; the result has x's dtype in the BF16 mode. */
+  Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
+    if (!Arrays.equals(x.shape(), y.shape())) {
+      throw new IllegalArgumentException(
+          "gatedResidual of x " + x + " and y " + y + " (one shape)");
+    }
+    boolean bf16 = keepsBf16(x) && keepsBf16(y);
+    Tensor xd = bf16 ? bf16(x) : cb.f32(x);
+    Tensor yd = bf16 ? bf16(y) : cb.f32(y);
+    RowVectors g = rowVectors(x.shape(), gate);
+    Tensor out = cb.empty(xd.dtype(), x.shape());
+    long rows = rows(x);
+    if (out.numel() > 0) {
+      String kernel = "gated_residual_" + CudaBackend.code(out.dtype());
+      try (Launch l = kernels.launch("elementwise.cu", kernel)) {
+        l.ptr(addr(xd)).ptr(addr(yd)).ptr(addr(g.data().get(0))).ptr(addr(out));
+        l.i64(rows).i32(x.dim(-1)).i64(g.groupStride()).i64(g.rowsPerGroup());
+        kernels.elementwise(l, out.numel());
+      }
+    }
+    cb.releaseDerived(xd, x);
+    cb.releaseDerived(yd, y);
+    g.release(cb, gate);
+    if (keepsBf16(x) && out.dtype() != DType.BF16) {
+      // A BF16 x with an F32 y: computed in F32, stored as x's dtype.
+      Tensor converted = cb.convert(out, DType.BF16);
+      cb.releaseDerived(out, converted);
+      return converted;
+    }
     return out;
   }
 
@@ -528,18 +615,101 @@ final class Ops {
             "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
       }
     }
-    Tensor xf = cb.f32(x), cf = cb.f32(cos), sf = cb.f32(sin);
-    Tensor out = cb.empty(DType.F32, x.shape());
+    Tensor xd = activation(x), cf = cb.f32(cos), sf = cb.f32(sin);
+    Tensor out = cb.empty(xd.dtype(), x.shape());
     long pairs = out.numel() / 2;
     if (pairs > 0) {
-      try (Launch launch = kernels.launch("misc.cu", "rope_f32")) {
-        launch.ptr(addr(xf)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
+      try (Launch launch = kernels.launch("misc.cu", "rope_" + CudaBackend.code(xd.dtype()))) {
+        launch.ptr(addr(xd)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
         launch.i64(pairs).i32(l).i32(h).i32(half);
         kernels.elementwise(launch, pairs);
       }
     }
-    cb.releaseDerived(xf, x);
+    cb.releaseDerived(xd, x);
     return out;
+  }
+
+  // ---- activation dtypes and per-row vectors ---------------------------------------------------
+
+  /** Whether {@code t} is an activation kept in BF16 (a BF16 tensor in the BF16 mode). */
+  private boolean keepsBf16(Tensor t) {
+    return cb.precision() == Precision.BF16 && t.dtype() == DType.BF16;
+  }
+
+  /** {@code t} as a contiguous kernel input: BF16 when it is kept so, else F32. */
+  private Tensor activation(Tensor t) {
+    return keepsBf16(t) ? bf16(t) : cb.f32(t);
+  }
+
+  /**
+   * F32 vectors broadcast over the rows of an {@code [..., n]} tensor (modulation vectors {@code
+   * [B, 1, n]} over {@code [B, L, n]}): row r reads {@code data + (r / rowsPerGroup) ·
+   * groupStride}.
+   */
+  private record RowVectors(List<Tensor> data, long groupStride, long rowsPerGroup) {
+    /** Releases the copies made of {@code originals} (nothing for views of them). */
+    void release(CudaBackend cb, Tensor... originals) {
+      for (int i = 0; i < originals.length; i++) {
+        cb.releaseDerived(data.get(i), originals[i]);
+      }
+    }
+  }
+
+  /**
+   * {@code vectors} as {@link RowVectors} over {@code shape}: views of them when they all follow
+   * one (groupStride, rowsPerGroup) pattern, else dense F32 copies of their broadcasts.
+   */
+  private RowVectors rowVectors(int[] shape, Tensor... vectors) {
+    List<Tensor> views = new ArrayList<>();
+    long[] pattern = null;
+    boolean shared = true;
+    for (Tensor v : vectors) {
+      Tensor e;
+      try {
+        e = cb.f32View(v).expand(shape);
+      } catch (IllegalArgumentException ex) {
+        throw new IllegalArgumentException(
+            "vector " + v + " does not broadcast to " + Arrays.toString(shape));
+      }
+      views.add(e);
+      long[] p = rowPattern(e);
+      shared &= p != null && (pattern == null || Arrays.equals(p, pattern));
+      pattern = pattern == null ? p : pattern;
+    }
+    if (shared) {
+      return new RowVectors(views, pattern[0], pattern[1]);
+    }
+    List<Tensor> dense = new ArrayList<>();
+    for (Tensor e : views) {
+      dense.add(cb.convert(e, DType.F32));
+    }
+    return new RowVectors(dense, shape[shape.length - 1], 1);
+  }
+
+  /**
+   * {groupStride, rowsPerGroup} of a view broadcast to its shape {@code [..., n]}: the row dims are
+   * dense groups (outer) times broadcast rows (inner, stride 0); null for any other layout.
+   */
+  private static long[] rowPattern(Tensor e) {
+    int last = e.rank() - 1;
+    if (last < 0 || (e.dim(last) > 1 && e.stride(last) != 1)) {
+      return null;
+    }
+    int k = last;
+    long rowsPerGroup = 1;
+    while (k > 0 && (e.stride(k - 1) == 0 || e.dim(k - 1) == 1)) {
+      rowsPerGroup *= e.dim(k - 1);
+      k--;
+    }
+    long groupStride = k == 0 ? 0 : e.stride(k - 1);
+    long expected = k == 0 ? 0 : groupStride * e.dim(k - 1);
+    for (int i = k - 2; i >= 0; i--) {
+      if (e.dim(i) != 1 && e.stride(i) != expected) {
+        return null;
+      }
+      expected *= e.dim(i);
+    }
+    return new long[] {groupStride, Math.max(rowsPerGroup, 1)};
   }
 
   // ---- shapes ---------------------------------------------------------------------------------

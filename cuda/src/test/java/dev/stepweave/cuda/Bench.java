@@ -2,6 +2,7 @@ package dev.stepweave.cuda;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVae;
@@ -18,9 +19,9 @@ import java.util.List;
  * the timed runs after one warm-up). {@code Bench quick} times small shapes only (a smoke test);
  * {@code Bench all} times attention alone at the 480p shape, the Wan2.1-1.3B DiT forward at 480p
  * (batch 1 and 2) and 720p, the 14B at 480p, and the VAE decode of 81 frames at 480p ({@code Bench
- * vae} alone). Each forward releases its activations block by block ({@link BlockScopes}); peak
- * memory is the allocator's high-water mark of live tensors and of memory held from the driver,
- * weights included.
+ * vae} alone). Each forward releases its activations block by block (the forward's own {@code
+ * Backend.chain}); peak memory is the allocator's high-water mark of live tensors and of memory
+ * held from the driver, weights included.
  */
 public final class Bench {
   private record Row(String what, String ours, String reference) {}
@@ -137,13 +138,7 @@ public final class Bench {
     gpu.resetPeaks();
     Tensor[] out = new Tensor[1];
     float ms =
-        median(
-            iterations,
-            () -> {
-              BlockScopes scopes = new BlockScopes(gpu);
-              out[0] = dit.forward(latents, timestep, context, scopes);
-              scopes.finish(out[0]);
-            });
+        median(iterations, () -> out[0] = dit.forward(latents, timestep, context, TapSink.NONE));
     long[] mem = gpu.context().memoryInfo();
     float[] sample = gpu.download(out[0]).toFloatArray();
     double sum = 0;
@@ -219,9 +214,7 @@ public final class Bench {
     Tensor x = gpu.upload(RandomWeights.uniform(1, 1f, 1, 16, 21, 60, 104), DType.F32);
     Tensor context = gpu.upload(RandomWeights.uniform(2, 1f, 2, 512, 4096), DType.F32);
     Tensor warm = gpu.upload(RandomWeights.uniform(3, 1f, 2, 16, 21, 60, 104), DType.F32);
-    BlockScopes warmScopes = new BlockScopes(gpu);
-    warmScopes.finish(
-        dit.forward(warm, gpu.upload(Tensor.full(999f, 2), DType.F32), context, warmScopes));
+    dit.forward(warm, gpu.upload(Tensor.full(999f, 2), DType.F32), context, TapSink.NONE);
     Tensor[] latents = {x};
     float ms =
         gpu.context()
@@ -232,9 +225,7 @@ public final class Bench {
                     float next = 1f - (float) (i + 1) / steps;
                     Tensor pair = gpu.concat(List.of(latents[0], latents[0]), 0);
                     Tensor t = gpu.upload(Tensor.full(sigma * 1000f, 2), DType.F32);
-                    BlockScopes scopes = new BlockScopes(gpu);
-                    Tensor v = dit.forward(pair, t, context, scopes);
-                    scopes.finish(v);
+                    Tensor v = dit.forward(pair, t, context, TapSink.NONE);
                     Tensor cond = v.slice(0, 0, 1), uncond = v.slice(0, 1, 2);
                     Tensor guided =
                         gpu.add(uncond, gpu.affine(gpu.sub(cond, uncond), guidance, 0f));

@@ -114,14 +114,12 @@ public final class CacheBench {
     Tensor noise = RandomWeights.uniform(1, 1f, 1, 16, latentFrames, 60, 104);
     Tensor context = gpu.upload(RandomWeights.uniform(2, 1f, 2, 512, 4096), DType.F32);
     // Warm-up: kernels compiled and the allocator's blocks sized before anything is timed.
-    BlockScopes warm = new BlockScopes(gpu);
     Tensor pair = gpu.upload(noise, DType.F32);
-    warm.finish(
-        dit.forward(
-            gpu.concat(List.of(pair, pair), 0),
-            gpu.upload(Tensor.full(999f, 2), DType.F32),
-            context,
-            warm));
+    dit.forward(
+        gpu.concat(List.of(pair, pair), 0),
+        gpu.upload(Tensor.full(999f, 2), DType.F32),
+        context,
+        TapSink.NONE);
     gpu.synchronize();
 
     Map<Setting, Outcome> outcomes = new LinkedHashMap<>();
@@ -159,9 +157,6 @@ public final class CacheBench {
               active.add(new ActivePlugin(p, deployed.schema(id).validate(id, raw)));
             });
     DenoiseHooks hooks = DenoiseHooks.assemble(active, Extensions.NONE);
-    String layout = hooks.blockLayout(); // "F8B0", or "none"
-    int front =
-        layout.equals("none") ? 0 : Integer.parseInt(layout.substring(1, layout.indexOf('B')));
     PluginState state = new PluginState();
     Tensor latents = gpu.upload(noise, DType.F32);
     gpu.synchronize();
@@ -177,8 +172,7 @@ public final class CacheBench {
         PluginState work = state.copy();
         List<BlockCacheRow> rows = hooks.rows(work, List.of("cond", "uncond"), i);
         BlockHooks blocks = DenoiseHooks.blocks(rows, gpu);
-        Tensor v =
-            forward(gpu.concat(List.of(latents, latents), 0), sigma, context, blocks, front, work);
+        Tensor v = forward(gpu.concat(List.of(latents, latents), 0), sigma, context, blocks, work);
         Tensor cond = v.slice(0, 0, 1);
         Tensor uncond = v.slice(0, 1, 2);
         guided = gpu.add(uncond, gpu.affine(gpu.sub(cond, uncond), GUIDANCE, 0f));
@@ -194,22 +188,23 @@ public final class CacheBench {
   }
 
   /**
-   * One batch-2 forward. Uncached, activations are released block by block ({@link BlockScopes});
-   * with a block cache, by {@link CacheScopes}, which keeps what the cache still needs.
+   * One batch-2 forward. Uncached, the forward releases its own activations; with a block cache its
+   * blocks release theirs, and a scope around the call releases the rest but the output and every
+   * tensor of the request's plugin state (the residuals the cache stored).
    */
   private Tensor forward(
-      Tensor pair, float sigma, Tensor context, BlockHooks blocks, int front, PluginState work) {
+      Tensor pair, float sigma, Tensor context, BlockHooks blocks, PluginState work) {
     Tensor t = gpu.upload(Tensor.full(sigma * 1000f, 2), DType.F32);
     if (blocks == BlockHooks.NONE) {
-      BlockScopes scopes = new BlockScopes(gpu);
-      Tensor v = dit.forward(pair, t, context, scopes, blocks);
-      scopes.finish(v);
+      return dit.forward(pair, t, context, TapSink.NONE, blocks);
+    }
+    try (MemoryScope scope = gpu.openScope()) {
+      Tensor v = dit.forward(pair, t, context, TapSink.NONE, blocks);
+      List<Tensor> keep = new ArrayList<>(work.tensors(x -> x).values());
+      keep.add(v);
+      scope.releaseExcept(keep.toArray(Tensor[]::new));
       return v;
     }
-    CacheScopes scopes = new CacheScopes(gpu, front);
-    Tensor v = dit.forward(pair, t, context, scopes, blocks);
-    scopes.finish(v, work);
-    return v;
   }
 
   /** Flow-matching sigma of step {@code i}: linear in [1, 0], shifted as Wan's schedulers do. */
@@ -233,63 +228,5 @@ public final class CacheBench {
   private static String reused(Map<String, Long> report, int steps) {
     Long cached = report.get("stepcache.cached_steps");
     return cached == null ? "—" : cached + "/" + steps;
-  }
-
-  /**
-   * Releases a block-cached forward's activations without freeing what the residual cache still
-   * holds. Through the front blocks it releases like {@link BlockScopes} (the input of block 0 and
-   * each tapped block output stay); the front residual and the front output, made between the last
-   * front block and the first middle one, are left to the allocator's cleaner; from the first
-   * middle block on it releases again; at the end it keeps the output and every tensor of the
-   * request's plugin state (the residuals the cache stored).
-   */
-  private static final class CacheScopes implements TapSink {
-    private final CudaBackend gpu;
-    private final int front;
-    private MemoryScope scope;
-
-    CacheScopes(CudaBackend gpu, int front) {
-      this.gpu = gpu;
-      this.front = front;
-    }
-
-    @Override
-    public void tap(String name, Tensor value) {
-      if (name.equals("context")) {
-        scope = gpu.openScope();
-        return;
-      }
-      if (!name.startsWith("block_")) {
-        return;
-      }
-      int block = Integer.parseInt(name.substring("block_".length()));
-      if (block < front - 1 || block > front) {
-        if (scope != null) {
-          scope.releaseExcept(value);
-        }
-      } else if (block == front - 1) {
-        scope.releaseExcept(value);
-        scope.close();
-        scope = null;
-      } else { // the first middle block: release from here on
-        scope = gpu.openScope();
-      }
-    }
-
-    @Override
-    public boolean enabled() {
-      return false;
-    }
-
-    void finish(Tensor output, PluginState work) {
-      if (scope == null) {
-        return;
-      }
-      List<Tensor> keep = new ArrayList<>(work.tensors(t -> t).values());
-      keep.add(output);
-      scope.releaseExcept(keep.toArray(Tensor[]::new));
-      scope.close();
-      scope = null;
-    }
   }
 }

@@ -14,16 +14,14 @@ import java.util.function.Function;
  * Eager against CUDA-graph-replayed Wan2.1-1.3B DiT forwards (random BF16 weights, BF16 backend) at
  * the image shapes where launch overhead shows: 256×256 (latent {@code [B, 16, 1, 32, 32]}) and
  * 480×832 ({@code [B, 16, 1, 60, 104]}), text 512, batch 1 and 8. Timings are CUDA-event medians
- * after a warm-up. Two recorded bodies: one releasing activations block by block ({@link
- * BlockScopes}, like the eager run), and the plain forward as the denoise loop records it, whose
- * dead tensors return to the graph's pool only through the garbage collector (its pool size and
- * recording time are reported). {@code GraphBench quick} runs the 256×256 batch-1 row only.
+ * after a warm-up. The recorded body is the forward as the denoise loop records it (it releases its
+ * activations block by block into the graph's pool); the pool's size and the recording time are
+ * reported. {@code GraphBench quick} runs the 256×256 batch-1 row only.
  */
 public final class GraphBench {
   private static final int ITERATIONS = 20;
 
-  private record Row(
-      String what, float eager, float scoped, float plain, String plainCost, String reference) {}
+  private record Row(String what, float eager, float graph, String cost, String reference) {}
 
   private final CudaBackend gpu;
   private final WanTransformer dit;
@@ -52,13 +50,13 @@ public final class GraphBench {
     }
     System.out.println();
     System.out.println(
-        "| 1.3B DiT forward | eager | graph (scoped body) | graph (plain body) | plain body's"
-            + " pool, recording | reference eager (PyTorch, H200) |");
-    System.out.println("|---|---|---|---|---|---|");
+        "| 1.3B DiT forward | eager | graph replay | graph pool, recording |"
+            + " reference eager (PyTorch, H200) |");
+    System.out.println("|---|---|---|---|---|");
     for (Row r : bench.rows) {
       System.out.printf(
-          "| %s | %.1f ms | %.1f ms | %.1f ms | %s | %s |%n",
-          r.what(), r.eager(), r.scoped(), r.plain(), r.plainCost(), r.reference());
+          "| %s | %.1f ms | %.1f ms | %s | %s |%n",
+          r.what(), r.eager(), r.graph(), r.cost(), r.reference());
     }
     System.out.println("graph cache: " + gpu.graphStats());
     System.exit(0);
@@ -70,41 +68,26 @@ public final class GraphBench {
             gpu.upload(RandomWeights.uniform(1, 1f, b, 16, 1, h, w), DType.F32),
             gpu.upload(Tensor.full(500f, b), DType.F32),
             gpu.upload(RandomWeights.uniform(2, 1f, b, 512, 4096), DType.F32));
-    Function<List<Tensor>, Tensor> scopedBody =
-        in -> {
-          BlockScopes scopes = new BlockScopes(gpu);
-          Tensor out = dit.forward(in.get(0), in.get(1), in.get(2), scopes);
-          scopes.finish(out);
-          return out;
-        };
-    Function<List<Tensor>, Tensor> plainBody =
+    Function<List<Tensor>, Tensor> body =
         in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE);
     gpu.synchronize();
-    float eager = median(what + " eager", () -> scopedBody.apply(inputs));
-
-    GraphKey scopedKey =
-        GraphKey.of(
-            "bench", "transformer-scoped", "denoise", "DIFFUSION_STEP", "bf16", "single", inputs);
-    float scoped = median(what + " graph", () -> gpu.replayable(scopedKey, inputs, scopedBody));
-    float[] eagerOut = gpu.download(scopedBody.apply(inputs)).toFloatArray();
-    float[] graphOut = gpu.download(gpu.replayable(scopedKey, inputs, scopedBody)).toFloatArray();
-    System.out.println("  replay bit-identical to eager: " + Arrays.equals(eagerOut, graphOut));
-
-    GraphKey plainKey =
+    float eager = median(what + " eager", () -> body.apply(inputs));
+    GraphKey key =
         GraphKey.of("bench", "transformer", "denoise", "DIFFUSION_STEP", "bf16", "single", inputs);
     long poolBefore = gpu.graphStats().poolBytes();
     long t0 = System.nanoTime();
-    gpu.replayable(plainKey, inputs, plainBody);
+    gpu.replayable(key, inputs, body); // runs eagerly, then records
     gpu.synchronize();
     double recordMs = (System.nanoTime() - t0) / 1e6;
     long pool = gpu.graphStats().poolBytes() - poolBefore;
-    float plain =
-        median(what + " graph, plain body", () -> gpu.replayable(plainKey, inputs, plainBody));
+    float graph = median(what + " graph", () -> gpu.replayable(key, inputs, body));
+    float[] eagerOut = gpu.download(body.apply(inputs)).toFloatArray();
+    float[] graphOut = gpu.download(gpu.replayable(key, inputs, body)).toFloatArray();
+    System.out.println("  replay bit-identical to eager: " + Arrays.equals(eagerOut, graphOut));
     String cost = String.format("%.2f GB, %.0f ms", pool / 1e9, recordMs);
     System.out.printf(
-        "ROW %s | eager %.1f ms | graph %.1f ms | plain graph %.1f ms (%s) | %s%n",
-        what, eager, scoped, plain, cost, reference);
-    rows.add(new Row(what, eager, scoped, plain, cost, reference));
+        "ROW %s | eager %.1f ms | graph %.1f ms (%s) | %s%n", what, eager, graph, cost, reference);
+    rows.add(new Row(what, eager, graph, cost, reference));
     gpu.clearGraphs();
   }
 

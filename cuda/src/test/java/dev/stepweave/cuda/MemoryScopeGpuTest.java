@@ -2,20 +2,24 @@ package dev.stepweave.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import java.util.Set;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
-/** A scope releases what the caller no longer needs at once; the kept tensors stay intact. */
+/**
+ * Scopes release what the caller no longer needs at once; kept tensors, and tensors made before a
+ * scope, stay intact. Each test uses its own unusual size class (multiples of 512 bytes), so no
+ * other test's block is cached there and a released block is the next one handed out.
+ */
 @Tag("gpu")
 class MemoryScopeGpuTest {
   @Test
   void releasedBlocksAreReusedAndKeptOnesSurvive() {
     CudaBackend gpu = Gpu.backend();
-    // An unusual size, so no other test's block of the same size class is cached.
     Tensor host = RandomWeights.uniform(5, 1f, 7, 3001);
     try (MemoryScope scope = gpu.openScope()) {
       Tensor kept = gpu.upload(host, DType.F32);
@@ -27,7 +31,80 @@ class MemoryScopeGpuTest {
       assertEquals(deadAddress, CudaBackend.address(next), "the released block is reused");
       assertEquals(reserved, gpu.reservedBytes(), "no new device memory for the reused block");
       assertArrayEquals(host.toFloatArray(), gpu.download(kept).toFloatArray());
-      assertThrows(IllegalStateException.class, gpu::openScope);
     }
+  }
+
+  @Test
+  void anInnerScopeHandsItsKeptTensorsToTheOuterOne() {
+    CudaBackend gpu = Gpu.backend();
+    Tensor host = RandomWeights.uniform(6, 1f, 7, 3301);
+    try (MemoryScope outer = gpu.openScope()) {
+      Tensor kept;
+      try (MemoryScope inner = gpu.openScope()) {
+        kept = gpu.upload(host, DType.F32);
+        inner.releaseExcept(kept);
+      }
+      long address = CudaBackend.address(kept);
+      outer.releaseExcept();
+      assertEquals(address, CudaBackend.address(gpu.zeros(DType.F32, 7, 3301)), "outer released");
+    }
+  }
+
+  @Test
+  void scopedReleasesWhatItsBodyMadeButItsResult() {
+    CudaBackend gpu = Gpu.backend();
+    Tensor host = RandomWeights.uniform(7, 1f, 7, 3601);
+    Tensor input = gpu.upload(host, DType.F32);
+    long[] deadAddress = new long[1];
+    Tensor result =
+        gpu.scoped(
+            () -> {
+              Tensor dead = gpu.affine(input, 2f, 0f);
+              deadAddress[0] = CudaBackend.address(dead);
+              return gpu.affine(dead, 1f, 1f);
+            });
+    Tensor next = gpu.zeros(DType.F32, 7, 3601);
+    assertEquals(deadAddress[0], CudaBackend.address(next), "the body's temporary is reused");
+    assertNotEquals(CudaBackend.address(input), CudaBackend.address(next), "the input is kept");
+    assertArrayEquals(host.toFloatArray(), gpu.download(input).toFloatArray());
+    assertArrayEquals(
+        twicePlusOne(host), gpu.download(result).toFloatArray(), "the result is intact");
+  }
+
+  @Test
+  void chainReleasesEachStepsResultOnceTheNextReturned() {
+    CudaBackend gpu = Gpu.backend();
+    Tensor host = RandomWeights.uniform(8, 1f, 7, 3901);
+    Tensor input = gpu.upload(host, DType.F32);
+    long[] addresses = new long[3];
+    Tensor result =
+        gpu.chain(
+            input,
+            0,
+            3,
+            (i, h) -> {
+              Tensor out = gpu.affine(h, 1f, 1f);
+              addresses[i] = CudaBackend.address(out);
+              return out;
+            });
+    assertEquals(addresses[2], CudaBackend.address(result));
+    // Step 0's result was released after step 1, step 1's after step 2: both blocks are cached.
+    long a = CudaBackend.address(gpu.zeros(DType.F32, 7, 3901));
+    long b = CudaBackend.address(gpu.zeros(DType.F32, 7, 3901));
+    assertEquals(Set.of(addresses[0], addresses[1]), Set.of(a, b), "reused blocks");
+    assertArrayEquals(host.toFloatArray(), gpu.download(input).toFloatArray());
+    float[] expected = host.toFloatArray();
+    for (int i = 0; i < expected.length; i++) {
+      expected[i] += 3f;
+    }
+    assertArrayEquals(expected, gpu.download(result).toFloatArray(), 1e-6f);
+  }
+
+  private static float[] twicePlusOne(Tensor host) {
+    float[] v = host.toFloatArray();
+    for (int i = 0; i < v.length; i++) {
+      v[i] = v[i] * 2f + 1f;
+    }
+    return v;
   }
 }

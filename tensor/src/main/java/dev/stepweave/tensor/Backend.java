@@ -2,6 +2,7 @@ package dev.stepweave.tensor;
 
 import java.util.List;
 import java.util.function.Function;
+import java.util.function.Supplier;
 
 /**
  * The compute SPI. Model code calls only these operations, so a CUDA backend plugs in without model
@@ -151,6 +152,79 @@ public interface Backend {
    * @param sin {@code [L, D/2]}
    */
   Tensor rope(Tensor x, Tensor cos, Tensor sin);
+
+  // ---- fused operations ----------------------------------------------------------------------
+  // Each is defined by the composition of the operations above that its default runs; a device
+  // backend overrides it with one kernel. Results equal the composition up to the backend's
+  // rounding of activations (see activationDType): bit-identical on the CPU.
+
+  /**
+   * {@code layerNorm(x) · (1 + scale) + shift} without affine weights (adaptive LayerNorm): x
+   * {@code [..., D]}, shift and scale broadcastable to x (per-sample vectors {@code [B, 1, D]}). On
+   * a backend with BF16 activations the result has x's dtype (the statistics and the modulation are
+   * computed in F32).
+   */
+  default Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
+    return add(mul(layerNorm(x, null, null, eps), affine(scale, 1f, 1f)), shift);
+  }
+
+  /**
+   * {@code x + y · gate}: a gated residual update. x and y have one shape, gate broadcasts to it.
+   * On a backend with BF16 activations the result has x's dtype (computed in F32).
+   */
+  default Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
+    return add(x, mul(y, gate));
+  }
+
+  /** {@code gelu(linear(x, w, bias), tanh approximation)}: a linear layer with GELU epilogue. */
+  default Tensor linearGeluTanh(Tensor x, Tensor w, Tensor bias) {
+    return gelu(linear(x, w, bias), true);
+  }
+
+  // ---- activation precision and lifetimes ------------------------------------------------------
+
+  /**
+   * The dtype a model should hold its activations in on this backend: F32 (the CPU, a device
+   * backend's exact mode) or BF16 (a device backend's performance mode). Operations keep an
+   * activation's dtype, so a model converts its residual stream once, with {@link #upload}, and
+   * everything computed from it stays in that dtype; inputs made in F32 (timestep embeddings,
+   * modulation vectors) stay F32.
+   */
+  default DType activationDType() {
+    return DType.F32;
+  }
+
+  /**
+   * Runs {@code body} and returns its result, declaring that every tensor the body allocates other
+   * than the result is dead when it returns: a device backend then reuses their memory at once
+   * instead of when the garbage collector finds them. Tensors made before the call are never
+   * released by it. So the body must not keep a tensor it made anywhere but in its result (a tap
+   * sink copies what it keeps during its call). Calls nest. The default just runs the body.
+   */
+  default Tensor scoped(Supplier<Tensor> body) {
+    return body.get();
+  }
+
+  /**
+   * Runs steps {@code from} to {@code to - 1} one after another on {@code x}: returns {@code
+   * step(to-1, … step(from + 1, step(from, x)))}. Like {@link #scoped} for each step, and also
+   * declares that each step's result is dead once the next step has returned, so a device backend
+   * holds one block's activations at a time. {@code x} and the final result are never released; a
+   * step must keep no tensor it made except its result. The default just runs the steps.
+   */
+  default Tensor chain(Tensor x, int from, int to, ChainStep step) {
+    Tensor h = x;
+    for (int i = from; i < to; i++) {
+      h = step.apply(i, h);
+    }
+    return h;
+  }
+
+  /** Step {@code index} of a {@link #chain}, applied to the previous step's result. */
+  @FunctionalInterface
+  interface ChainStep {
+    Tensor apply(int index, Tensor x);
+  }
 
   // ---- shape ops ------------------------------------------------------------------------------
 

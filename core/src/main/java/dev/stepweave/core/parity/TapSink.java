@@ -6,7 +6,8 @@ import dev.stepweave.tensor.Tensor;
  * Receives named intermediate tensors ("taps") from a component's forward pass: the parity aligner
  * records or compares them, an activation trace logs them. Components call {@link #tap} at the
  * points a reference recording names (e.g. "patch_embedding", "block_0"); with {@link #NONE} the
- * calls cost nothing.
+ * calls cost nothing. A sink reads a tapped tensor during the call only and copies what it keeps:
+ * the component may release the tensor's memory as soon as the call returns.
  */
 @FunctionalInterface
 public interface TapSink {

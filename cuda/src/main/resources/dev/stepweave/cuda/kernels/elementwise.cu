@@ -1,4 +1,5 @@
-// Elementwise maps over contiguous F32 and broadcasting binary ops over strided F32 views.
+// Elementwise maps over contiguous tensors, broadcasting binary ops over strided views and the
+// gated residual update; T (float or bf16_t) in and out, math in F32.
 // Op codes match CudaBackend's: Backend.UnaryOp ordinals, then the extra maps below.
 #define OP_GELU_ERF 20
 #define OP_GELU_TANH 21
@@ -31,17 +32,18 @@ __device__ __forceinline__ float unary_op(int op, float x, float a, float b) {
   return __int_as_float(0x7fc00000);
 }
 
-extern "C" __global__ void unary_f32(const float* x, float* y, i64 n, int op, float a, float b) {
-  GRID_STRIDE(i, n) { y[i] = unary_op(op, x[i], a, b); }
+template <typename T>
+__device__ void unary(const T* x, T* y, i64 n, int op, float a, float b) {
+  GRID_STRIDE(i, n) { store_f(y + i, unary_op(op, load_f(x + i), a, b)); }
 }
 
 // out is contiguous; s0 and s1 are a's and b's strides broadcast to out's shape.
-extern "C" __global__ void binary_f32(const float* a, const float* b, float* y, Index8 ix, i64 n,
-                                      int op) {
+template <typename T>
+__device__ void binary(const T* a, const T* b, T* y, const Index8& ix, i64 n, int op) {
   GRID_STRIDE(i, n) {
     i64 oa, ob, unused;
     offsets(ix, i, oa, ob, unused);
-    float u = a[oa], v = b[ob];
+    float u = load_f(a + oa), v = load_f(b + ob);
     float r;
     switch (op) {
       case 0: r = u + v; break;
@@ -51,6 +53,34 @@ extern "C" __global__ void binary_f32(const float* a, const float* b, float* y, 
       case 4: r = (u != u || v != v) ? u + v : fmaxf(u, v); break;
       default: r = (u != u || v != v) ? u + v : fminf(u, v); break;
     }
-    y[i] = r;
+    store_f(y + i, r);
   }
 }
+
+// out = x + y·gate over contiguous [rows, n] x, y and out; row r's gate starts at
+// (r / rowsPerGroup)·groupStride. Separate roundings, as the unfused mul and add.
+template <typename T>
+__device__ void gated_residual(const T* x, const T* y, const float* gate, T* out, i64 rows, int n,
+                               i64 groupStride, i64 rowsPerGroup) {
+  GRID_STRIDE(i, rows * n) {
+    i64 r = i / n;
+    float g = gate[r / rowsPerGroup * groupStride + i % n];
+    store_f(out + i, __fadd_rn(load_f(x + i), __fmul_rn(load_f(y + i), g)));
+  }
+}
+
+#define ELEMENTWISE(SUFFIX, T)                                                                  \
+  extern "C" __global__ void unary_##SUFFIX(const T* x, T* y, i64 n, int op, float a, float b) { \
+    unary<T>(x, y, n, op, a, b);                                                                \
+  }                                                                                             \
+  extern "C" __global__ void binary_##SUFFIX(const T* a, const T* b, T* y, Index8 ix, i64 n,     \
+                                             int op) {                                          \
+    binary<T>(a, b, y, ix, n, op);                                                              \
+  }                                                                                             \
+  extern "C" __global__ void gated_residual_##SUFFIX(const T* x, const T* y, const float* gate, \
+                                                     T* out, i64 rows, int n, i64 groupStride,  \
+                                                     i64 rowsPerGroup) {                        \
+    gated_residual<T>(x, y, gate, out, rows, n, groupStride, rowsPerGroup);                     \
+  }
+ELEMENTWISE(f32, float)
+ELEMENTWISE(bf16, bf16_t)

@@ -1,4 +1,5 @@
-// Flash attention on the tensor cores (BF16 in, F32 accumulate and softmax, F32 out), no bias.
+// Flash attention on the tensor cores (BF16 in, F32 accumulate and softmax, F32 or BF16 out), no
+// bias.
 // q [B, Lq, H, D], k [B, Lk, H, D], v [B, Lk, H, D] contiguous BF16; o [B, Lq, H, D] F32.
 // A block of 8 warps owns 128 query rows of one (batch, head); each warp keeps its 16 rows of Q as
 // mma A-fragments in registers. K/V tiles of 64 keys stream through two shared-memory buffers
@@ -82,9 +83,9 @@ __device__ __forceinline__ void load_tile(unsigned dst, const bf16_t* src, i64 s
   }
 }
 
-template <int D>
+template <int D, typename O>
 __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, const bf16_t* v,
-                                              float* o, int Lq, int Lk, int H, float scaleLog2) {
+                                              O* o, int Lq, int Lk, int H, float scaleLog2) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned sQ = smem_u32(smem);
   const unsigned sK = sQ + FLASH_BM * D * 2;
@@ -216,23 +217,28 @@ __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, 
     const float inv = 1.0f / l;
     const int row = m0 + warp * 16 + lane / 4 + 8 * r;
     if (row < Lq) {
-      float* out = o + ((i64)b * Lq + row) * stride + (i64)h * D + (lane % 4) * 2;
+      O* out = o + ((i64)b * Lq + row) * stride + (i64)h * D + (lane % 4) * 2;
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt) {
-        out[dt * 8] = acc[dt][2 * r] * inv;
-        out[dt * 8 + 1] = acc[dt][2 * r + 1] * inv;
+        store_f(out + dt * 8, acc[dt][2 * r] * inv);
+        store_f(out + dt * 8 + 1, acc[dt][2 * r + 1] * inv);
       }
     }
   }
 }
 
-#define FLASH(DIM)                                                                          \
-  extern "C" __global__ void __launch_bounds__(FLASH_WARPS * 32, 1)                         \
-      flash_bf16_d##DIM(const bf16_t* q, const bf16_t* k, const bf16_t* v, float* o, int Lq, \
-                        int Lk, int H, float scaleLog2) {                                   \
-    flash_forward<DIM>(q, k, v, o, Lq, Lk, H, scaleLog2);                                   \
+// flash_bf16_d<D>_<out>: BF16 q, k, v with head dim D, F32 or BF16 output.
+#define FLASH(DIM, SUFFIX, O)                                                                     \
+  extern "C" __global__ void __launch_bounds__(FLASH_WARPS * 32, 1)                               \
+      flash_bf16_d##DIM##_##SUFFIX(const bf16_t* q, const bf16_t* k, const bf16_t* v, O* o,       \
+                                   int Lq, int Lk, int H, float scaleLog2) {                      \
+    flash_forward<DIM, O>(q, k, v, o, Lq, Lk, H, scaleLog2);                                      \
   }
-FLASH(16)
-FLASH(32)
-FLASH(64)
-FLASH(128)
+FLASH(16, f32, float)
+FLASH(32, f32, float)
+FLASH(64, f32, float)
+FLASH(128, f32, float)
+FLASH(16, bf16, bf16_t)
+FLASH(32, bf16, bf16_t)
+FLASH(64, bf16, bf16_t)
+FLASH(128, bf16, bf16_t)

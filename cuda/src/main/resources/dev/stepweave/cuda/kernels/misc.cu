@@ -1,17 +1,27 @@
 // Rotary embedding, embedding lookup and im2col for conv3d.
 
-// x, y [B, L, H, D] contiguous; cos, sin [L, D/2]; one thread per interleaved pair.
-extern "C" __global__ void rope_f32(const float* x, const float* cs, const float* sn, float* y,
-                                    i64 pairs, int L, int H, int half) {
+// x, y [B, L, H, D] contiguous, T (float or bf16_t); cos, sin [L, D/2] F32; one thread per
+// interleaved pair.
+template <typename T>
+__device__ void rope(const T* x, const float* cs, const float* sn, T* y, i64 pairs, int L, int H,
+                     int half) {
   GRID_STRIDE(i, pairs) {
     int p = (int)(i % half);
     int l = (int)((i / ((i64)half * H)) % L);
-    float a = x[2 * i], b = x[2 * i + 1];
+    float a = load_f(x + 2 * i), b = load_f(x + 2 * i + 1);
     float c = cs[(i64)l * half + p], s = sn[(i64)l * half + p];
-    y[2 * i] = a * c - b * s;
-    y[2 * i + 1] = a * s + b * c;
+    store_f(y + 2 * i, a * c - b * s);
+    store_f(y + 2 * i + 1, a * s + b * c);
   }
 }
+
+#define ROPE(SUFFIX, T)                                                                          \
+  extern "C" __global__ void rope_##SUFFIX(const T* x, const float* cs, const float* sn, T* y,   \
+                                           i64 pairs, int L, int H, int half) {                  \
+    rope<T>(x, cs, sn, y, pairs, L, H, half);                                                    \
+  }
+ROPE(f32, float)
+ROPE(bf16, bf16_t)
 
 extern "C" __global__ void embedding_f32(const float* table, const i64* ids, float* y, i64 rows,
                                          int d) {

@@ -1,37 +1,75 @@
 // Row reductions over the last dimension, one block per row; sums in double so the result does
-// not depend on the block size.
-extern "C" __global__ void layer_norm_f32(const float* x, const float* w, const float* b, float* y,
-                                          int n, float eps) {
-  const float* row = x + (i64)blockIdx.x * n;
-  float* out = y + (i64)blockIdx.x * n;
+// not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
+// statistics and math in F32/F64.
+
+// Adaptive modulation of a normalised row r: v·(1 + scale) + shift, where the vectors of row r
+// start at (r / rowsPerGroup)·groupStride (per-sample vectors broadcast over a sequence). The
+// intrinsics keep the separate roundings of the unfused mul and add (no FMA contraction).
+struct RowModulation {
+  const float* shift;
+  const float* scale;
+  i64 groupStride;
+  i64 rowsPerGroup;
+};
+
+__device__ __forceinline__ float modulate(const RowModulation& m, i64 row, int i, float v) {
+  if (m.scale) {
+    i64 at = row / m.rowsPerGroup * m.groupStride + i;
+    v = __fmul_rn(v, __fadd_rn(m.scale[at], 1.0f));
+    v = __fadd_rn(v, m.shift[at]);
+  }
+  return v;
+}
+
+template <typename T>
+__device__ void layer_norm(const T* x, const float* w, const float* b, RowModulation m, T* y,
+                           int n, float eps) {
+  const T* row = x + (i64)blockIdx.x * n;
+  T* out = y + (i64)blockIdx.x * n;
   double s = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s += row[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += load_f(row + i);
   float mean = (float)(block_sum(s) / n);
   double q = 0.0;
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    double d = (double)row[i] - mean;
+    double d = (double)load_f(row + i) - mean;
     q += d * d;
   }
   float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    float v = (row[i] - mean) * inv;
+    float v = (load_f(row + i) - mean) * inv;
     if (w) v *= w[i];
     if (b) v += b[i];
-    out[i] = v;
+    store_f(out + i, modulate(m, blockIdx.x, i, v));
   }
 }
 
-extern "C" __global__ void rms_norm_f32(const float* x, const float* w, float* y, int n, float eps) {
-  const float* row = x + (i64)blockIdx.x * n;
-  float* out = y + (i64)blockIdx.x * n;
+template <typename T>
+__device__ void rms_norm(const T* x, const float* w, T* y, int n, float eps) {
+  const T* row = x + (i64)blockIdx.x * n;
+  T* out = y + (i64)blockIdx.x * n;
   double q = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) q += (double)row[i] * row[i];
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    double v = load_f(row + i);
+    q += v * v;
+  }
   float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
   for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    float v = row[i] * inv;
-    out[i] = w ? v * w[i] : v;
+    float v = load_f(row + i) * inv;
+    store_f(out + i, w ? v * w[i] : v);
   }
 }
+
+#define NORMS(SUFFIX, T)                                                                         \
+  extern "C" __global__ void layer_norm_##SUFFIX(const T* x, const float* w, const float* b,     \
+                                                 RowModulation m, T* y, int n, float eps) {      \
+    layer_norm<T>(x, w, b, m, y, n, eps);                                                        \
+  }                                                                                              \
+  extern "C" __global__ void rms_norm_##SUFFIX(const T* x, const float* w, T* y, int n,          \
+                                               float eps) {                                      \
+    rms_norm<T>(x, w, y, n, eps);                                                                \
+  }
+NORMS(f32, float)
+NORMS(bf16, bf16_t)
 
 extern "C" __global__ void softmax_f32(const float* x, float* y, int n) {
   const float* row = x + (i64)blockIdx.x * n;

@@ -16,4 +16,9 @@ record Linear(Tensor weight, Tensor bias) {
   Tensor apply(Backend backend, Tensor x) {
     return backend.linear(x, weight, bias);
   }
+
+  /** {@code gelu(apply(x))} with the tanh approximation, fused where the backend can. */
+  Tensor applyGeluTanh(Backend backend, Tensor x) {
+    return backend.linearGeluTanh(x, weight, bias);
+  }
 }

@@ -5,8 +5,9 @@ import dev.stepweave.tensor.Tensor;
 
 /**
  * Adaptive-LayerNorm conditioning: a learned {@code scale_shift_table [1, n, dim]} plus a
- * per-sample embedding gives n vectors (shift, scale, gate, …) that modulate normalised
- * activations.
+ * per-sample embedding gives n vectors (shift, scale, gate, …) that modulate normalised activations
+ * ({@link Backend#modulatedLayerNorm}, {@link Backend#gatedResidual}). As in diffusers they stay
+ * F32: the embedding is F32, and adding it promotes a BF16 table.
  */
 final class Modulation {
   private Modulation() {}
@@ -24,10 +25,5 @@ final class Modulation {
       out[i] = sum.slice(1, i, i + 1);
     }
     return out;
-  }
-
-  /** {@code normed * (1 + scale) + shift}. */
-  static Tensor modulate(Backend backend, Tensor normed, Tensor shift, Tensor scale) {
-    return backend.add(backend.mul(normed, backend.affine(scale, 1f, 1f)), shift);
   }
 }

@@ -22,6 +22,6 @@ final class WanFeedForward {
   }
 
   Tensor apply(Backend backend, Tensor x) {
-    return down.apply(backend, backend.gelu(up.apply(backend, x), true));
+    return down.apply(backend, up.applyGeluTanh(backend, x));
   }
 }

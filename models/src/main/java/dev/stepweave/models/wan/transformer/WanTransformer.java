@@ -2,6 +2,7 @@ package dev.stepweave.models.wan.transformer;
 
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 import java.util.Arrays;
@@ -100,6 +101,12 @@ public final class WanTransformer {
   /**
    * Like {@link #forward(Tensor, Tensor, Tensor, TapSink)}, letting {@code hooks} run the blocks
    * (skipping some by a cached residual). Skipped blocks produce no taps.
+   *
+   * <p>Activations live in the backend's {@link Backend#activationDType()} from the patch embedding
+   * to the output projection; the result is F32. Memory is released as it dies: each block's
+   * intermediates and the previous block's output once a block returns ({@link Backend#chain}), and
+   * without hooks everything else the forward made but its result ({@link Backend#scoped}; a hook
+   * may keep tensors of the forward, such as cached residuals).
    */
   public Tensor forward(
       Tensor hiddenStates,
@@ -108,6 +115,18 @@ public final class WanTransformer {
       TapSink taps,
       BlockHooks hooks) {
     checkInputs(hiddenStates, timestep, encoderHiddenStates);
+    return hooks == BlockHooks.NONE
+        ? backend.scoped(
+            () -> run(hiddenStates, timestep, encoderHiddenStates, taps, BlockHooks.NONE))
+        : run(hiddenStates, timestep, encoderHiddenStates, taps, hooks);
+  }
+
+  private Tensor run(
+      Tensor hiddenStates,
+      Tensor timestep,
+      Tensor encoderHiddenStates,
+      TapSink taps,
+      BlockHooks hooks) {
     int batch = hiddenStates.dim(0);
     WanTransformerConfig.PatchSize p = cfg.patchSize();
     int frames = hiddenStates.dim(2) / p.t();
@@ -127,8 +146,13 @@ public final class WanTransformer {
 
     Tensor patches = backend.conv3d(hiddenStates, patchWeight, patchBias, p.toArray(), new int[3]);
     taps.tap("patch_embedding", patches);
-    // [B, dim, F', H', W'] -> [B, L, dim] as a strided view; the first residual add densifies it.
+    // [B, dim, F', H', W'] -> [B, L, dim] as a strided view, made a dense residual stream by the
+    // conversion to the activation dtype or else by the first residual update.
     Tensor x = patches.reshape(batch, dim, tokens).transpose(1, 2);
+    DType activations = backend.activationDType();
+    if (x.dtype() != activations) {
+      x = backend.upload(x, activations);
+    }
 
     ConditionEmbedder.Conditions c = conditions.apply(backend, timestep, encoderHiddenStates);
     taps.tap("temb", c.temb());
@@ -137,26 +161,25 @@ public final class WanTransformer {
 
     Tensor timestepProj = c.timestepProj().reshape(batch, 6, dim);
     BlockHooks.BlockRunner runner =
-        (from, to, h) -> {
-          for (int i = from; i < to; i++) {
-            h = blocks[i].apply(backend, h, c.context(), timestepProj, rope);
-            taps.tap("block_" + i, h);
-          }
-          return h;
-        };
+        (from, to, h) ->
+            backend.chain(
+                h,
+                from,
+                to,
+                (i, hi) -> {
+                  Tensor out = blocks[i].apply(backend, hi, c.context(), timestepProj, rope);
+                  taps.tap("block_" + i, out);
+                  return out;
+                });
     x =
         hooks == BlockHooks.NONE
             ? runner.run(0, blocks.length, x)
             : hooks.runBlocks(x, runner, blocks.length);
 
     Tensor[] shiftScale = Modulation.vectors(backend, outputScaleShiftTable, c.temb().unsqueeze(1));
-    x =
-        Modulation.modulate(
-            backend,
-            backend.layerNorm(x, null, null, (float) cfg.eps()),
-            shiftScale[0],
-            shiftScale[1]);
-    return unpatchify(projOut.apply(backend, x), batch, frames, height, width);
+    x = backend.modulatedLayerNorm(x, shiftScale[0], shiftScale[1], (float) cfg.eps());
+    Tensor out = unpatchify(projOut.apply(backend, x), batch, frames, height, width);
+    return out.dtype() == DType.F32 ? out : backend.upload(out, DType.F32);
   }
 
   /** {@code [B, L, pt·ph·pw·C]} (patch-major, channel last) to {@code [B, C, F, H, W]}. */

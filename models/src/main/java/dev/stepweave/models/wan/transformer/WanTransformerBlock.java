@@ -64,17 +64,13 @@ final class WanTransformerBlock {
   Tensor apply(Backend backend, Tensor x, Tensor context, Tensor timestepProj, RotaryTables rope) {
     Tensor[] mod = Modulation.vectors(backend, scaleShiftTable, timestepProj);
 
-    Tensor h = Modulation.modulate(backend, plainNorm(backend, x), mod[SHIFT], mod[SCALE]);
-    x = backend.add(x, backend.mul(selfAttention.selfAttention(backend, h, rope), mod[GATE]));
+    Tensor h = backend.modulatedLayerNorm(x, mod[SHIFT], mod[SCALE], eps);
+    x = backend.gatedResidual(x, selfAttention.selfAttention(backend, h, rope), mod[GATE]);
 
     h = crossNormWeight == null ? x : backend.layerNorm(x, crossNormWeight, crossNormBias, eps);
     x = backend.add(x, crossAttention.crossAttention(backend, h, context));
 
-    h = Modulation.modulate(backend, plainNorm(backend, x), mod[FFN_SHIFT], mod[FFN_SCALE]);
-    return backend.add(x, backend.mul(feedForward.apply(backend, h), mod[FFN_GATE]));
-  }
-
-  private Tensor plainNorm(Backend backend, Tensor x) {
-    return backend.layerNorm(x, null, null, eps);
+    h = backend.modulatedLayerNorm(x, mod[FFN_SHIFT], mod[FFN_SCALE], eps);
+    return backend.gatedResidual(x, feedForward.apply(backend, h), mod[FFN_GATE]);
   }
 }

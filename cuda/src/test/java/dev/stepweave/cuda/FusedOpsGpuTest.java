@@ -1,0 +1,201 @@
+package dev.stepweave.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.List;
+import java.util.function.Function;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The fused operations and the BF16 activations of {@link Precision#BF16} against the CPU's
+ * compositions, in both precisions. Inputs are BF16-representable, so both sides see the same
+ * values. Bounds: an F32 result within 1e-5 of the reference's largest magnitude (summation order,
+ * transcendental implementations); a BF16 result within one BF16 rounding of each value (2^-8
+ * relative: half an ulp of 8 significant bits, with margin for a value near a power of two) plus
+ * the same 1e-5.
+ */
+@Tag("gpu")
+class FusedOpsGpuTest {
+  private static final CpuBackend CPU = new CpuBackend(2);
+  private static final double F32_TOL = 1e-5;
+  private static final double BF16_ROUNDING = 1.0 / 256;
+
+  /** Uniform in [-scale, scale], rounded to BF16 values, as F32. */
+  private static Tensor rand(long seed, float scale, int... shape) {
+    return RandomWeights.uniform(seed, scale, shape).toHost(DType.BF16).toHost(DType.F32);
+  }
+
+  private static List<CudaBackend> backends() {
+    return List.of(Gpu.backend(), Gpu.bf16());
+  }
+
+  /**
+   * Runs {@code op} on the CPU and on {@code gpu} (each uploads activations in its {@link
+   * Backend#activationDType()}), checks the GPU result's dtype and values.
+   */
+  private static void same(
+      String what, CudaBackend gpu, DType resultType, Function<Backend, Tensor> op) {
+    Tensor expected = CPU.download(op.apply(CPU));
+    Tensor device = op.apply(gpu);
+    String label = what + " (" + gpu.precision() + " mode)";
+    assertEquals(resultType, device.dtype(), label + ": result dtype");
+    Tensor actual = gpu.download(device);
+    assertArrayEquals(expected.shape(), actual.shape(), label + ": shape");
+    float[] e = expected.toFloatArray(), a = actual.toFloatArray();
+    double scale = 1e-30;
+    for (float v : e) {
+      scale = Math.max(scale, Math.abs(v));
+    }
+    double relative = resultType == DType.BF16 ? BF16_ROUNDING : 0;
+    double worst = 0;
+    for (int i = 0; i < e.length; i++) {
+      double excess = Math.abs(a[i] - e[i]) - relative * Math.abs(e[i]);
+      worst = Math.max(worst, Double.isNaN(excess) ? Double.POSITIVE_INFINITY : excess);
+    }
+    System.out.printf(
+        "  %-44s excess over the bf16 rounding / max|ref| = %.2e (bound %.0e)%n",
+        label, worst / scale, F32_TOL);
+    assertTrue(worst <= F32_TOL * scale, label + ": excess " + worst + " vs scale " + scale);
+  }
+
+  private static Tensor act(Backend b, Tensor t) {
+    return b.upload(t, b.activationDType());
+  }
+
+  private static Tensor f32(Backend b, Tensor t) {
+    return b.upload(t, DType.F32);
+  }
+
+  @Test
+  void modulatedLayerNormMatchesTheComposition() {
+    Tensor x = rand(1, 2f, 2, 37, 96);
+    Tensor table = rand(2, 0.5f, 2, 6, 96);
+    Tensor flat = rand(3, 0.5f, 2, 96);
+    Tensor full = rand(4, 0.5f, 2, 96, 37);
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      same(
+          "modulatedLayerNorm, [B, 1, D] slices",
+          gpu,
+          t,
+          b -> {
+            Tensor mod = f32(b, table);
+            return b.modulatedLayerNorm(act(b, x), mod.slice(1, 3, 4), mod.slice(1, 4, 5), 1e-6f);
+          });
+      same(
+          "modulatedLayerNorm, [D] vectors",
+          gpu,
+          t,
+          b -> {
+            Tensor v = f32(b, flat);
+            return b.modulatedLayerNorm(act(b, x), v.select(0, 0), v.select(0, 1), 1e-6f);
+          });
+      same(
+          "modulatedLayerNorm, transposed full vectors",
+          gpu,
+          t,
+          b -> {
+            Tensor v = f32(b, full).transpose(1, 2);
+            return b.modulatedLayerNorm(act(b, x), v, b.affine(v, 0.5f, 0f), 1e-6f);
+          });
+    }
+  }
+
+  @Test
+  void gatedResidualMatchesTheComposition() {
+    Tensor x = rand(5, 2f, 2, 37, 96), y = rand(6, 2f, 2, 37, 96);
+    Tensor table = rand(7, 1f, 2, 6, 96);
+    for (CudaBackend gpu : backends()) {
+      same(
+          "gatedResidual",
+          gpu,
+          gpu.activationDType(),
+          b -> b.gatedResidual(act(b, x), act(b, y), f32(b, table).slice(1, 2, 3)));
+      // The residual stream's dtype decides (diffusers' type_as(hidden_states)).
+      same(
+          "gatedResidual of an F32 stream",
+          gpu,
+          DType.F32,
+          b -> b.gatedResidual(f32(b, x), act(b, y), f32(b, table).slice(1, 5, 6)));
+    }
+  }
+
+  @Test
+  void linearGeluTanhMatchesTheComposition() {
+    Tensor x = rand(8, 1f, 2, 37, 64), w = rand(9, 1f, 48, 64), bias = rand(10, 1f, 48);
+    for (CudaBackend gpu : backends()) {
+      same(
+          "linearGeluTanh, BF16 weights",
+          gpu,
+          gpu.activationDType(),
+          b -> b.linearGeluTanh(act(b, x), b.upload(w, DType.BF16), b.upload(bias, DType.BF16)));
+      same(
+          "linearGeluTanh, no bias",
+          gpu,
+          gpu.activationDType(),
+          b -> b.linearGeluTanh(act(b, x), b.upload(w, DType.BF16), null));
+      // F32 activations: in the BF16 mode this is cuBLASLt's GELU epilogue at F32 output, so the
+      // tight bound checks its formula (tanh approximation) against the CPU's.
+      same(
+          "linearGeluTanh, F32 activations",
+          gpu,
+          DType.F32,
+          b -> b.linearGeluTanh(f32(b, x), b.upload(w, DType.BF16), f32(b, bias)));
+    }
+  }
+
+  @Test
+  void activationOpsKeepBf16InTheBf16Mode() {
+    Tensor x = rand(11, 2f, 2, 9, 3, 32), w = rand(12, 1f, 40, 96), bias = rand(13, 1f, 40);
+    Tensor nw = rand(14, 1f, 96), nb = rand(15, 1f, 96);
+    Tensor cos = rand(16, 1f, 9, 16), sin = rand(17, 1f, 9, 16);
+    Tensor xt = rand(21, 2f, 2, 3, 9, 32), row = rand(22, 1f, 9, 32);
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      same(
+          "linear",
+          gpu,
+          t,
+          b ->
+              b.linear(
+                  act(b, x).reshape(2, 9, 96),
+                  b.upload(w, DType.BF16),
+                  b.upload(bias, DType.BF16)));
+      same(
+          "layerNorm",
+          gpu,
+          t,
+          b -> b.layerNorm(act(b, x).reshape(2, 9, 96), f32(b, nw), f32(b, nb), 1e-6f));
+      same(
+          "rmsNorm across heads",
+          gpu,
+          t,
+          b -> b.rmsNorm(act(b, x).reshape(2, 9, 96), f32(b, nw), 1e-6f));
+      same("rope", gpu, t, b -> b.rope(act(b, x), f32(b, cos), f32(b, sin)));
+      same("gelu tanh", gpu, t, b -> b.gelu(act(b, x), true));
+      same("add of strided views", gpu, t, b -> b.add(act(b, x), act(b, xt).transpose(1, 2)));
+      same("add of a BF16 and an F32 tensor", gpu, DType.F32, b -> b.add(act(b, x), f32(b, x)));
+      same("mul broadcast", gpu, t, b -> b.mul(act(b, x), act(b, row).reshape(1, 9, 1, 32)));
+    }
+  }
+
+  @Test
+  void attentionOutputKeepsBf16InTheBf16Mode() {
+    Tensor q = rand(18, 2f, 1, 130, 2, 64), k = rand(19, 2f, 1, 77, 2, 64);
+    Tensor v = rand(20, 1f, 1, 77, 2, 64);
+    for (CudaBackend gpu : backends()) {
+      Tensor out = gpu.attention(act(gpu, q), act(gpu, k), act(gpu, v), null, 0.125f);
+      assertEquals(gpu.activationDType(), out.dtype(), "attention output dtype");
+      double err = RelativeL2.of(gpu.download(out), CPU.attention(q, k, v, null, 0.125f));
+      System.out.printf("  attention (%s mode): rel L2 %.2e (bound 1e-2)%n", gpu.precision(), err);
+      assertTrue(err <= 1e-2, "attention relative L2 " + err);
+    }
+  }
+}

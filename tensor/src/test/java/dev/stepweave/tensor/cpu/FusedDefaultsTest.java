@@ -1,0 +1,93 @@
+package dev.stepweave.tensor.cpu;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The Backend SPI's fused operations and lifetime hooks on the CPU: each fused default is
+ * bit-identical to the composition the Wan model used before it existed, and the lifetime hooks
+ * only run their bodies.
+ */
+class FusedDefaultsTest {
+  private final CpuBackend cpu = new CpuBackend(2);
+  private final SplittableRandom random = new SplittableRandom(7);
+
+  private Tensor rand(int... shape) {
+    float[] v = new float[Math.toIntExact(Tensor.numel(shape))];
+    for (int i = 0; i < v.length; i++) {
+      v[i] = (float) (random.nextDouble() * 4 - 2);
+    }
+    return Tensor.of(v, shape);
+  }
+
+  /** Per-sample modulation vectors as the model makes them: [B, 1, D] slices of [B, 6, D]. */
+  private Tensor vector(Tensor table, int i) {
+    return table.slice(1, i, i + 1);
+  }
+
+  @Test
+  void modulatedLayerNormIsTheAdaptiveNormComposition() {
+    Tensor x = rand(2, 7, 24);
+    Tensor table = rand(2, 6, 24);
+    Tensor shift = vector(table, 0), scale = vector(table, 1);
+    Tensor composed =
+        cpu.add(cpu.mul(cpu.layerNorm(x, null, null, 1e-6f), cpu.affine(scale, 1f, 1f)), shift);
+    Tensor fused = cpu.modulatedLayerNorm(x, shift, scale, 1e-6f);
+    assertArrayEquals(composed.shape(), fused.shape());
+    assertArrayEquals(composed.toFloatArray(), fused.toFloatArray());
+  }
+
+  @Test
+  void gatedResidualIsAddOfTheGatedUpdate() {
+    Tensor x = rand(2, 7, 24), y = rand(2, 7, 24);
+    Tensor gate = vector(rand(2, 6, 24), 2);
+    Tensor composed = cpu.add(x, cpu.mul(y, gate));
+    assertArrayEquals(composed.toFloatArray(), cpu.gatedResidual(x, y, gate).toFloatArray());
+  }
+
+  @Test
+  void linearGeluTanhIsGeluOfTheLinear() {
+    Tensor x = rand(3, 5, 16), w = rand(12, 16), b = rand(12);
+    Tensor composed = cpu.gelu(cpu.linear(x, w, b), true);
+    assertArrayEquals(composed.toFloatArray(), cpu.linearGeluTanh(x, w, b).toFloatArray());
+    assertArrayEquals(
+        cpu.gelu(cpu.linear(x, w, null), true).toFloatArray(),
+        cpu.linearGeluTanh(x, w, null).toFloatArray());
+  }
+
+  @Test
+  void activationsAreF32AndLifetimeHooksOnlyRunTheirBodies() {
+    assertEquals(DType.F32, cpu.activationDType());
+    Tensor x = rand(4, 3);
+    Tensor[] made = new Tensor[1];
+    Tensor out =
+        cpu.scoped(
+            () -> {
+              made[0] = cpu.affine(x, 2f, 1f);
+              return made[0];
+            });
+    assertSame(made[0], out);
+
+    List<Integer> order = new ArrayList<>();
+    Tensor chained =
+        cpu.chain(
+            x,
+            2,
+            5,
+            (i, h) -> {
+              order.add(i);
+              return cpu.affine(h, 1f, i);
+            });
+    assertEquals(List.of(2, 3, 4), order);
+    assertArrayEquals(cpu.affine(x, 1f, 9f).toFloatArray(), chained.toFloatArray(), 1e-6f);
+    assertSame(x, cpu.chain(x, 3, 3, (i, h) -> cpu.affine(h, 2f, 0f)));
+  }
+}
