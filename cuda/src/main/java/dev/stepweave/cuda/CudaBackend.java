@@ -82,6 +82,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return allocator.reservedBytes();
   }
 
+  /** Bytes of tensors live now (allocated and not yet released). */
+  public long liveBytes() {
+    return allocator.liveBytes();
+  }
+
   /** The most bytes of tensors that were live at once. */
   public long peakLiveBytes() {
     return allocator.peakLiveBytes();
