@@ -7,6 +7,7 @@ import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
@@ -65,6 +66,9 @@ public final class Bench {
     if (mode.equals("all") || mode.equals("vae")) {
       bench.vaeDecode(21, 60, 104, 3, "1834 ms");
     }
+    if (mode.equals("profile")) {
+      bench.profile();
+    }
     if (mode.equals("cfg")) {
       bench.denoise(bench.load("1.3b"), 50, 5f);
     }
@@ -110,13 +114,18 @@ public final class Bench {
 
   /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */
   static WanTransformer randomDit(CudaBackend gpu, String size) {
+    return randomDit(gpu, gpu, size);
+  }
+
+  /** The DiT with random weights, computing through {@code backend} (which runs on {@code gpu}). */
+  static WanTransformer randomDit(Backend backend, CudaBackend gpu, String size) {
     long t0 = System.nanoTime();
     WanTransformerConfig cfg = config(size);
     WanTransformer dit =
         WanTransformer.load(
             cfg,
             new Weights(
-                new RandomWeights(WanDitShapes.of(cfg), DType.BF16, 0.02f), gpu, DType.BF16));
+                new RandomWeights(WanDitShapes.of(cfg), DType.BF16, 0.02f), backend, DType.BF16));
     gpu.synchronize();
     System.out.printf("  loaded %s in %.1f s%n", size, (System.nanoTime() - t0) / 1e9);
     return dit;
@@ -236,6 +245,19 @@ public final class Bench {
         steps + "-step CFG denoise 1.3B 480p×81 (batch-2 forwards, Euler)",
         String.format("%.1f s (%.0f ms/step)", ms / 1e3, ms / steps),
         "– (≈ 50 × 1200 ms = 60 s implied)");
+  }
+
+  /** The 1.3B 480p×81 forward op by op ({@link OpProfile}), after a profiled warm-up. */
+  private void profile() {
+    OpProfile profile = OpProfile.over(gpu);
+    WanTransformer dit = randomDit(profile.backend(), gpu, "1.3b");
+    Tensor latents = gpu.upload(RandomWeights.uniform(1, 1f, 1, 16, 21, 60, 104), DType.F32);
+    Tensor t = gpu.upload(Tensor.full(500f, 1), DType.F32);
+    Tensor context = gpu.upload(RandomWeights.uniform(2, 1f, 1, 512, 4096), DType.F32);
+    dit.forward(latents, t, context, TapSink.NONE);
+    profile.reset();
+    dit.forward(latents, t, context, TapSink.NONE);
+    profile.print("1.3B 480p×81, batch 1");
   }
 
   /** Median CUDA-event milliseconds of {@code iterations} timed runs after one warm-up. */
