@@ -7,6 +7,8 @@ import java.util.Map;
 
 /** Our kernel files, compiled (or read from the disk cache) and loaded once per backend. */
 final class Kernels {
+  private static final int ROW_THREADS = 256;
+
   /** Every kernel file shipped as a resource. */
   static final List<String> FILES =
       List.of("copy.cu", "elementwise.cu", "norms.cu", "misc.cu", "attention.cu", "flash.cu");
@@ -53,7 +55,9 @@ final class Kernels {
 
   /** Runs a one-block-per-row kernel. */
   void rows(Launch launch, long rows, int rowLength) {
-    int threads = rowLength >= 1024 ? 1024 : Math.max(32, (rowLength + 31) / 32 * 32);
+    // Many small blocks beat few wide ones: a 1024-thread block spends its time in the
+    // reductions' barriers when each thread holds one or two elements.
+    int threads = rowLength >= ROW_THREADS ? ROW_THREADS : Math.max(32, (rowLength + 31) / 32 * 32);
     if (rows > Integer.MAX_VALUE) {
       throw new IllegalArgumentException(rows + " rows exceed one kernel grid");
     }

@@ -63,8 +63,7 @@ template <typename T>
 __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out, i64 rows, int n,
                                i64 groupStride, i64 rowsPerGroup) {
   GRID_STRIDE(i, rows * n) {
-    i64 r = i / n;
-    float g = gate[r / rowsPerGroup * groupStride + i % n];
+    float g = gate[idiv(idiv(i, n), rowsPerGroup) * groupStride + imod(i, n)];
     store_f(out + i, __fadd_rn(load_f(x + i), __fmul_rn(load_f(y + i), g)));
   }
 }

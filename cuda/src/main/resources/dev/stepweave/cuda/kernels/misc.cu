@@ -6,8 +6,8 @@ template <typename T>
 __device__ void rope(const T* x, const float* cs, const float* sn, T* y, i64 pairs, int L, int H,
                      int half) {
   GRID_STRIDE(i, pairs) {
-    int p = (int)(i % half);
-    int l = (int)((i / ((i64)half * H)) % L);
+    int p = (int)imod(i, half);
+    int l = (int)imod(idiv(i, (i64)half * H), L);
     float a = load_f(x + 2 * i), b = load_f(x + 2 * i + 1);
     float c = cs[(i64)l * half + p], s = sn[(i64)l * half + p];
     store_f(y + 2 * i, a * c - b * s);

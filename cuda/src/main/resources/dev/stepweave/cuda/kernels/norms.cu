@@ -1,5 +1,6 @@
-// Row reductions over the last dimension, one block per row; sums in double so the result does
-// not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
+// Row reductions over the last dimension, one block per row (at most 256 threads: a Wan row of
+// 1536 gives each thread six elements, and eight blocks share an SM); sums in double so the result
+// does not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
 // statistics and math in F32/F64.
 
 // Adaptive modulation of a normalised row r: v·(1 + scale) + shift, where the vectors of row r
@@ -14,7 +15,7 @@ struct RowModulation {
 
 __device__ __forceinline__ float modulate(const RowModulation& m, i64 row, int i, float v) {
   if (m.scale) {
-    i64 at = row / m.rowsPerGroup * m.groupStride + i;
+    i64 at = idiv(row, m.rowsPerGroup) * m.groupStride + i;
     v = __fmul_rn(v, __fadd_rn(m.scale[at], 1.0f));
     v = __fadd_rn(v, m.shift[at]);
   }

@@ -160,6 +160,10 @@ public final class WanTransformer {
     taps.tap("context", c.context());
 
     Tensor timestepProj = c.timestepProj().reshape(batch, 6, dim);
+    // The blocks' cross-attention keys and values come from the text context: in the activation
+    // dtype, so each block projects it without converting it first.
+    Tensor context =
+        c.context().dtype() == activations ? c.context() : backend.upload(c.context(), activations);
     BlockHooks.BlockRunner runner =
         (from, to, h) ->
             backend.chain(
@@ -167,7 +171,7 @@ public final class WanTransformer {
                 from,
                 to,
                 (i, hi) -> {
-                  Tensor out = blocks[i].apply(backend, hi, c.context(), timestepProj, rope);
+                  Tensor out = blocks[i].apply(backend, hi, context, timestepProj, rope);
                   taps.tap("block_" + i, out);
                   return out;
                 });
