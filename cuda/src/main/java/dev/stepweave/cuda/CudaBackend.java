@@ -14,8 +14,8 @@ import java.util.List;
  * segment holds a device address and is never dereferenced by Java); storage dtypes are F32, BF16,
  * I64 and I32. Compute follows the CPU backend's F32 semantics: inputs of any view or storage dtype
  * are gathered to contiguous F32 where a kernel needs it, GEMMs accumulate in F32 (a BF16 weight
- * makes a BF16×BF16→F32 GEMM), and results are F32 (but for {@link Precision#BF16} attention
- * through cuDNN, which is BF16).
+ * makes a BF16×BF16→F32 GEMM), and results are F32 (but for {@link Precision#BF16} attention and
+ * convolution through cuDNN, which are BF16).
  *
  * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
  *
@@ -122,6 +122,18 @@ public final class CudaBackend implements Backend, AutoCloseable {
           dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
     }
     Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Like {@link #empty}, but no open {@link MemoryScope} releases it: a cached copy that must live
+   * as long as what it was made from, returned once it is unreachable.
+   */
+  Tensor emptyUnscoped(DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(dtype + " device storage is not supported");
+    }
+    Storage s = allocator.allocateUnscoped(Tensor.numel(shape) * dtype.byteSize());
     return Tensor.contiguousOver(s, dtype, shape);
   }
 
@@ -309,6 +321,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.conv3d(x, w, bias, stride, padding);
+  }
+
+  /** Which implementation runs {@link #conv3d} of these arguments, in words. */
+  String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return ops.conv3dPath(x, w, bias, stride, padding);
+  }
+
+  /** Every convolution shape seen so far and what ran it (BF16 mode), one per line. */
+  String conv3dPaths() {
+    return ops.conv3dPaths();
   }
 
   @Override
