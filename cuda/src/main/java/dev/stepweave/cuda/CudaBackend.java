@@ -21,7 +21,7 @@ import java.util.function.Supplier;
  * (linear, norms, elementwise maps, rope, attention and the fused ops) keep a BF16 input BF16: they
  * read and write BF16 and compute in F32 inside the kernels; binary ops give BF16 when both
  * operands are BF16, F32 otherwise (torch's promotion); the other ops return F32. cuDNN attention
- * (BF16 mode, no bias) returns BF16 whatever its inputs.
+ * (BF16 mode, no bias) and cuDNN convolution (BF16 mode) return BF16 whatever their inputs.
  *
  * <p>Not thread-safe: one thread issues the work (like a CUDA stream, which it owns).
  *
@@ -192,6 +192,18 @@ public final class CudaBackend implements Backend, AutoCloseable {
           dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
     }
     Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Like {@link #empty}, but no open {@link MemoryScope} releases it: a cached copy that must live
+   * as long as what it was made from, returned once it is unreachable.
+   */
+  Tensor emptyUnscoped(DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(dtype + " device storage is not supported");
+    }
+    Storage s = allocator.allocateUnscoped(Tensor.numel(shape) * dtype.byteSize());
     return Tensor.contiguousOver(s, dtype, shape);
   }
 
@@ -381,6 +393,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.conv3d(x, w, bias, stride, padding);
+  }
+
+  /** Which implementation runs {@link #conv3d} of these arguments, in words. */
+  String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return ops.conv3dPath(x, w, bias, stride, padding);
+  }
+
+  /** Every convolution shape seen so far and what ran it (BF16 mode), one per line. */
+  String conv3dPaths() {
+    return ops.conv3dPaths();
   }
 
   @Override

@@ -16,7 +16,8 @@ import java.util.stream.Stream;
  * Where the CUDA libraries are on this machine, found at run time so that building and CI never
  * need CUDA. Search order: {@code CUDA_HOME}, {@code LD_LIBRARY_PATH}, then the standard locations
  * (the NVIDIA container driver path, {@code /usr/local/cuda}, the distribution's library
- * directories). cuDNN is optional: without it the backend works and attention uses our own kernels.
+ * directories). cuDNN is optional: without it the backend works and attention and convolutions use
+ * our own kernels.
  *
  * @param driver {@code libcuda.so.1}
  * @param nvrtc the runtime compiler
@@ -101,7 +102,7 @@ public record CudaLibraries(Path driver, Path nvrtc, Path cublasLt, Optional<Pat
         .map(p -> "cuDNN found: " + p)
         .orElse(
             "cuDNN not available: no libcudnn.so.9 in CUDA_HOME, LD_LIBRARY_PATH or the standard"
-                + " directories; attention uses the built-in flash kernel");
+                + " directories; attention and convolutions use the built-in kernels");
   }
 
   private static Probe missing(String what, List<Path> dirs) {

@@ -20,8 +20,9 @@ import java.lang.invoke.MethodHandle;
  * and types, descriptor types) is {@code JAVA_INT}; {@code int64_t} and {@code size_t} are {@code
  * JAVA_LONG}. An attribute's elements are a caller-allocated host array whose element layout
  * follows its {@code cudnnBackendAttributeType_t}: {@code CUDNN_TYPE_INT64} 8 bytes, enum-valued
- * types 4, {@code CUDNN_TYPE_BOOLEAN} a one-byte C {@code bool}, and handles, descriptors and
- * {@code CUDNN_TYPE_VOID_PTR} 8-byte pointers (see {@link CudnnDescriptor}).
+ * types and {@code CUDNN_TYPE_FLOAT} 4, {@code CUDNN_TYPE_BOOLEAN} a one-byte C {@code bool}, and
+ * handles, descriptors and {@code CUDNN_TYPE_VOID_PTR} 8-byte pointers (see {@link
+ * CudnnDescriptor}).
  */
 final class Cudnn {
   private static final SymbolLookup LIB = CudaLibraries.cudnnLookup();
@@ -38,7 +39,9 @@ final class Cudnn {
   static final int CUDNN_TYPE_DATA_TYPE = 1;
   static final int CUDNN_TYPE_BOOLEAN = 2;
   static final int CUDNN_TYPE_INT64 = 3;
+  static final int CUDNN_TYPE_FLOAT = 4;
   static final int CUDNN_TYPE_VOID_PTR = 6;
+  static final int CUDNN_TYPE_CONVOLUTION_MODE = 7;
   static final int CUDNN_TYPE_HEUR_MODE = 8;
   static final int CUDNN_TYPE_POINTWISE_MODE = 14;
   static final int CUDNN_TYPE_BACKEND_DESCRIPTOR = 15;
@@ -46,10 +49,12 @@ final class Cudnn {
 
   // cudnnBackendDescriptorType_t
   static final int CUDNN_BACKEND_POINTWISE_DESCRIPTOR = 0;
+  static final int CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR = 1;
   static final int CUDNN_BACKEND_ENGINE_DESCRIPTOR = 2;
   static final int CUDNN_BACKEND_ENGINECFG_DESCRIPTOR = 3;
   static final int CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR = 4;
   static final int CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR = 5;
+  static final int CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR = 10;
   static final int CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR = 13;
   static final int CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR = 15;
   static final int CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR = 16;
@@ -61,6 +66,13 @@ final class Cudnn {
   static final int CUDNN_BACKEND_OPERATION_SDPA_FWD_DESCRIPTOR = 41;
 
   // cudnnBackendAttributeName_t
+  static final int CUDNN_ATTR_CONVOLUTION_COMP_TYPE = 100;
+  static final int CUDNN_ATTR_CONVOLUTION_CONV_MODE = 101;
+  static final int CUDNN_ATTR_CONVOLUTION_DILATIONS = 102;
+  static final int CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES = 103;
+  static final int CUDNN_ATTR_CONVOLUTION_POST_PADDINGS = 104;
+  static final int CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS = 105;
+  static final int CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS = 106;
   static final int CUDNN_ATTR_POINTWISE_MODE = 0;
   static final int CUDNN_ATTR_POINTWISE_MATH_PREC = 1;
   static final int CUDNN_ATTR_ENGINEHEUR_MODE = 200;
@@ -69,6 +81,12 @@ final class Cudnn {
   static final int CUDNN_ATTR_ENGINECFG_ENGINE = 300;
   static final int CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG = 401;
   static final int CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE = 402;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA = 700;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA = 701;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC = 702;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W = 703;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X = 704;
+  static final int CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y = 705;
   static final int CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR = 750;
   static final int CUDNN_ATTR_OPERATION_POINTWISE_XDESC = 751;
   static final int CUDNN_ATTR_OPERATION_POINTWISE_BDESC = 752;
@@ -103,7 +121,10 @@ final class Cudnn {
   static final int CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC = 2803;
   static final int CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC = 2805;
 
+  // cudnnConvolutionMode_t
+  static final int CUDNN_CROSS_CORRELATION = 1;
   // cudnnPointwiseMode_t
+  static final int CUDNN_POINTWISE_ADD = 0;
   static final int CUDNN_POINTWISE_MUL = 1;
   static final int CUDNN_POINTWISE_DIV = 6;
   static final int CUDNN_POINTWISE_SUB = 9;

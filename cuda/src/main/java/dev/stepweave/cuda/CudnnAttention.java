@@ -3,6 +3,7 @@ package dev.stepweave.cuda;
 import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_BFLOAT16;
 import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_FLOAT;
 
+import dev.stepweave.cuda.CudnnRuntime.Plan;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.Arena;
@@ -12,8 +13,6 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.NoSuchElementException;
-import java.util.concurrent.atomic.AtomicBoolean;
 
 /**
  * Bias-free attention through cuDNN's fused scaled-dot-product attention, built with the backend
@@ -34,8 +33,7 @@ final class CudnnAttention implements AutoCloseable {
   static final long V = 2;
   static final long O = 3;
   static final long SCALE = 5;
-  private static final int MAX_ALIGNMENT = 16;
-  private static final AtomicBoolean NOTICED = new AtomicBoolean();
+  private static final int MAX_ALIGNMENT = CudnnRuntime.MAX_ALIGNMENT;
 
   /** Element strides of a [B, L, H, D] view. */
   record Strides(long b, long l, long h, long d) {
@@ -72,21 +70,16 @@ final class CudnnAttention implements AutoCloseable {
     }
   }
 
-  private record Plan(
-      CudnnDescriptors owned, CudnnDescriptor plan, long workspaceBytes, String engine) {}
-
   /** A key's outcome: a plan and what it is, or null and why cuDNN was not used. */
   private record Choice(Plan plan, String description) {}
 
   private final CudaBackend cb;
+  private final CudnnRuntime cudnn;
   private final Map<Key, Choice> choices = new HashMap<>();
-  private CudnnGraphApi api;
-  private long handle;
-  private String version;
-  private String unavailable;
 
-  CudnnAttention(CudaBackend cb) {
+  CudnnAttention(CudaBackend cb, CudnnRuntime cudnn) {
     this.cb = cb;
+    this.cudnn = cudnn;
   }
 
   /**
@@ -95,7 +88,7 @@ final class CudnnAttention implements AutoCloseable {
    */
   Tensor attention(Tensor q, Tensor k, Tensor v, float scale) {
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1), dv = v.dim(3);
-    if ((long) b * lq * h * dv * lk == 0 || !ready()) {
+    if ((long) b * lq * h * dv * lk == 0 || !cudnn.ready()) {
       return null;
     }
     Tensor qh = cb.onDevice(q), kh = cb.onDevice(k), vh = cb.onDevice(v);
@@ -110,8 +103,8 @@ final class CudnnAttention implements AutoCloseable {
 
   /** What runs this attention: cuDNN's variant and engine, or why cuDNN does not. */
   String describe(Tensor q, Tensor k, Tensor v) {
-    if (!ready()) {
-      return "not cuDNN: " + unavailable;
+    if (!cudnn.ready()) {
+      return "not cuDNN: " + cudnn.unavailable();
     }
     Tensor qh = cb.onDevice(q), kh = cb.onDevice(k), vh = cb.onDevice(v);
     String description = choices.computeIfAbsent(key(qh, kh, vh), this::choose).description();
@@ -134,48 +127,6 @@ final class CudnnAttention implements AutoCloseable {
     return out;
   }
 
-  private boolean ready() {
-    if (api != null) {
-      return true;
-    }
-    if (unavailable != null) {
-      return false;
-    }
-    try {
-      CudaLibraries libs = CudaLibraries.current();
-      if (libs.cudnn().isEmpty()) {
-        unavailable = libs.cudnnNotice();
-      } else {
-        open();
-      }
-    } catch (RuntimeException | LinkageError e) {
-      unavailable = "cuDNN not available (" + e.getMessage() + "); attention uses our own kernels";
-    }
-    if (unavailable != null && NOTICED.compareAndSet(false, true)) {
-      System.err.println("NOTICE: " + unavailable);
-    }
-    return unavailable == null;
-  }
-
-  private void open() {
-    long v = Cudnn.version();
-    version = v / 10000 + "." + v / 100 % 100 + "." + v % 100;
-    if (v < 90000) {
-      unavailable = "cuDNN " + version + " is older than 9; attention uses our own kernels";
-      return;
-    }
-    cb.context().bind();
-    try (Arena arena = Arena.ofConfined()) {
-      MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
-      Cudnn.call("cudnnCreate", () -> (int) Cudnn.cudnnCreate.invokeExact(out));
-      handle = out.get(ValueLayout.JAVA_LONG, 0);
-    }
-    long h = handle;
-    long stream = cb.context().stream();
-    Cudnn.call("cudnnSetStream", () -> (int) Cudnn.cudnnSetStream.invokeExact(h, stream));
-    api = Cudnn.GRAPH;
-  }
-
   /** The plan key of device tensors q, k, v as {@link #bf16} will pass them. */
   private static Key key(Tensor q, Tensor k, Tensor v) {
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1), dv = v.dim(3);
@@ -195,12 +146,8 @@ final class CudnnAttention implements AutoCloseable {
   }
 
   /** A fresh allocation is at least 256-byte aligned; a view may start anywhere. */
-  static int alignment(Tensor t) {
-    return passesAsIs(t) ? alignment(CudaBackend.address(t)) : MAX_ALIGNMENT;
-  }
-
-  static int alignment(long address) {
-    return (int) Long.lowestOneBit(address | MAX_ALIGNMENT);
+  private static int alignment(Tensor t) {
+    return passesAsIs(t) ? CudnnRuntime.alignment(CudaBackend.address(t)) : MAX_ALIGNMENT;
   }
 
   private Tensor bf16(Tensor t) {
@@ -214,18 +161,18 @@ final class CudnnAttention implements AutoCloseable {
     cb.context().bind();
     List<String> refusals = new ArrayList<>();
     for (Variant variant : Variant.values()) {
-      CudnnDescriptors owned = new CudnnDescriptors(api);
+      CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
       try {
         CudnnDescriptor graph =
             variant == Variant.UNIFIED
-                ? unifiedGraph(owned, handle, key)
-                : compositeGraph(owned, handle, key);
-        Plan plan = plan(owned, graph, refusals, variant);
+                ? unifiedGraph(owned, cudnn.handle(), key)
+                : compositeGraph(owned, cudnn.handle(), key);
+        Plan plan = CudnnRuntime.plan(owned, graph, refusals, variant.label);
         if (plan != null) {
           String what =
               String.format(
                   "cuDNN %s %s, engine %s, workspace %d B",
-                  version, variant.label, plan.engine(), plan.workspaceBytes());
+                  cudnn.version(), variant.label, plan.engine(), plan.workspaceBytes());
           return new Choice(plan, what);
         }
       } catch (CudaException e) {
@@ -233,82 +180,18 @@ final class CudnnAttention implements AutoCloseable {
       }
       owned.close();
     }
-    return new Choice(null, "not cuDNN " + version + ": " + String.join("; ", refusals));
-  }
-
-  /**
-   * The first engine configuration, by heuristics mode A then the fallback list, that finalizes
-   * into an execution plan; null (with the reasons added to {@code refusals}) when none does.
-   */
-  private static Plan plan(
-      CudnnDescriptors g, CudnnDescriptor graph, List<String> refusals, Variant variant) {
-    String last = "the heuristics offered no engine configuration";
-    for (int mode : new int[] {Cudnn.CUDNN_HEUR_MODE_A, Cudnn.CUDNN_HEUR_MODE_FALLBACK}) {
-      List<CudnnDescriptor> configs;
-      try {
-        CudnnDescriptor heuristics =
-            g.create(Cudnn.CUDNN_BACKEND_ENGINEHEUR_DESCRIPTOR)
-                .descriptors(Cudnn.CUDNN_ATTR_ENGINEHEUR_OPERATION_GRAPH, graph)
-                .enumValue(Cudnn.CUDNN_ATTR_ENGINEHEUR_MODE, Cudnn.CUDNN_TYPE_HEUR_MODE, mode)
-                .finish();
-        configs =
-            heuristics.descriptors(
-                Cudnn.CUDNN_ATTR_ENGINEHEUR_RESULTS, Cudnn.CUDNN_BACKEND_ENGINECFG_DESCRIPTOR, g);
-      } catch (CudaException e) {
-        last = e.getMessage();
-        continue;
-      }
-      for (CudnnDescriptor config : configs) {
-        try {
-          CudnnDescriptor plan =
-              g.create(Cudnn.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
-                  .descriptors(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config)
-                  .finish();
-          long workspace = plan.int64(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
-          return new Plan(g, plan, workspace, engineIndex(config, g));
-        } catch (CudaException e) {
-          last = e.getMessage();
-        }
-      }
-    }
-    refusals.add(variant.label + ": " + last);
-    return null;
-  }
-
-  /** The engine's global index, for the description only ("?" if cuDNN won't say). */
-  private static String engineIndex(CudnnDescriptor config, CudnnDescriptors g) {
-    try {
-      CudnnDescriptor engine =
-          config
-              .descriptors(
-                  Cudnn.CUDNN_ATTR_ENGINECFG_ENGINE, Cudnn.CUDNN_BACKEND_ENGINE_DESCRIPTOR, g)
-              .getFirst();
-      return Long.toString(engine.int64(Cudnn.CUDNN_ATTR_ENGINE_GLOBAL_INDEX));
-    } catch (CudaException | NoSuchElementException e) {
-      return "?";
-    }
+    return new Choice(null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals));
   }
 
   private void execute(Plan plan, Tensor ws, Tensor q, Tensor k, Tensor v, Tensor o, float scale) {
-    try (Arena arena = Arena.ofConfined();
-        CudnnDescriptors call = new CudnnDescriptors(api)) {
+    try (Arena arena = Arena.ofConfined()) {
       // A pass-by-value tensor's pointer is host memory holding the value.
       MemorySegment scaleValue = arena.allocateFrom(ValueLayout.JAVA_FLOAT, scale);
-      CudnnDescriptor pack =
-          call.create(Cudnn.CUDNN_BACKEND_VARIANT_PACK_DESCRIPTOR)
-              .pointers(Cudnn.CUDNN_ATTR_VARIANT_PACK_WORKSPACE, ws == null ? 0L : addr(ws))
-              .pointers(
-                  Cudnn.CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS,
-                  addr(o),
-                  scaleValue.address(),
-                  addr(q),
-                  addr(k),
-                  addr(v))
-              .int64s(Cudnn.CUDNN_ATTR_VARIANT_PACK_UNIQUE_IDS, O, SCALE, Q, K, V)
-              .finish();
-      long h = handle, p = plan.plan().handle(), vp = pack.handle();
-      Cudnn.call(
-          "cudnnBackendExecute", () -> (int) Cudnn.cudnnBackendExecute.invokeExact(h, p, vp));
+      cudnn.execute(
+          plan,
+          ws == null ? 0L : addr(ws),
+          new long[] {O, SCALE, Q, K, V},
+          new long[] {addr(o), scaleValue.address(), addr(q), addr(k), addr(v)});
     }
   }
 
@@ -316,6 +199,7 @@ final class CudnnAttention implements AutoCloseable {
     return CudaBackend.address(t);
   }
 
+  /** Destroys the cached plans (the runtime owns the handle). */
   @Override
   public void close() {
     for (Choice c : choices.values()) {
@@ -324,11 +208,6 @@ final class CudnnAttention implements AutoCloseable {
       }
     }
     choices.clear();
-    if (api != null) {
-      long h = handle;
-      Cudnn.call("cudnnDestroy", () -> (int) Cudnn.cudnnDestroy.invokeExact(h));
-      api = null;
-    }
   }
 
   // ---- the graphs -----------------------------------------------------------------------------
@@ -348,7 +227,7 @@ final class CudnnAttention implements AutoCloseable {
             .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_ODESC, o)
             .descriptors(Cudnn.CUDNN_ATTR_OPERATION_SDPA_FWD_SCALEDESC, scale)
             .finish();
-    return operationGraph(g, cudnnHandle, sdpa);
+    return CudnnRuntime.operationGraph(g, cudnnHandle, sdpa);
   }
 
   /**
@@ -361,13 +240,14 @@ final class CudnnAttention implements AutoCloseable {
     CudnnDescriptor q = io(g, Q, b, h, lq, d, key.q(), key.alignment());
     Strides ks = key.k();
     CudnnDescriptor kt =
-        tensor(
+        CudnnRuntime.tensor(
             g,
             K,
             CUDNN_DATA_BFLOAT16,
             new long[] {b, h, d, lk},
             new long[] {ks.b(), ks.h(), ks.d(), ks.l()},
-            key.alignment());
+            key.alignment(),
+            false);
     CudnnDescriptor v = io(g, V, b, h, lk, dv, key.v(), key.alignment());
     CudnnDescriptor o = io(g, O, b, h, lq, dv, key.o(), MAX_ALIGNMENT);
     long[] scores = {b, h, lq, lk};
@@ -380,47 +260,30 @@ final class CudnnAttention implements AutoCloseable {
     CudnnDescriptor sum = virtual(g, 105, CUDNN_DATA_FLOAT, rows);
     // cuDNN wants the second matmul's A operand in the I/O type.
     CudnnDescriptor p = virtual(g, 106, CUDNN_DATA_BFLOAT16, scores);
-    return operationGraph(
+    return CudnnRuntime.operationGraph(
         g,
         cudnnHandle,
         matmul(g, q, kt, s),
-        pointwise(g, Cudnn.CUDNN_POINTWISE_MUL, s, scale(g), scaled),
+        CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_MUL, s, scale(g), scaled),
         reduction(g, Cudnn.CUDNN_REDUCE_TENSOR_MAX, scaled, max),
-        pointwise(g, Cudnn.CUDNN_POINTWISE_SUB, scaled, max, shifted),
-        pointwise(g, Cudnn.CUDNN_POINTWISE_EXP, shifted, null, exp),
+        CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_SUB, scaled, max, shifted),
+        CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_EXP, shifted, null, exp),
         reduction(g, Cudnn.CUDNN_REDUCE_TENSOR_ADD, exp, sum),
-        pointwise(g, Cudnn.CUDNN_POINTWISE_DIV, exp, sum, p),
+        CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_DIV, exp, sum, p),
         matmul(g, p, v, o));
   }
 
   /** A BF16 graph input or output with dims [b, h, l, d] and our strides. */
   private static CudnnDescriptor io(
       CudnnDescriptors g, long uid, long b, long h, long l, long d, Strides s, int alignment) {
-    return tensor(g, uid, CUDNN_DATA_BFLOAT16, new long[] {b, h, l, d}, s.bhld(), alignment);
-  }
-
-  private static CudnnDescriptor tensor(
-      CudnnDescriptors g, long uid, int dataType, long[] dims, long[] strides, int alignment) {
-    return g.create(Cudnn.CUDNN_BACKEND_TENSOR_DESCRIPTOR)
-        .dataType(Cudnn.CUDNN_ATTR_TENSOR_DATA_TYPE, dataType)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_STRIDES, strides)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, alignment)
-        .finish();
+    return CudnnRuntime.tensor(
+        g, uid, CUDNN_DATA_BFLOAT16, new long[] {b, h, l, d}, s.bhld(), alignment, false);
   }
 
   /** An intermediate that never reaches memory, contiguous in [b, h, lq, n] order. */
   private static CudnnDescriptor virtual(CudnnDescriptors g, long uid, int dataType, long[] dims) {
     long[] strides = {dims[1] * dims[2] * dims[3], dims[2] * dims[3], dims[3], 1};
-    return g.create(Cudnn.CUDNN_BACKEND_TENSOR_DESCRIPTOR)
-        .dataType(Cudnn.CUDNN_ATTR_TENSOR_DATA_TYPE, dataType)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_DIMENSIONS, dims)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_STRIDES, strides)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_UNIQUE_ID, uid)
-        .int64s(Cudnn.CUDNN_ATTR_TENSOR_BYTE_ALIGNMENT, MAX_ALIGNMENT)
-        .bool(Cudnn.CUDNN_ATTR_TENSOR_IS_VIRTUAL, true)
-        .finish();
+    return CudnnRuntime.tensor(g, uid, dataType, dims, strides, MAX_ALIGNMENT, true);
   }
 
   /** The F32 scale as a [1, 1, 1, 1] pass-by-value tensor. */
@@ -449,24 +312,6 @@ final class CudnnAttention implements AutoCloseable {
         .finish();
   }
 
-  /** {@code y = mode(x, b)}, or {@code mode(x)} when {@code b} is null. */
-  private static CudnnDescriptor pointwise(
-      CudnnDescriptors g, int mode, CudnnDescriptor x, CudnnDescriptor b, CudnnDescriptor y) {
-    CudnnDescriptor desc =
-        g.create(Cudnn.CUDNN_BACKEND_POINTWISE_DESCRIPTOR)
-            .enumValue(Cudnn.CUDNN_ATTR_POINTWISE_MODE, Cudnn.CUDNN_TYPE_POINTWISE_MODE, mode)
-            .dataType(Cudnn.CUDNN_ATTR_POINTWISE_MATH_PREC, CUDNN_DATA_FLOAT)
-            .finish();
-    CudnnDescriptor op =
-        g.create(Cudnn.CUDNN_BACKEND_OPERATION_POINTWISE_DESCRIPTOR)
-            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_PW_DESCRIPTOR, desc)
-            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_XDESC, x);
-    if (b != null) {
-      op.descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_BDESC, b);
-    }
-    return op.descriptors(Cudnn.CUDNN_ATTR_OPERATION_POINTWISE_YDESC, y).finish();
-  }
-
   /** {@code y = reduce(x)} over the dims where y has size 1. */
   private static CudnnDescriptor reduction(
       CudnnDescriptors g, int operator, CudnnDescriptor x, CudnnDescriptor y) {
@@ -482,14 +327,6 @@ final class CudnnAttention implements AutoCloseable {
         .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_DESC, desc)
         .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_XDESC, x)
         .descriptors(Cudnn.CUDNN_ATTR_OPERATION_REDUCTION_YDESC, y)
-        .finish();
-  }
-
-  private static CudnnDescriptor operationGraph(
-      CudnnDescriptors g, long cudnnHandle, CudnnDescriptor... operations) {
-    return g.create(Cudnn.CUDNN_BACKEND_OPERATIONGRAPH_DESCRIPTOR)
-        .descriptors(Cudnn.CUDNN_ATTR_OPERATIONGRAPH_OPS, operations)
-        .cudnnHandle(Cudnn.CUDNN_ATTR_OPERATIONGRAPH_HANDLE, cudnnHandle)
         .finish();
   }
 }

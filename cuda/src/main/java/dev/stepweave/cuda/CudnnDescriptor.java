@@ -43,6 +43,15 @@ final class CudnnDescriptor {
     return this;
   }
 
+  /** One {@code CUDNN_TYPE_FLOAT}: a C {@code float}. */
+  CudnnDescriptor float32(int attribute, float value) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment e = arena.allocateFrom(ValueLayout.JAVA_FLOAT, value);
+      api.set(handle, attribute, Cudnn.CUDNN_TYPE_FLOAT, 1, e);
+    }
+    return this;
+  }
+
   /** A {@code cudnnDataType_t}. */
   CudnnDescriptor dataType(int attribute, int cudnnDataType) {
     return enumValue(attribute, Cudnn.CUDNN_TYPE_DATA_TYPE, cudnnDataType);

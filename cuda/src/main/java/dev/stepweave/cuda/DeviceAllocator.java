@@ -202,6 +202,18 @@ final class DeviceAllocator {
 
   /** A block of at least {@code bytes} wrapped as storage, recycled when unreachable. */
   Storage allocate(long bytes) {
+    return allocate(bytes, true);
+  }
+
+  /**
+   * Like {@link #allocate} but never collected by the open scope: for caches whose entries outlive
+   * the scope they are made in, and come back only through the cleaner.
+   */
+  Storage allocateUnscoped(long bytes) {
+    return allocate(bytes, false);
+  }
+
+  private Storage allocate(long bytes, boolean scoped) {
     context.bind();
     long size = sizeClass(Math.max(bytes, 1));
     GraphPool pool = capturing;
@@ -209,7 +221,7 @@ final class DeviceAllocator {
     liveBytes += size;
     peakLiveBytes = Math.max(peakLiveBytes, liveBytes);
     live.put(block.ptr, block);
-    if (scope != null) {
+    if (scoped && scope != null) {
       scope.blocks.add(block);
     }
     Storage storage = new Storage(MemorySegment.ofAddress(block.ptr).reinterpret(bytes), device);

@@ -33,18 +33,24 @@ final class Ops {
   private final CudaBackend cb;
   private final Kernels kernels;
   private final Gemm gemm;
+  private final CudnnRuntime cudnnRuntime;
   private final CudnnAttention cudnn;
+  private final CudnnConvolution cudnnConv;
   private final Set<String> flashReady = new HashSet<>();
 
   Ops(CudaBackend cb, Kernels kernels, Gemm gemm) {
     this.cb = cb;
     this.kernels = kernels;
     this.gemm = gemm;
-    this.cudnn = new CudnnAttention(cb);
+    this.cudnnRuntime = new CudnnRuntime(cb);
+    this.cudnn = new CudnnAttention(cb, cudnnRuntime);
+    this.cudnnConv = new CudnnConvolution(cb, kernels, cudnnRuntime);
   }
 
   void close() {
     cudnn.close();
+    cudnnConv.close();
+    cudnnRuntime.close();
   }
 
   private static long addr(Tensor t) {
@@ -323,6 +329,13 @@ final class Ops {
     if (bias != null && bias.numel() != o) {
       throw new IllegalArgumentException("conv3d bias " + bias + " for " + o + " channels");
     }
+    if (cb.precision() == Precision.BF16) {
+      // cuDNN's convolution (BF16 out) when present and it takes the shape; else im2col in F32.
+      Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding);
+      if (fast != null) {
+        return fast;
+      }
+    }
     Tensor out = cb.empty(DType.F32, batch, o, to, ho, wo);
     Tensor xf = cb.f32(x);
     Tensor wf = cb.f32(w);
@@ -411,6 +424,23 @@ final class Ops {
       }
     }
     return out;
+  }
+
+  /**
+   * What runs {@link #conv3d} for these (valid) arguments, in words; in the BF16 mode this chooses
+   * cuDNN's plan for the shape if it is not chosen yet.
+   */
+  String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return cb.precision() == Precision.BF16
+        ? cudnnConv.describe(x, w, bias, stride, padding)
+        : "im2col + cuBLASLt F32 GEMM (F32 precision)";
+  }
+
+  /** Every convolution shape the BF16 mode has seen and what ran it, one per line. */
+  String conv3dPaths() {
+    return cb.precision() == Precision.BF16
+        ? cudnnConv.paths()
+        : "im2col + cuBLASLt F32 GEMM (F32 precision)";
   }
 
   // ---- normalisation --------------------------------------------------------------------------

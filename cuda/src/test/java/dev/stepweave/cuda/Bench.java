@@ -194,6 +194,7 @@ public final class Bench {
               }
             });
     System.out.printf("  %s: output %s%n", what, Arrays.toString(video[0].shape()));
+    System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
     add(what, String.format("%.0f ms", ms), reference);
     add(
         what + ": peak device memory (live tensors / held by the allocator)",

@@ -65,7 +65,7 @@ class CudaLibrariesTest {
     assertTrue(libs.cudnn().isEmpty());
     assertTrue(
         libs.cudnnNotice().startsWith("cuDNN not available: no libcudnn.so.9"), libs.cudnnNotice());
-    assertTrue(libs.cudnnNotice().endsWith("attention uses the built-in flash kernel"));
+    assertTrue(libs.cudnnNotice().endsWith("attention and convolutions use the built-in kernels"));
     assertFalse(libs.cudnnNotice().contains("\n"), "the notice is one line");
 
     Path pip = Files.createDirectories(root.resolve("site-packages/nvidia/cudnn/lib"));

@@ -136,10 +136,10 @@ class CudnnGraphTest {
 
   @Test
   void theAlignmentIsThePointersLargestPowerOfTwoUpTo16() {
-    assertEquals(16, CudnnAttention.alignment(0x7f00_0000_1000L));
-    assertEquals(16, CudnnAttention.alignment(0x7f00_0000_1030L));
-    assertEquals(8, CudnnAttention.alignment(0x7f00_0000_1008L));
-    assertEquals(2, CudnnAttention.alignment(0x7f00_0000_100aL));
+    assertEquals(16, CudnnRuntime.alignment(0x7f00_0000_1000L));
+    assertEquals(16, CudnnRuntime.alignment(0x7f00_0000_1030L));
+    assertEquals(8, CudnnRuntime.alignment(0x7f00_0000_1008L));
+    assertEquals(2, CudnnRuntime.alignment(0x7f00_0000_100aL));
   }
 
   @Test

@@ -52,7 +52,10 @@ final class RecordingGraphApi implements CudnnGraphApi {
       values.add(
           switch (size) {
             case 1 -> buf.get() != 0 ? "true" : "false";
-            case 4 -> Integer.toString(buf.getInt());
+            case 4 ->
+                attributeType == Cudnn.CUDNN_TYPE_FLOAT
+                    ? Float.toString(buf.getFloat())
+                    : Integer.toString(buf.getInt());
             default -> name(attributeType, buf.getLong());
           });
     }

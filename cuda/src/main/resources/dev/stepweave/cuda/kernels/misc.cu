@@ -60,3 +60,9 @@ extern "C" __global__ void channel_bias_f32(float* y, const float* bias, i64 n, 
                                             int channels) {
   GRID_STRIDE(i, n) { y[i] += bias[(i / inner) % channels]; }
 }
+
+// The same on BF16 y (cuDNN's convolution output in the BF16 mode): added in F32, rounded once.
+extern "C" __global__ void channel_bias_bf16(bf16_t* y, const float* bias, i64 n, i64 inner,
+                                             int channels) {
+  GRID_STRIDE(i, n) { store_f(y + i, load_f(y + i) + bias[(i / inner) % channels]); }
+}

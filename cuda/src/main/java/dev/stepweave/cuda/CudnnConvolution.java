@@ -1,0 +1,381 @@
+package dev.stepweave.cuda;
+
+import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_BFLOAT16;
+import static dev.stepweave.cuda.Cudnn.CUDNN_DATA_FLOAT;
+
+import dev.stepweave.cuda.CudnnRuntime.Plan;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.stream.Collectors;
+
+/**
+ * 3-D convolution forward (cross-correlation, dilation 1, symmetric zero padding) through cuDNN's
+ * backend graph API, for the BF16 mode: BF16 input, filter and output, F32 accumulation. The input
+ * passes as packed NCDHW BF16 (converted when it is not), the filter as a cached BF16 copy ({@link
+ * Bf16Weights}), and the result is a fresh contiguous BF16 [N, K, Do, Ho, Wo] tensor.
+ *
+ * <p>For each {@link Key} the choice is made once and cached, trying in order: NCDHW with the bias
+ * add fused into the graph (a pointwise ADD after the convolution), NCDHW with the bias added by
+ * our kernel, and the same two over channels-last copies; else nothing: {@link #conv3d} returns
+ * null and the caller runs its im2col path.
+ */
+final class CudnnConvolution implements AutoCloseable {
+  // Unique ids of the graph's tensors.
+  static final long X = 0;
+  static final long W = 1;
+  static final long Y = 2;
+  static final long BIAS = 3;
+  static final long CONV = 4;
+  private static final int[] AS_IS = {0, 1, 2, 3, 4};
+  // [N, C, D, H, W] → [N, D, H, W, C]: channels-last memory order.
+  private static final int[] CHANNELS_LAST = {0, 2, 3, 4, 1};
+
+  /** One size per spatial dim: depth (frames), height, width. */
+  record Dims3(int d, int h, int w) {
+    static Dims3 of(int[] v) {
+      return new Dims3(v[0], v[1], v[2]);
+    }
+
+    long[] array() {
+      return new long[] {d, h, w};
+    }
+  }
+
+  /**
+   * Everything a plan depends on: batch, input channels and spatial sizes, output channels, filter
+   * size, stride, padding, whether there is a bias, and the largest power of two up to 16 dividing
+   * the input's byte address. Dtypes (BF16 data, F32 compute) and layouts (packed, per {@link
+   * Variant}) are fixed, so sizes determine the strides.
+   */
+  record Key(
+      int n,
+      int c,
+      Dims3 input,
+      int k,
+      Dims3 kernel,
+      Dims3 stride,
+      Dims3 padding,
+      boolean bias,
+      int alignment) {
+    Dims3 output() {
+      return new Dims3(
+          (input.d() + 2 * padding.d() - kernel.d()) / stride.d() + 1,
+          (input.h() + 2 * padding.h() - kernel.h()) / stride.h() + 1,
+          (input.w() + 2 * padding.w() - kernel.w()) / stride.w() + 1);
+    }
+
+    @Override
+    public String toString() {
+      return String.format(
+          "x [%d,%d,%d,%d,%d] w [%d,%d,%d,%d,%d] stride %s pad %s%s",
+          n,
+          c,
+          input.d(),
+          input.h(),
+          input.w(),
+          k,
+          c,
+          kernel.d(),
+          kernel.h(),
+          kernel.w(),
+          List.of(stride.d(), stride.h(), stride.w()),
+          List.of(padding.d(), padding.h(), padding.w()),
+          bias ? " +bias" : "");
+    }
+  }
+
+  /** The graphs tried, in order; the fused ones only for a convolution with a bias. */
+  enum Variant {
+    NCDHW_BIAS_FUSED("NCDHW, bias fused", false, true),
+    NCDHW("NCDHW", false, false),
+    CHANNELS_LAST_BIAS_FUSED("channels-last copies, bias fused", true, true),
+    CHANNELS_LAST("channels-last copies", true, false);
+
+    final String label;
+    final boolean channelsLast;
+    final boolean biasFused;
+
+    Variant(String label, boolean channelsLast, boolean biasFused) {
+      this.label = label;
+      this.channelsLast = channelsLast;
+      this.biasFused = biasFused;
+    }
+  }
+
+  /** A key's outcome: a plan, its variant and what it is, or null and why cuDNN was not used. */
+  private record Choice(Plan plan, Variant variant, String description) {}
+
+  private final CudaBackend cb;
+  private final Kernels kernels;
+  private final CudnnRuntime cudnn;
+  private final Bf16Weights weights;
+  private final Map<Key, Choice> choices = new LinkedHashMap<>();
+
+  CudnnConvolution(CudaBackend cb, Kernels kernels, CudnnRuntime cudnn) {
+    this.cb = cb;
+    this.kernels = kernels;
+    this.cudnn = cudnn;
+    this.weights = new Bf16Weights(cb);
+  }
+
+  /**
+   * The convolution of validated x [N, C, D, H, W] with w [K, C, kd, kh, kw] plus {@code bias} [K]
+   * (or none), as BF16 [N, K, Do, Ho, Wo], or null when cuDNN is missing or refuses this shape.
+   */
+  Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    if (x.numel() == 0 || w.numel() == 0 || !cudnn.ready()) {
+      return null;
+    }
+    Tensor xd = cb.onDevice(x);
+    Key key = key(xd, w, bias, stride, padding);
+    Choice choice = choices.computeIfAbsent(key, this::choose);
+    Tensor out = choice.plan() == null ? null : run(key, choice, xd, w, bias);
+    cb.releaseDerived(xd, x);
+    return out;
+  }
+
+  /** What runs this convolution: cuDNN's variant and engine, or why cuDNN does not. */
+  String describe(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    if (!cudnn.ready()) {
+      return "not cuDNN: " + cudnn.unavailable();
+    }
+    Tensor xd = cb.onDevice(x);
+    String description =
+        choices.computeIfAbsent(key(xd, w, bias, stride, padding), this::choose).description();
+    cb.releaseDerived(xd, x);
+    return description;
+  }
+
+  /** Every shape seen so far and what ran it, one per line. */
+  String paths() {
+    if (choices.isEmpty()) {
+      return cudnn.unavailable() == null ? "none yet" : "not cuDNN: " + cudnn.unavailable();
+    }
+    return choices.entrySet().stream()
+        .map(e -> e.getKey() + ": " + e.getValue().description())
+        .collect(Collectors.joining("\n"));
+  }
+
+  private Tensor run(Key key, Choice choice, Tensor x, Tensor w, Tensor bias) {
+    Variant variant = choice.variant();
+    int[] order = variant.channelsLast ? CHANNELS_LAST : AS_IS;
+    Tensor xb = packedBf16(x, order);
+    Tensor wb = weights.get(w, order);
+    Tensor bb = variant.biasFused ? weights.get(bias) : null;
+    Dims3 o = key.output();
+    int[] ncdhw = {key.n(), key.k(), o.d(), o.h(), o.w()};
+    int[] yShape = new int[5];
+    for (int i = 0; i < 5; i++) {
+      yShape[i] = ncdhw[order[i]];
+    }
+    Tensor y = cb.empty(DType.BF16, yShape);
+    long wsBytes = choice.plan().workspaceBytes();
+    Tensor ws = wsBytes == 0 ? null : cb.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
+    long[] uids = bb == null ? new long[] {X, W, Y} : new long[] {X, W, Y, BIAS};
+    long[] pointers =
+        bb == null
+            ? new long[] {addr(xb), addr(wb), addr(y)}
+            : new long[] {addr(xb), addr(wb), addr(y), addr(bb)};
+    cudnn.execute(choice.plan(), ws == null ? 0L : addr(ws), uids, pointers);
+    // Temporaries go back once the work reading them is issued (stream order).
+    cb.releaseDerived(ws, y);
+    cb.releaseDerived(xb, x);
+    weights.release(wb, w);
+    if (bb != null) {
+      weights.release(bb, bias);
+    }
+    Tensor out = y;
+    if (variant.channelsLast) {
+      // [N, Do, Ho, Wo, K] viewed as [N, K, Do, Ho, Wo], copied densely.
+      out = cb.convert(y.permute(0, 4, 1, 2, 3), DType.BF16);
+      cb.releaseDerived(y, out);
+    }
+    if (bias != null && !variant.biasFused) {
+      addBias(out, bias);
+    }
+    return out;
+  }
+
+  /** Adds {@code bias[k]} to every element of channel k of contiguous BF16 NCDHW {@code out}. */
+  private void addBias(Tensor out, Tensor bias) {
+    Tensor bf = cb.f32(bias);
+    long n = out.numel();
+    long inner = n / out.dim(0) / out.dim(1);
+    try (Launch l = kernels.launch("misc.cu", "channel_bias_bf16")) {
+      l.ptr(addr(out)).ptr(addr(bf)).i64(n).i64(inner).i32(out.dim(1));
+      kernels.elementwise(l, n);
+    }
+    cb.releaseDerived(bf, bias);
+  }
+
+  /** Device tensor {@code x} as packed BF16 in memory order {@code order} (itself if it is). */
+  private Tensor packedBf16(Tensor x, int[] order) {
+    Tensor view = x.permute(order);
+    if (view.dtype() == DType.BF16 && view.isContiguous()) {
+      return x;
+    }
+    Tensor packed = cb.empty(DType.BF16, view.shape());
+    cb.copy(view, packed);
+    return packed.permute(inverse(order));
+  }
+
+  private static int[] inverse(int[] order) {
+    int[] inv = new int[order.length];
+    for (int i = 0; i < order.length; i++) {
+      inv[order[i]] = i;
+    }
+    return inv;
+  }
+
+  /**
+   * The plan key of device input {@code x}. Its alignment is the address's when {@link #packedBf16}
+   * may pass {@code x} as it is (in either layout), else that of a fresh copy; a variant that
+   * copies anyway gets memory at least this aligned.
+   */
+  private static Key key(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    boolean asIs =
+        x.dtype() == DType.BF16 && (x.isContiguous() || x.permute(CHANNELS_LAST).isContiguous());
+    int alignment =
+        asIs ? CudnnRuntime.alignment(CudaBackend.address(x)) : CudnnRuntime.MAX_ALIGNMENT;
+    return new Key(
+        x.dim(0),
+        x.dim(1),
+        new Dims3(x.dim(2), x.dim(3), x.dim(4)),
+        w.dim(0),
+        new Dims3(w.dim(2), w.dim(3), w.dim(4)),
+        Dims3.of(stride),
+        Dims3.of(padding),
+        bias != null,
+        alignment);
+  }
+
+  private static long addr(Tensor t) {
+    return CudaBackend.address(t);
+  }
+
+  // ---- choosing a plan ------------------------------------------------------------------------
+
+  private Choice choose(Key key) {
+    // Building a plan may compile and load kernels: this thread needs the context.
+    cb.context().bind();
+    List<String> refusals = new ArrayList<>();
+    for (Variant variant : Variant.values()) {
+      if (variant.biasFused && !key.bias()) {
+        continue;
+      }
+      CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
+      try {
+        Plan plan =
+            CudnnRuntime.plan(
+                owned, graph(owned, cudnn.handle(), key, variant), refusals, variant.label);
+        if (plan != null) {
+          String what =
+              String.format(
+                  "cuDNN %s conv fprop, %s%s, engine %s, workspace %d B",
+                  cudnn.version(),
+                  variant.label,
+                  key.bias() && !variant.biasFused ? " + channel_bias_bf16" : "",
+                  plan.engine(),
+                  plan.workspaceBytes());
+          return new Choice(plan, variant, what);
+        }
+      } catch (CudaException e) {
+        refusals.add(variant.label + ": " + e.getMessage());
+      }
+      owned.close();
+    }
+    return new Choice(
+        null, null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals));
+  }
+
+  /** Destroys the cached plans (the runtime owns the handle). */
+  @Override
+  public void close() {
+    for (Choice c : choices.values()) {
+      if (c.plan() != null) {
+        c.plan().owned().close();
+      }
+    }
+    choices.clear();
+  }
+
+  // ---- the graph ------------------------------------------------------------------------------
+
+  /**
+   * X ⋆ W → Y as one convolution-forward operation (alpha 1, beta 0), or, for a fused variant, X ⋆
+   * W into a virtual F32 tensor plus the [1, K, 1, 1, 1] BF16 bias → Y. All tensors are dims [N, C,
+   * D, H, W] (filter [K, C, kd, kh, kw]) with packed strides in NCDHW or channels-last order.
+   */
+  static CudnnDescriptor graph(CudnnDescriptors g, long cudnnHandle, Key key, Variant variant) {
+    boolean cl = variant.channelsLast;
+    Dims3 in = key.input(), f = key.kernel(), o = key.output();
+    long[] xDims = {key.n(), key.c(), in.d(), in.h(), in.w()};
+    long[] wDims = {key.k(), key.c(), f.d(), f.h(), f.w()};
+    long[] yDims = {key.n(), key.k(), o.d(), o.h(), o.w()};
+    CudnnDescriptor x = io(g, X, xDims, cl, key.alignment());
+    CudnnDescriptor w = io(g, W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor y = io(g, Y, yDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor convolution =
+        g.create(Cudnn.CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
+            .dataType(Cudnn.CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT)
+            .enumValue(
+                Cudnn.CUDNN_ATTR_CONVOLUTION_CONV_MODE,
+                Cudnn.CUDNN_TYPE_CONVOLUTION_MODE,
+                Cudnn.CUDNN_CROSS_CORRELATION)
+            .int64s(Cudnn.CUDNN_ATTR_CONVOLUTION_SPATIAL_DIMS, 3)
+            .int64s(Cudnn.CUDNN_ATTR_CONVOLUTION_PRE_PADDINGS, key.padding().array())
+            .int64s(Cudnn.CUDNN_ATTR_CONVOLUTION_POST_PADDINGS, key.padding().array())
+            .int64s(Cudnn.CUDNN_ATTR_CONVOLUTION_DILATIONS, 1, 1, 1)
+            .int64s(Cudnn.CUDNN_ATTR_CONVOLUTION_FILTER_STRIDES, key.stride().array())
+            .finish();
+    CudnnDescriptor convOut =
+        variant.biasFused
+            ? CudnnRuntime.tensor(
+                g,
+                CONV,
+                CUDNN_DATA_FLOAT,
+                yDims,
+                packedStrides(yDims, cl),
+                CudnnRuntime.MAX_ALIGNMENT,
+                true)
+            : y;
+    CudnnDescriptor fprop =
+        g.create(Cudnn.CUDNN_BACKEND_OPERATION_CONVOLUTION_FORWARD_DESCRIPTOR)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, x)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, w)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, convOut)
+            .descriptors(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, convolution)
+            .float32(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, 1f)
+            .float32(Cudnn.CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, 0f)
+            .finish();
+    if (!variant.biasFused) {
+      return CudnnRuntime.operationGraph(g, cudnnHandle, fprop);
+    }
+    long[] biasDims = {1, key.k(), 1, 1, 1};
+    CudnnDescriptor bias = io(g, BIAS, biasDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor add = CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_ADD, convOut, bias, y);
+    return CudnnRuntime.operationGraph(g, cudnnHandle, fprop, add);
+  }
+
+  /** A BF16 graph input or output with packed strides. */
+  private static CudnnDescriptor io(
+      CudnnDescriptors g, long uid, long[] dims, boolean channelsLast, int alignment) {
+    return CudnnRuntime.tensor(
+        g, uid, CUDNN_DATA_BFLOAT16, dims, packedStrides(dims, channelsLast), alignment, false);
+  }
+
+  /**
+   * Element strides of packed [N, C, D, H, W] dims: NCDHW order, or channels-last ([N, D, H, W, C]
+   * in memory).
+   */
+  static long[] packedStrides(long[] dims, boolean channelsLast) {
+    long c = dims[1], d = dims[2], h = dims[3], w = dims[4];
+    return channelsLast
+        ? new long[] {d * h * w * c, 1, h * w * c, w * c, c}
+        : new long[] {c * d * h * w, d * h * w, h * w, w, 1};
+  }
+}
