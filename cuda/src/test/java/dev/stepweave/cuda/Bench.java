@@ -14,6 +14,7 @@ import dev.stepweave.tensor.io.Weights;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
 
 /**
  * The performance table of issue 5 on the GPU, random BF16 weights, CUDA-event timings (median of
@@ -43,36 +44,37 @@ public final class Bench {
     probe.libraries().get().makeCurrent();
     Bench bench = new Bench(CudaBackend.open(0, Precision.BF16));
     System.out.println("== " + bench.gpu.name());
-    String mode = args.length > 0 ? args[0] : "quick";
-    if (mode.equals("all") || mode.equals("attention")) {
+    // One mode or several, comma-separated: all, quick, attention, dit, vae, profile, cfg.
+    Set<String> modes = Set.of((args.length > 0 ? args[0] : "quick").split(","));
+    if (modes.contains("all") || modes.contains("attention")) {
       bench.attention(1, 32760, 12, 128, 10, "11.0 ms (cuDNN) / 18.3 ms (flash)");
     }
-    if (mode.equals("all") || mode.equals("dit")) {
+    if (modes.contains("all") || modes.contains("dit")) {
       WanTransformer small = bench.load("1.3b");
       bench.dit(small, "1.3B 480p×81, batch 1", 1, 21, 60, 104, 5, "603 ms (516 compiled)");
-      if (mode.equals("all")) {
+      if (modes.contains("all")) {
         bench.dit(small, "1.3B 480p×81, batch 2", 2, 21, 60, 104, 3, "1200 ms");
         bench.dit(small, "1.3B 720p×81, batch 1", 1, 21, 90, 160, 3, "2399 ms");
       }
       small = null;
       System.gc();
     }
-    if (mode.equals("all")) {
+    if (modes.contains("all")) {
       WanTransformer big = bench.load("14b");
       bench.dit(big, "14B 480p×81, batch 1", 1, 21, 60, 104, 3, "3179 ms");
       big = null;
       System.gc();
     }
-    if (mode.equals("all") || mode.equals("vae")) {
+    if (modes.contains("all") || modes.contains("vae")) {
       bench.vaeDecode(21, 60, 104, 3, "1834 ms");
     }
-    if (mode.equals("profile")) {
+    if (modes.contains("profile")) {
       bench.profile();
     }
-    if (mode.equals("cfg")) {
+    if (modes.contains("cfg")) {
       bench.denoise(bench.load("1.3b"), 50, 5f);
     }
-    if (mode.equals("quick")) {
+    if (modes.contains("quick")) {
       bench.attention(2, 300, 3, 64, 3, "–");
       bench.dit(bench.load("small"), "1.3B widths, 2 layers, small", 1, 5, 16, 16, 3, "–");
     }
