@@ -478,7 +478,9 @@ final class Ops {
     Tensor out = cb.empty(xd.dtype(), x.shape());
     RowVectors mod = shift == null ? null : rowVectors(x.shape(), shift, scale);
     if (rows(x) > 0) {
-      String kernel = "layer_norm_" + CudaBackend.code(xd.dtype());
+      boolean packed = packable(n, xd, out);
+      String kernel =
+          (packed ? "layer_norm_packed_" : "layer_norm_") + CudaBackend.code(xd.dtype());
       try (Launch l = kernels.launch("norms.cu", kernel)) {
         MemorySegment m = l.arena().allocate(32, 8);
         if (mod != null) {
@@ -490,7 +492,7 @@ final class Ops {
           m.set(ValueLayout.JAVA_LONG, 24, 1L);
         }
         l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(b)).struct(m).ptr(addr(out)).i32(n).f32(eps);
-        kernels.rows(l, rows(x), n);
+        kernels.rows(l, rows(x), packed ? n / pack(xd) : n);
       }
     }
     cb.releaseDerived(xd, x);
@@ -506,9 +508,11 @@ final class Ops {
     Tensor xd = activation(x);
     Tensor out = cb.empty(xd.dtype(), x.shape());
     if (rows(x) > 0) {
-      try (Launch l = kernels.launch("norms.cu", "rms_norm_" + CudaBackend.code(xd.dtype()))) {
+      boolean packed = packable(n, xd, out);
+      String kernel = (packed ? "rms_norm_packed_" : "rms_norm_") + CudaBackend.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
         l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(out)).i32(n).f32(eps);
-        kernels.rows(l, rows(x), n);
+        kernels.rows(l, rows(x), packed ? n / pack(xd) : n);
       }
     }
     cb.releaseDerived(xd, x);
@@ -591,10 +595,19 @@ final class Ops {
     Tensor out = cb.empty(bf16 ? DType.BF16 : DType.F32, shape);
     long n = out.numel();
     if (n > 0) {
-      try (Launch l = kernels.launch("elementwise.cu", "binary_" + CudaBackend.code(out.dtype()))) {
-        l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
-        l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n).i32(op.ordinal());
-        kernels.elementwise(l, n);
+      String code = CudaBackend.code(out.dtype());
+      if (av.isContiguous() && bv.isContiguous() && packable(n, av, bv, out)) {
+        try (Launch l = kernels.launch("elementwise.cu", "binary_packed_" + code)) {
+          l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out)).i64(n).i32(op.ordinal());
+          kernels.elementwise(l, n / pack(out));
+        }
+      } else {
+        try (Launch l = kernels.launch("elementwise.cu", "binary_" + code)) {
+          l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
+          l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n);
+          l.i32(op.ordinal());
+          kernels.elementwise(l, n);
+        }
       }
     }
     cb.releaseDerived(av, a);
@@ -615,11 +628,13 @@ final class Ops {
     Tensor out = cb.empty(xd.dtype(), x.shape());
     long rows = rows(x);
     if (out.numel() > 0) {
-      String kernel = "gated_residual_" + CudaBackend.code(out.dtype());
+      boolean packed = packable(x.dim(-1), xd, yd, out);
+      String kernel =
+          (packed ? "gated_residual_packed_" : "gated_residual_") + CudaBackend.code(out.dtype());
       try (Launch l = kernels.launch("elementwise.cu", kernel)) {
         l.ptr(addr(xd)).ptr(addr(yd)).ptr(addr(g.data().get(0))).ptr(addr(out));
         l.i64(rows).i32(x.dim(-1)).i64(g.groupStride()).i64(g.rowsPerGroup());
-        kernels.elementwise(l, out.numel());
+        kernels.elementwise(l, packed ? out.numel() / pack(out) : out.numel());
       }
     }
     cb.releaseDerived(xd, x);
@@ -649,10 +664,13 @@ final class Ops {
     Tensor out = cb.empty(xd.dtype(), x.shape());
     long pairs = out.numel() / 2;
     if (pairs > 0) {
-      try (Launch launch = kernels.launch("misc.cu", "rope_" + CudaBackend.code(xd.dtype()))) {
+      // A pack holds pack/2 pairs, which must not straddle a head.
+      boolean packed = packable(2 * half, xd, out) && half % (pack(xd) / 2) == 0;
+      String kernel = (packed ? "rope_packed_" : "rope_") + CudaBackend.code(xd.dtype());
+      try (Launch launch = kernels.launch("misc.cu", kernel)) {
         launch.ptr(addr(xd)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
         launch.i64(pairs).i32(l).i32(h).i32(half);
-        kernels.elementwise(launch, pairs);
+        kernels.elementwise(launch, packed ? pairs / (pack(xd) / 2) : pairs);
       }
     }
     cb.releaseDerived(xd, x);
@@ -660,6 +678,24 @@ final class Ops {
   }
 
   // ---- activation dtypes and per-row vectors ---------------------------------------------------
+
+  /** Elements in a kernel's 16-byte pack of {@code t}'s dtype (common.cuh's PACK). */
+  private static int pack(Tensor t) {
+    return 16 / t.dtype().byteSize();
+  }
+
+  /**
+   * Whether kernels may move rows of length {@code n} of these dense tensors in 16-byte packs:
+   * {@code n} a multiple of the pack and every tensor 16-byte aligned (then so is every row).
+   */
+  private static boolean packable(long n, Tensor... tensors) {
+    for (Tensor t : tensors) {
+      if (n % pack(t) != 0 || addr(t) % 16 != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
 
   /** Whether {@code t} is an activation kept in BF16 (a BF16 tensor in the BF16 mode). */
   private boolean keepsBf16(Tensor t) {

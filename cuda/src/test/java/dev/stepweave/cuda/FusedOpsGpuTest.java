@@ -12,6 +12,8 @@ import java.util.List;
 import java.util.function.Function;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * The fused operations and the BF16 activations of {@link Precision#BF16} against the CPU's
@@ -73,12 +75,14 @@ class FusedOpsGpuTest {
     return b.upload(t, DType.F32);
   }
 
-  @Test
-  void modulatedLayerNormMatchesTheComposition() {
-    Tensor x = rand(1, 2f, 2, 37, 96);
-    Tensor table = rand(2, 0.5f, 2, 6, 96);
-    Tensor flat = rand(3, 0.5f, 2, 96);
-    Tensor full = rand(4, 0.5f, 2, 96, 37);
+  // 96: rows move in 16-byte packs; 94: element by element (not a multiple of a pack).
+  @ParameterizedTest
+  @ValueSource(ints = {96, 94})
+  void modulatedLayerNormMatchesTheComposition(int width) {
+    Tensor x = rand(1, 2f, 2, 37, width);
+    Tensor table = rand(2, 0.5f, 2, 6, width);
+    Tensor flat = rand(3, 0.5f, 2, width);
+    Tensor full = rand(4, 0.5f, 2, width, 37);
     for (CudaBackend gpu : backends()) {
       DType t = gpu.activationDType();
       same(
@@ -108,10 +112,11 @@ class FusedOpsGpuTest {
     }
   }
 
-  @Test
-  void gatedResidualMatchesTheComposition() {
-    Tensor x = rand(5, 2f, 2, 37, 96), y = rand(6, 2f, 2, 37, 96);
-    Tensor table = rand(7, 1f, 2, 6, 96);
+  @ParameterizedTest
+  @ValueSource(ints = {96, 94})
+  void gatedResidualMatchesTheComposition(int width) {
+    Tensor x = rand(5, 2f, 2, 37, width), y = rand(6, 2f, 2, 37, width);
+    Tensor table = rand(7, 1f, 2, 6, width);
     for (CudaBackend gpu : backends()) {
       same(
           "gatedResidual",
@@ -179,6 +184,22 @@ class FusedOpsGpuTest {
           t,
           b -> b.rmsNorm(act(b, x).reshape(2, 9, 96), f32(b, nw), 1e-6f));
       same("rope", gpu, t, b -> b.rope(act(b, x), f32(b, cos), f32(b, sin)));
+      // Head dim 20: 10 pairs, not a whole number of BF16 packs per head.
+      same(
+          "rope, head dim 20",
+          gpu,
+          t,
+          b ->
+              b.rope(
+                  act(b, x).slice(3, 0, 20),
+                  f32(b, cos).slice(1, 0, 10),
+                  f32(b, sin).slice(1, 0, 10)));
+      same(
+          "rmsNorm, width 30",
+          gpu,
+          t,
+          b -> b.rmsNorm(act(b, x).reshape(54, 32).slice(1, 0, 30), null, 1e-6f));
+      same("add of dense tensors", gpu, t, b -> b.add(act(b, x), act(b, x)));
       same("gelu tanh", gpu, t, b -> b.gelu(act(b, x), true));
       same("add of strided views", gpu, t, b -> b.add(act(b, x), act(b, xt).transpose(1, 2)));
       same("add of a BF16 and an F32 tensor", gpu, DType.F32, b -> b.add(act(b, x), f32(b, x)));

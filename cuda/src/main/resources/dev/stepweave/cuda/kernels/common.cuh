@@ -46,13 +46,50 @@ __device__ __forceinline__ float load_f(const bf16_t* p) {
 }
 __device__ __forceinline__ void store_f(float* p, float v) { *p = v; }
 // Round to nearest even, as torch and DType.floatToBf16 do; NaN stays NaN.
-__device__ __forceinline__ void store_f(bf16_t* p, float v) {
+__device__ __forceinline__ unsigned bf16_bits(float v) {
   unsigned u = __float_as_uint(v);
   if ((u & 0x7fffffffu) > 0x7f800000u) {
-    *p = (bf16_t)((u >> 16) | 0x40u);
-  } else {
-    *p = (bf16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
+    return (u >> 16) | 0x40u;
   }
+  return (u + 0x7fffu + ((u >> 16) & 1u)) >> 16;
+}
+__device__ __forceinline__ void store_f(bf16_t* p, float v) { *p = (bf16_t)bf16_bits(v); }
+
+// Sixteen bytes moved as one access (4 floats or 8 bf16 values): memory-bound kernels issue an
+// eighth of the loads of element-wise access. Callers check 16-byte alignment and that the
+// element count is a multiple of PACK(T).
+struct alignas(16) Pack16 {
+  unsigned w[4];
+};
+template <typename T> struct PackWidth;
+template <> struct PackWidth<float> { static constexpr int N = 4; };
+template <> struct PackWidth<bf16_t> { static constexpr int N = 8; };
+#define PACK(T) (PackWidth<T>::N)
+
+__device__ __forceinline__ void load_pack(const float* p, float* v) {
+  Pack16 u = *reinterpret_cast<const Pack16*>(p);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) v[k] = __uint_as_float(u.w[k]);
+}
+__device__ __forceinline__ void load_pack(const bf16_t* p, float* v) {
+  Pack16 u = *reinterpret_cast<const Pack16*>(p);
+#pragma unroll
+  for (int k = 0; k < 4; ++k) {
+    v[2 * k] = __uint_as_float(u.w[k] << 16);
+    v[2 * k + 1] = __uint_as_float(u.w[k] & 0xffff0000u);
+  }
+}
+__device__ __forceinline__ void store_pack(float* p, const float* v) {
+  Pack16 u;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) u.w[k] = __float_as_uint(v[k]);
+  *reinterpret_cast<Pack16*>(p) = u;
+}
+__device__ __forceinline__ void store_pack(bf16_t* p, const float* v) {
+  Pack16 u;
+#pragma unroll
+  for (int k = 0; k < 4; ++k) u.w[k] = bf16_bits(v[2 * k]) | (bf16_bits(v[2 * k + 1]) << 16);
+  *reinterpret_cast<Pack16*>(p) = u;
 }
 
 // Block-wide sum; every thread gets the result. blockDim.x is a multiple of 32, at most 1024.
@@ -80,4 +117,22 @@ __device__ float block_max(float v) {
   v = lane < warps ? partial[lane] : NEG_INF;
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
   return v;
+}
+
+// W consecutive elements: one element-wise access (W = 1) or one 16-byte pack (W = PACK(T)).
+template <int W, typename T>
+__device__ __forceinline__ void load_n(const T* p, float* v) {
+  if constexpr (W == 1) {
+    v[0] = load_f(p);
+  } else {
+    load_pack(p, v);
+  }
+}
+template <int W, typename T>
+__device__ __forceinline__ void store_n(T* p, const float* v) {
+  if constexpr (W == 1) {
+    store_f(p, v[0]);
+  } else {
+    store_pack(p, v);
+  }
 }

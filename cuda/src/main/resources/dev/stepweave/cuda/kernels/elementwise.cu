@@ -38,33 +38,54 @@ __device__ void unary(const T* x, T* y, i64 n, int op, float a, float b) {
 }
 
 // out is contiguous; s0 and s1 are a's and b's strides broadcast to out's shape.
+__device__ __forceinline__ float binary_op(int op, float u, float v) {
+  switch (op) {
+    case 0: return u + v;
+    case 1: return u - v;
+    case 2: return u * v;
+    case 3: return u / v;
+    case 4: return (u != u || v != v) ? u + v : fmaxf(u, v);
+    default: return (u != u || v != v) ? u + v : fminf(u, v);
+  }
+}
+
 template <typename T>
 __device__ void binary(const T* a, const T* b, T* y, const Index8& ix, i64 n, int op) {
   GRID_STRIDE(i, n) {
     i64 oa, ob, unused;
     offsets(ix, i, oa, ob, unused);
-    float u = load_f(a + oa), v = load_f(b + ob);
-    float r;
-    switch (op) {
-      case 0: r = u + v; break;
-      case 1: r = u - v; break;
-      case 2: r = u * v; break;
-      case 3: r = u / v; break;
-      case 4: r = (u != u || v != v) ? u + v : fmaxf(u, v); break;
-      default: r = (u != u || v != v) ? u + v : fminf(u, v); break;
-    }
-    store_f(y + i, r);
+    store_f(y + i, binary_op(op, load_f(a + oa), load_f(b + ob)));
   }
 }
 
-// out = x + y·gate over contiguous [rows, n] x, y and out; row r's gate starts at
-// (r / rowsPerGroup)·groupStride. Separate roundings, as the unfused mul and add.
+// Dense operands of one shape, n a multiple of PACK(T), 16-byte aligned: one pack per step.
 template <typename T>
+__device__ void binary_packed(const T* a, const T* b, T* y, i64 n, int op) {
+  constexpr int N = PACK(T);
+  float u[N], v[N];
+  GRID_STRIDE(j, n / N) {
+    load_pack(a + j * N, u);
+    load_pack(b + j * N, v);
+#pragma unroll
+    for (int k = 0; k < N; ++k) u[k] = binary_op(op, u[k], v[k]);
+    store_pack(y + j * N, u);
+  }
+}
+
+// x + y·gate per row; W elements per access (PACK(T) when n is a multiple of it, pointers
+// 16-byte aligned). The intrinsics keep the separate roundings of the unfused mul and add.
+template <typename T, int W>
 __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out, i64 rows, int n,
                                i64 groupStride, i64 rowsPerGroup) {
-  GRID_STRIDE(i, rows * n) {
-    float g = gate[idiv(idiv(i, n), rowsPerGroup) * groupStride + imod(i, n)];
-    store_f(out + i, __fadd_rn(load_f(x + i), __fmul_rn(load_f(y + i), g)));
+  float a[W], b[W];
+  GRID_STRIDE(j, rows * n / W) {
+    i64 i = j * W;
+    const float* g = gate + idiv(idiv(i, n), rowsPerGroup) * groupStride + imod(i, n);
+    load_n<W>(x + i, a);
+    load_n<W>(y + i, b);
+#pragma unroll
+    for (int k = 0; k < W; ++k) a[k] = __fadd_rn(a[k], __fmul_rn(b[k], g[k]));
+    store_n<W>(out + i, a);
   }
 }
 
@@ -76,10 +97,19 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
                                              int op) {                                          \
     binary<T>(a, b, y, ix, n, op);                                                              \
   }                                                                                             \
+  extern "C" __global__ void binary_packed_##SUFFIX(const T* a, const T* b, T* y, i64 n,        \
+                                                    int op) {                                   \
+    binary_packed<T>(a, b, y, n, op);                                                           \
+  }                                                                                             \
   extern "C" __global__ void gated_residual_##SUFFIX(const T* x, const T* y, const float* gate, \
                                                      T* out, i64 rows, int n, i64 groupStride,  \
                                                      i64 rowsPerGroup) {                        \
-    gated_residual<T>(x, y, gate, out, rows, n, groupStride, rowsPerGroup);                     \
+    gated_residual<T, 1>(x, y, gate, out, rows, n, groupStride, rowsPerGroup);                  \
+  }                                                                                             \
+  extern "C" __global__ void gated_residual_packed_##SUFFIX(                                    \
+      const T* x, const T* y, const float* gate, T* out, i64 rows, int n, i64 groupStride,      \
+      i64 rowsPerGroup) {                                                                       \
+    gated_residual<T, PACK(T)>(x, y, gate, out, rows, n, groupStride, rowsPerGroup);            \
   }
 ELEMENTWISE(f32, float)
 ELEMENTWISE(bf16, bf16_t)

@@ -2,23 +2,48 @@
 
 // x, y [B, L, H, D] contiguous, T (float or bf16_t); cos, sin [L, D/2] F32; one thread per
 // interleaved pair.
-template <typename T>
+// W elements (W/2 pairs) per access; PACK(T) when D/2 is a multiple of PACK(T)/2 and the
+// tensors are 16-byte aligned.
+template <typename T, int W>
 __device__ void rope(const T* x, const float* cs, const float* sn, T* y, i64 pairs, int L, int H,
                      int half) {
-  GRID_STRIDE(i, pairs) {
+  constexpr int P = W == 1 ? 1 : W / 2;
+  float v[2 * P];
+  GRID_STRIDE(j, pairs / P) {
+    i64 i = j * P;
     int p = (int)imod(i, half);
     int l = (int)imod(idiv(i, (i64)half * H), L);
-    float a = load_f(x + 2 * i), b = load_f(x + 2 * i + 1);
-    float c = cs[(i64)l * half + p], s = sn[(i64)l * half + p];
-    store_f(y + 2 * i, a * c - b * s);
-    store_f(y + 2 * i + 1, a * s + b * c);
+    const float* c = cs + (i64)l * half + p;
+    const float* s = sn + (i64)l * half + p;
+    if constexpr (W == 1) {
+      v[0] = load_f(x + 2 * i);
+      v[1] = load_f(x + 2 * i + 1);
+    } else {
+      load_pack(x + 2 * i, v);
+    }
+#pragma unroll
+    for (int q = 0; q < P; ++q) {
+      float a = v[2 * q], b = v[2 * q + 1];
+      v[2 * q] = a * c[q] - b * s[q];
+      v[2 * q + 1] = a * s[q] + b * c[q];
+    }
+    if constexpr (W == 1) {
+      store_f(y + 2 * i, v[0]);
+      store_f(y + 2 * i + 1, v[1]);
+    } else {
+      store_pack(y + 2 * i, v);
+    }
   }
 }
 
 #define ROPE(SUFFIX, T)                                                                          \
   extern "C" __global__ void rope_##SUFFIX(const T* x, const float* cs, const float* sn, T* y,   \
                                            i64 pairs, int L, int H, int half) {                  \
-    rope<T>(x, cs, sn, y, pairs, L, H, half);                                                    \
+    rope<T, 1>(x, cs, sn, y, pairs, L, H, half);                                                 \
+  }                                                                                              \
+  extern "C" __global__ void rope_packed_##SUFFIX(const T* x, const float* cs, const float* sn,  \
+                                                  T* y, i64 pairs, int L, int H, int half) {     \
+    rope<T, PACK(T)>(x, cs, sn, y, pairs, L, H, half);                                           \
   }
 ROPE(f32, float)
 ROPE(bf16, bf16_t)

@@ -1,6 +1,5 @@
-// Row reductions over the last dimension, one block per row (at most 256 threads: a Wan row of
-// 1536 gives each thread six elements, and eight blocks share an SM); sums in double so the result
-// does not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
+// Row reductions over the last dimension, one block per row (at most 256 threads, so several
+// blocks share an SM); sums in double so the result does not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
 // statistics and math in F32/F64.
 
 // Adaptive modulation of a normalised row r: v·(1 + scale) + shift, where the vectors of row r
@@ -22,52 +21,84 @@ __device__ __forceinline__ float modulate(const RowModulation& m, i64 row, int i
   return v;
 }
 
-template <typename T>
+// W elements per access (1, or PACK(T) when the row length is a multiple of it and rows are
+// 16-byte aligned).
+template <typename T, int W>
 __device__ void layer_norm(const T* x, const float* w, const float* b, RowModulation m, T* y,
                            int n, float eps) {
   const T* row = x + (i64)blockIdx.x * n;
   T* out = y + (i64)blockIdx.x * n;
+  float v[W];
   double s = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) s += load_f(row + i);
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) s += v[k];
+  }
   float mean = (float)(block_sum(s) / n);
   double q = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    double d = (double)load_f(row + i) - mean;
-    q += d * d;
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      double d = (double)v[k] - mean;
+      q += d * d;
+    }
   }
   float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    float v = (load_f(row + i) - mean) * inv;
-    if (w) v *= w[i];
-    if (b) v += b[i];
-    store_f(out + i, modulate(m, blockIdx.x, i, v));
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float u = (v[k] - mean) * inv;
+      if (w) u *= w[i + k];
+      if (b) u += b[i + k];
+      v[k] = modulate(m, blockIdx.x, i + k, u);
+    }
+    store_n<W>(out + i, v);
   }
 }
 
-template <typename T>
+template <typename T, int W>
 __device__ void rms_norm(const T* x, const float* w, T* y, int n, float eps) {
   const T* row = x + (i64)blockIdx.x * n;
   T* out = y + (i64)blockIdx.x * n;
+  float v[W];
   double q = 0.0;
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    double v = load_f(row + i);
-    q += v * v;
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) q += (double)v[k] * v[k];
   }
   float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
-  for (int i = threadIdx.x; i < n; i += blockDim.x) {
-    float v = load_f(row + i) * inv;
-    store_f(out + i, w ? v * w[i] : v);
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float u = v[k] * inv;
+      v[k] = w ? u * w[i + k] : u;
+    }
+    store_n<W>(out + i, v);
   }
 }
 
 #define NORMS(SUFFIX, T)                                                                         \
   extern "C" __global__ void layer_norm_##SUFFIX(const T* x, const float* w, const float* b,     \
                                                  RowModulation m, T* y, int n, float eps) {      \
-    layer_norm<T>(x, w, b, m, y, n, eps);                                                        \
+    layer_norm<T, 1>(x, w, b, m, y, n, eps);                                                     \
+  }                                                                                              \
+  extern "C" __global__ void layer_norm_packed_##SUFFIX(const T* x, const float* w,              \
+                                                        const float* b, RowModulation m, T* y,   \
+                                                        int n, float eps) {                      \
+    layer_norm<T, PACK(T)>(x, w, b, m, y, n, eps);                                               \
   }                                                                                              \
   extern "C" __global__ void rms_norm_##SUFFIX(const T* x, const float* w, T* y, int n,          \
                                                float eps) {                                      \
-    rms_norm<T>(x, w, y, n, eps);                                                                \
+    rms_norm<T, 1>(x, w, y, n, eps);                                                             \
+  }                                                                                              \
+  extern "C" __global__ void rms_norm_packed_##SUFFIX(const T* x, const float* w, T* y, int n,   \
+                                                      float eps) {                               \
+    rms_norm<T, PACK(T)>(x, w, y, n, eps);                                                       \
   }
 NORMS(f32, float)
 NORMS(bf16, bf16_t)
