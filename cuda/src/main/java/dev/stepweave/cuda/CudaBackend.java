@@ -466,6 +466,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    return ops.rmsNormRope(x, weight, eps, heads, cos, sin);
+  }
+
+  @Override
   public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
     return ops.gatedResidual(x, y, gate);
   }

@@ -519,6 +519,38 @@ final class Ops {
     return out;
   }
 
+  /** rmsNorm over {@code [B, L, H·D]} rows, then RoPE per head, in one pass (norms.cu). */
+  Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    int n = x.dim(-1);
+    if (x.rank() != 3 || heads <= 0 || n % heads != 0 || (n / heads) % 2 != 0) {
+      throw new IllegalArgumentException(
+          "rmsNormRope wants [B, L, H·D] with " + heads + " heads of even D, got " + x);
+    }
+    int l = x.dim(1), half = n / heads / 2;
+    for (Tensor t : List.of(cos, sin)) {
+      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
+        throw new IllegalArgumentException(
+            "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
+      }
+    }
+    Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
+    Tensor xd = activation(x), cf = cb.f32(cos), sf = cb.f32(sin);
+    Tensor out = cb.empty(xd.dtype(), x.dim(0), l, heads, n / heads);
+    if (rows(x) > 0) {
+      // Packs hold whole pairs of one head when D/2 is a multiple of pack/2; else pairs.
+      boolean packed = packable(n, xd, out) && half % (pack(xd) / 2) == 0;
+      String kernel =
+          (packed ? "rms_norm_rope_packed_" : "rms_norm_rope_") + CudaBackend.code(xd.dtype());
+      try (Launch launch = kernels.launch("norms.cu", kernel)) {
+        launch.ptr(addr(xd)).ptr(addr(w)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
+        launch.i32(n).i32(l).i32(half).f32(eps);
+        kernels.rows(launch, rows(x), n / (packed ? pack(xd) : 2));
+      }
+    }
+    cb.releaseDerived(xd, x);
+    return out;
+  }
+
   Tensor softmax(Tensor x) {
     Tensor xf = cb.f32(x);
     Tensor out = cb.empty(DType.F32, x.shape());

@@ -200,6 +200,25 @@ class FusedOpsGpuTest {
           t,
           b -> b.rmsNorm(act(b, x).reshape(54, 32).slice(1, 0, 30), null, 1e-6f));
       same("add of dense tensors", gpu, t, b -> b.add(act(b, x), act(b, x)));
+      same(
+          "rmsNormRope",
+          gpu,
+          t,
+          b ->
+              b.rmsNormRope(
+                  act(b, x).reshape(2, 9, 96), f32(b, nw), 1e-6f, 3, f32(b, cos), f32(b, sin)));
+      same(
+          "rmsNormRope, head dim 20",
+          gpu,
+          t,
+          b ->
+              b.rmsNormRope(
+                  act(b, x).reshape(2, 9, 96).slice(2, 0, 60),
+                  f32(b, nw).slice(0, 0, 60),
+                  1e-6f,
+                  3,
+                  f32(b, cos).slice(1, 0, 10),
+                  f32(b, sin).slice(1, 0, 10)));
       same("gelu tanh", gpu, t, b -> b.gelu(act(b, x), true));
       same("add of strided views", gpu, t, b -> b.add(act(b, x), act(b, xt).transpose(1, 2)));
       same("add of a BF16 and an F32 tensor", gpu, DType.F32, b -> b.add(act(b, x), f32(b, x)));

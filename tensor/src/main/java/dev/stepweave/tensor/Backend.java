@@ -169,6 +169,19 @@ public interface Backend {
   }
 
   /**
+   * Queries or keys of rotary attention: {@code rope(rmsNorm(x, weight) split into heads, cos,
+   * sin)}. x {@code [B, L, H·D]} is normalised over its whole last dimension (all heads together,
+   * as Wan's "RMS norm across heads"), then viewed as {@code [B, L, heads, D]} and rotated with the
+   * {@code [L, D/2]} tables. On a backend with BF16 activations the result has x's dtype (computed
+   * in F32 throughout, so without the composition's intermediate rounding).
+   */
+  default Tensor rmsNormRope(
+      Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    Tensor normed = rmsNorm(x, weight, eps);
+    return rope(normed.reshape(normed.dim(0), normed.dim(1), heads, -1), cos, sin);
+  }
+
+  /**
    * {@code x + y · gate}: a gated residual update. x and y have one shape, gate broadcasts to it.
    * On a backend with BF16 activations the result has x's dtype (computed in F32).
    */

@@ -106,6 +106,29 @@ __device__ double block_sum(double v) {
   return v;
 }
 
+// Two block-wide sums with one pair of barriers; every thread gets both results.
+__device__ void block_sum2(double& a, double& b) {
+  __shared__ double partial[2][32];
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(FULL_MASK, a, o);
+    b += __shfl_xor_sync(FULL_MASK, b, o);
+  }
+  int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  __syncthreads();
+  if (lane == 0) {
+    partial[0][warp] = a;
+    partial[1][warp] = b;
+  }
+  __syncthreads();
+  int warps = blockDim.x / 32;
+  a = lane < warps ? partial[0][lane] : 0.0;
+  b = lane < warps ? partial[1][lane] : 0.0;
+  for (int o = 16; o > 0; o >>= 1) {
+    a += __shfl_xor_sync(FULL_MASK, a, o);
+    b += __shfl_xor_sync(FULL_MASK, b, o);
+  }
+}
+
 __device__ float block_max(float v) {
   __shared__ float partial[32];
   for (int o = 16; o > 0; o >>= 1) v = fmaxf(v, __shfl_xor_sync(FULL_MASK, v, o));
@@ -119,20 +142,22 @@ __device__ float block_max(float v) {
   return v;
 }
 
-// W consecutive elements: one element-wise access (W = 1) or one 16-byte pack (W = PACK(T)).
+// W consecutive elements: one 16-byte pack when W = PACK(T), else W element-wise accesses.
 template <int W, typename T>
 __device__ __forceinline__ void load_n(const T* p, float* v) {
-  if constexpr (W == 1) {
-    v[0] = load_f(p);
-  } else {
+  if constexpr (W == PackWidth<T>::N) {
     load_pack(p, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) v[k] = load_f(p + k);
   }
 }
 template <int W, typename T>
 __device__ __forceinline__ void store_n(T* p, const float* v) {
-  if constexpr (W == 1) {
-    store_f(p, v[0]);
-  } else {
+  if constexpr (W == PackWidth<T>::N) {
     store_pack(p, v);
+  } else {
+#pragma unroll
+    for (int k = 0; k < W; ++k) store_f(p + k, v[k]);
   }
 }

@@ -1,6 +1,6 @@
 // Row reductions over the last dimension, one block per row (at most 256 threads, so several
-// blocks share an SM); sums in double so the result does not depend on the block size. The LayerNorm and RMSNorm rows are T (float or bf16_t) in and out,
-// statistics and math in F32/F64.
+// blocks share an SM); sums in double so the result does not depend on the block size. The
+// LayerNorm and RMSNorm rows are T (float or bf16_t) in and out, statistics and math in F32/F64.
 
 // Adaptive modulation of a normalised row r: v·(1 + scale) + shift, where the vectors of row r
 // start at (r / rowsPerGroup)·groupStride (per-sample vectors broadcast over a sequence). The
@@ -12,40 +12,42 @@ struct RowModulation {
   i64 rowsPerGroup;
 };
 
-__device__ __forceinline__ float modulate(const RowModulation& m, i64 row, int i, float v) {
+// Where row r's modulation vectors start (null when the row is not modulated).
+__device__ __forceinline__ i64 modulation_base(const RowModulation& m, i64 row) {
+  return m.scale ? idiv(row, m.rowsPerGroup) * m.groupStride : 0;
+}
+
+__device__ __forceinline__ float modulate(const RowModulation& m, i64 base, int i, float v) {
   if (m.scale) {
-    i64 at = idiv(row, m.rowsPerGroup) * m.groupStride + i;
-    v = __fmul_rn(v, __fadd_rn(m.scale[at], 1.0f));
-    v = __fadd_rn(v, m.shift[at]);
+    v = __fmul_rn(v, __fadd_rn(m.scale[base + i], 1.0f));
+    v = __fadd_rn(v, m.shift[base + i]);
   }
   return v;
 }
 
 // W elements per access (1, or PACK(T) when the row length is a multiple of it and rows are
-// 16-byte aligned).
+// 16-byte aligned). Mean and variance come from one pass of sums of x and x² in double (one block
+// reduction instead of two; double keeps E[x²] − mean² exact enough for any F32 row).
 template <typename T, int W>
 __device__ void layer_norm(const T* x, const float* w, const float* b, RowModulation m, T* y,
                            int n, float eps) {
   const T* row = x + (i64)blockIdx.x * n;
   T* out = y + (i64)blockIdx.x * n;
   float v[W];
-  double s = 0.0;
-  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
-    load_n<W>(row + i, v);
-#pragma unroll
-    for (int k = 0; k < W; ++k) s += v[k];
-  }
-  float mean = (float)(block_sum(s) / n);
-  double q = 0.0;
+  double s = 0.0, q = 0.0;
   for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
     load_n<W>(row + i, v);
 #pragma unroll
     for (int k = 0; k < W; ++k) {
-      double d = (double)v[k] - mean;
-      q += d * d;
+      s += v[k];
+      q += (double)v[k] * v[k];
     }
   }
-  float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
+  block_sum2(s, q);
+  double mean64 = s / n;
+  float mean = (float)mean64;
+  float inv = (float)(1.0 / sqrt(fmax(q / n - mean64 * mean64, 0.0) + (double)eps));
+  i64 base = modulation_base(m, blockIdx.x);
   for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
     load_n<W>(row + i, v);
 #pragma unroll
@@ -53,7 +55,7 @@ __device__ void layer_norm(const T* x, const float* w, const float* b, RowModula
       float u = (v[k] - mean) * inv;
       if (w) u *= w[i + k];
       if (b) u += b[i + k];
-      v[k] = modulate(m, blockIdx.x, i + k, u);
+      v[k] = modulate(m, base, i + k, u);
     }
     store_n<W>(out + i, v);
   }
@@ -82,6 +84,41 @@ __device__ void rms_norm(const T* x, const float* w, T* y, int n, float eps) {
   }
 }
 
+// rms_norm over a row of n = H·D, then RoPE on its (even, odd) pairs with row r's position
+// l = r mod L: W elements (W/2 pairs, never straddling a head) per access.
+template <typename T, int W>
+__device__ void rms_norm_rope(const T* x, const float* w, const float* cs, const float* sn, T* y,
+                              int n, int L, int half, float eps) {
+  const T* row = x + (i64)blockIdx.x * n;
+  T* out = y + (i64)blockIdx.x * n;
+  const float* c = cs + (i64)(blockIdx.x % L) * half;
+  const float* s = sn + (i64)(blockIdx.x % L) * half;
+  float v[W];
+  double q = 0.0;
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) q += (double)v[k] * v[k];
+  }
+  float inv = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float u = v[k] * inv;
+      v[k] = w ? u * w[i + k] : u;
+    }
+    int p = (i / 2) % half;
+#pragma unroll
+    for (int j = 0; j < W / 2; ++j) {
+      float a = v[2 * j], b = v[2 * j + 1];
+      v[2 * j] = a * c[p + j] - b * s[p + j];
+      v[2 * j + 1] = a * s[p + j] + b * c[p + j];
+    }
+    store_n<W>(out + i, v);
+  }
+}
+
 #define NORMS(SUFFIX, T)                                                                         \
   extern "C" __global__ void layer_norm_##SUFFIX(const T* x, const float* w, const float* b,     \
                                                  RowModulation m, T* y, int n, float eps) {      \
@@ -99,6 +136,16 @@ __device__ void rms_norm(const T* x, const float* w, T* y, int n, float eps) {
   extern "C" __global__ void rms_norm_packed_##SUFFIX(const T* x, const float* w, T* y, int n,   \
                                                       float eps) {                               \
     rms_norm<T, PACK(T)>(x, w, y, n, eps);                                                       \
+  }                                                                                              \
+  extern "C" __global__ void rms_norm_rope_##SUFFIX(const T* x, const float* w, const float* cs, \
+                                                    const float* sn, T* y, int n, int L,         \
+                                                    int half, float eps) {                       \
+    rms_norm_rope<T, 2>(x, w, cs, sn, y, n, L, half, eps);                                       \
+  }                                                                                              \
+  extern "C" __global__ void rms_norm_rope_packed_##SUFFIX(                                      \
+      const T* x, const float* w, const float* cs, const float* sn, T* y, int n, int L,          \
+      int half, float eps) {                                                                     \
+    rms_norm_rope<T, PACK(T)>(x, w, cs, sn, y, n, L, half, eps);                                 \
   }
 NORMS(f32, float)
 NORMS(bf16, bf16_t)

@@ -46,6 +46,15 @@ class FusedDefaultsTest {
   }
 
   @Test
+  void rmsNormRopeIsRopeOfTheNormAcrossHeads() {
+    Tensor x = rand(2, 5, 24), w = rand(24), cos = rand(5, 4), sin = rand(5, 4);
+    Tensor composed = cpu.rope(cpu.rmsNorm(x, w, 1e-6f).reshape(2, 5, 3, 8), cos, sin);
+    Tensor fused = cpu.rmsNormRope(x, w, 1e-6f, 3, cos, sin);
+    assertArrayEquals(composed.shape(), fused.shape());
+    assertArrayEquals(composed.toFloatArray(), fused.toFloatArray());
+  }
+
+  @Test
   void gatedResidualIsAddOfTheGatedUpdate() {
     Tensor x = rand(2, 7, 24), y = rand(2, 7, 24);
     Tensor gate = vector(rand(2, 6, 24), 2);

@@ -58,10 +58,10 @@ final class WanAttention {
 
   /** Self-attention over {@code x [B, L, dim]} with rotary positions. */
   Tensor selfAttention(Backend backend, Tensor x, RotaryTables rope) {
-    Tensor q = queries(backend, x);
-    Tensor k = keys(backend, x);
-    q = backend.rope(q, rope.cos(), rope.sin());
-    k = backend.rope(k, rope.cos(), rope.sin());
+    Tensor q =
+        backend.rmsNormRope(toQ.apply(backend, x), normQ, eps, heads, rope.cos(), rope.sin());
+    Tensor k =
+        backend.rmsNormRope(toK.apply(backend, x), normK, eps, heads, rope.cos(), rope.sin());
     return attend(backend, q, k, values(backend, x));
   }
 
