@@ -7,6 +7,7 @@ import dev.stepweave.cli.bench.ServingMode;
 import dev.stepweave.cli.bench.ServingRun;
 import dev.stepweave.cli.bench.Workload;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import java.io.PrintWriter;
@@ -110,7 +111,7 @@ final class BenchCommand {
       }
       int clients = concurrency != null ? concurrency : requests;
       Path dir = model != null ? model : EmbeddedWan.ensure();
-      try (WanModel wan = WanModel.load(dir, backendOption.open(err))) {
+      try (WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16))) {
         out.printf(
             Locale.ROOT,
             "model %s on %s; %d requests per mix × %d rounds, %s; workload seed %d;"

@@ -17,6 +17,7 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
+import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
@@ -205,7 +206,7 @@ final class GenerateCommand implements Callable<Integer> {
           "note: no --model given; using the embedded tiny model (untrained: its output is"
               + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
     }
-    Backend backend = backendOption.open(spec.commandLine().getErr());
+    Backend backend = backendOption.open(spec.commandLine().getErr(), Precision.BF16);
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, backend);
         Engine engine = new Engine(wan, EngineConfig.defaults(), DEPLOYED)) {

@@ -3,6 +3,7 @@ package dev.stepweave.cli;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
+import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
@@ -140,7 +141,7 @@ final class ServeCommand implements Callable<Integer> {
                 enabledCaches.stream().map(String::strip).toList(),
                 GenerateCommand.parseSettings(cacheDefaults, "--cache-default", "ID"))
             .build();
-    WanModel wan = WanModel.load(dir, backendOption.open(err));
+    WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16));
     Engine engine = new Engine(wan, EngineConfig.defaults(), caches);
     StepweaveServer server;
     try {

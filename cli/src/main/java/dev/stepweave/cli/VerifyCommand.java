@@ -2,6 +2,7 @@ package dev.stepweave.cli;
 
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.parity.RecordingVerifier;
 import dev.stepweave.tensor.Backend;
 import java.io.PrintWriter;
@@ -50,7 +51,7 @@ final class VerifyCommand implements Callable<Integer> {
       throw new IllegalArgumentException("reference directory not found: " + reference);
     }
     PrintWriter out = spec.commandLine().getOut();
-    Backend backend = backendOption.open(spec.commandLine().getErr());
+    Backend backend = backendOption.open(spec.commandLine().getErr(), Precision.F32);
     ParityReport report =
         new RecordingVerifier(checkpoint, backend, out::println)
             .verify(reference, c -> out.println(c.line()));

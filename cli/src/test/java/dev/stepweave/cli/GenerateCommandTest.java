@@ -189,6 +189,14 @@ class GenerateCommandTest {
         m,
         "--set",
         "denoise.cfg_scale=2");
+    rejected(
+        "unknown precision 'fp8' (available: bf16, f32)",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--precision",
+        "fp8");
     // A checkpoint without its VAE.
     Path noVae = copy(TINY, tmp.resolve("novae"));
     deleteTree(noVae.resolve("vae"));

@@ -13,7 +13,12 @@ public final class Backends {
    * otherwise a {@link CpuBackend}, after sending {@code notice} one line saying why.
    */
   public static Backend best(Consumer<String> notice) {
-    Availability a = availability();
+    return best(notice, Precision.F32);
+  }
+
+  /** Like {@link #best(Consumer)}, a CUDA backend computing in {@code precision}. */
+  public static Backend best(Consumer<String> notice, Precision precision) {
+    Availability a = availability(precision);
     if (a.backend() != null) {
       return a.backend();
     }
@@ -25,13 +30,18 @@ public final class Backends {
   public record Availability(CudaBackend backend, String reason) {}
 
   public static Availability availability() {
+    return availability(Precision.F32);
+  }
+
+  /** A CUDA backend computing in {@code precision}, or the reason there is none. */
+  public static Availability availability(Precision precision) {
     CudaLibraries.Probe probe = CudaLibraries.probe();
     if (!probe.found()) {
       return new Availability(null, probe.notice());
     }
     probe.libraries().get().makeCurrent();
     try {
-      return new Availability(CudaBackend.open(0), "");
+      return new Availability(CudaBackend.open(0, precision), "");
     } catch (RuntimeException | LinkageError e) {
       return new Availability(null, "CUDA not available: " + e.getMessage());
     }
