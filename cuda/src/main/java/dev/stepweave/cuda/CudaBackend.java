@@ -8,6 +8,8 @@ import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Collection;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -148,15 +150,31 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   @Override
   public Tensor chain(Tensor x, int from, int to, ChainStep step) {
+    return chain(x, from, to, step, List::of);
+  }
+
+  @Override
+  public Tensor chain(
+      Tensor x, int from, int to, ChainStep step, Supplier<? extends Collection<Tensor>> alsoKept) {
     try (MemoryScope scope = openScope()) {
       Tensor h = x;
       for (int i = from; i < to; i++) {
         h = step.apply(i, h);
-        // The previous result and this step's intermediates die here; x was made outside.
-        scope.releaseExcept(h);
+        // The previous result and this step's intermediates die here; x was made outside, and
+        // what alsoKept lists passes, with the result, to the enclosing scope when this closes.
+        List<Tensor> keep = new ArrayList<>(alsoKept.get());
+        keep.add(h);
+        scope.releaseExcept(keep.toArray(Tensor[]::new));
       }
       return h;
     }
+  }
+
+  @Override
+  public StepMemory stepMemory() {
+    DeviceAllocator.Holding holding = allocator.openHolding();
+    return (body, survivors) ->
+        holding.step(body, () -> survivors.get().stream().map(Tensor::storage).toList());
   }
 
   @Override

@@ -121,6 +121,11 @@ public final class CudaContext implements AutoCloseable {
     capturing = key;
   }
 
+  /** Whether the stream is recording a graph (issued work is recorded, not run). */
+  boolean isCapturing() {
+    return capturing != null;
+  }
+
   /**
    * Throws while the stream records a graph: {@code operation} involves the host (a copy to or from
    * it, a wait), which a graph cannot record and which would invalidate the capture.

@@ -21,7 +21,12 @@ import java.util.stream.Collectors;
  * <p>For each {@link Key} the choice is made once and cached, trying in order: NCDHW with the bias
  * add fused into the graph (a pointwise ADD after the convolution), NCDHW with the bias added by
  * our kernel, and the same two over channels-last copies; else nothing: {@link #conv3d} returns
- * null and the caller runs its im2col path.
+ * null and the caller runs its im2col path. Within the first graph that cuDNN takes, the engine is
+ * chosen by measurement: the first run of the key times up to {@value #TUNED_CONFIGS} plans of
+ * heuristics mode A (configurations needing more than {@value #MAX_WORKSPACE} B of workspace are
+ * passed over) on its own buffers with CUDA events, best of {@value #TIMED_RUNS} runs each, and
+ * keeps the fastest for the rest of the process. A key first met while a CUDA graph records keeps
+ * the heuristics' first plan untimed (events cannot be waited on then).
  */
 final class CudnnConvolution implements AutoCloseable {
   // Unique ids of the graph's tensors.
@@ -30,6 +35,16 @@ final class CudnnConvolution implements AutoCloseable {
   static final long Y = 2;
   static final long BIAS = 3;
   static final long CONV = 4;
+
+  /** How many of heuristics mode A's engine configurations are timed per key. */
+  static final int TUNED_CONFIGS = 8;
+
+  /** The most workspace a timed plan may need: 1 GiB. */
+  static final long MAX_WORKSPACE = 1L << 30;
+
+  /** Timed runs per plan; the best counts (the first may pay for lazy loading). */
+  static final int TIMED_RUNS = 2;
+
   private static final int[] AS_IS = {0, 1, 2, 3, 4};
   // [N, C, D, H, W] → [N, D, H, W, C]: channels-last memory order.
   private static final int[] CHANNELS_LAST = {0, 2, 3, 4, 1};
@@ -106,8 +121,18 @@ final class CudnnConvolution implements AutoCloseable {
     }
   }
 
-  /** A key's outcome: a plan, its variant and what it is, or null and why cuDNN was not used. */
-  private record Choice(Plan plan, Variant variant, String description) {}
+  /**
+   * A key's outcome: a plan, its variant and what it is, or null and why cuDNN was not used. While
+   * {@code untimed} holds more than one plan, the first run times them and replaces the choice;
+   * until then {@code plan} is the heuristics' first.
+   */
+  private record Choice(
+      Plan plan, Variant variant, String description, List<Plan> untimed, String passedOver) {
+    /** The workspace of the run that uses this choice (the largest of the plans it times). */
+    long workspaceBytes() {
+      return untimed.stream().mapToLong(Plan::workspaceBytes).max().orElse(plan.workspaceBytes());
+    }
+  }
 
   private final CudaBackend cb;
   private final Kernels kernels;
@@ -173,14 +198,17 @@ final class CudnnConvolution implements AutoCloseable {
       yShape[i] = ncdhw[order[i]];
     }
     Tensor y = cb.empty(DType.BF16, yShape);
-    long wsBytes = choice.plan().workspaceBytes();
+    long wsBytes = choice.workspaceBytes();
     Tensor ws = wsBytes == 0 ? null : cb.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
     long[] uids = bb == null ? new long[] {X, W, Y} : new long[] {X, W, Y, BIAS};
     long[] pointers =
         bb == null
             ? new long[] {addr(xb), addr(wb), addr(y)}
             : new long[] {addr(xb), addr(wb), addr(y), addr(bb)};
-    cudnn.execute(choice.plan(), ws == null ? 0L : addr(ws), uids, pointers);
+    long wsAddress = ws == null ? 0L : addr(ws);
+    Plan plan =
+        choice.untimed().isEmpty() ? choice.plan() : tune(key, choice, wsAddress, uids, pointers);
+    cudnn.execute(plan, wsAddress, uids, pointers);
     // Temporaries go back once the work reading them is issued (stream order).
     cb.releaseDerived(ws, y);
     cb.releaseDerived(xb, x);
@@ -259,6 +287,56 @@ final class CudnnConvolution implements AutoCloseable {
 
   // ---- choosing a plan ------------------------------------------------------------------------
 
+  /**
+   * Times {@code choice}'s plans on this run's buffers (the output is overwritten by the run that
+   * follows), records the fastest as the key's choice and returns it. While a CUDA graph records,
+   * keeps the heuristics' first instead.
+   */
+  private Plan tune(Key key, Choice choice, long workspace, long[] uids, long[] pointers) {
+    Plan plan = choice.plan();
+    String how;
+    if (cb.context().isCapturing()) {
+      how = "heuristics' first of " + choice.untimed().size() + ", untimed (met in a CUDA graph)";
+    } else {
+      CudnnRuntime.Timed timed =
+          CudnnRuntime.fastest(
+              choice.untimed(),
+              TIMED_RUNS,
+              p -> cb.context().time(() -> cudnn.execute(p, workspace, uids, pointers)));
+      if (timed == null) {
+        how = "heuristics' first; every timed plan failed";
+      } else {
+        plan = timed.plan();
+        how =
+            String.format(
+                "fastest of %d timed: %.3f ms [%s]",
+                choice.untimed().size(), timed.ms(), String.join(", ", timed.times()));
+      }
+    }
+    choices.put(
+        key,
+        new Choice(
+            plan,
+            choice.variant(),
+            describe(choice.variant(), key, plan, how, choice.passedOver()),
+            List.of(),
+            choice.passedOver()));
+    return plan;
+  }
+
+  /** A cuDNN choice in words: variant, engine, how it was chosen, workspace. */
+  private String describe(Variant variant, Key key, Plan plan, String how, String passedOver) {
+    return String.format(
+        "cuDNN %s conv fprop, %s%s, engine %s (%s), workspace %d B%s",
+        cudnn.version(),
+        variant.label,
+        key.bias() && !variant.biasFused ? " + channel_bias_bf16" : "",
+        plan.engine(),
+        how,
+        plan.workspaceBytes(),
+        passedOver);
+  }
+
   private Choice choose(Key key) {
     // Building a plan may compile and load kernels: this thread needs the context.
     cb.context().bind();
@@ -269,19 +347,16 @@ final class CudnnConvolution implements AutoCloseable {
       }
       CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
       try {
-        Plan plan =
-            CudnnRuntime.plan(
-                owned, graph(owned, cudnn.handle(), key, variant), refusals, variant.label);
-        if (plan != null) {
-          String what =
-              String.format(
-                  "cuDNN %s conv fprop, %s%s, engine %s, workspace %d B",
-                  cudnn.version(),
-                  variant.label,
-                  key.bias() && !variant.biasFused ? " + channel_bias_bf16" : "",
-                  plan.engine(),
-                  plan.workspaceBytes());
-          return new Choice(plan, variant, what);
+        CudnnRuntime.Candidates candidates =
+            CudnnRuntime.candidates(
+                owned,
+                graph(owned, cudnn.handle(), key, variant),
+                TUNED_CONFIGS,
+                MAX_WORKSPACE,
+                refusals,
+                variant.label);
+        if (!candidates.plans().isEmpty()) {
+          return choice(key, variant, candidates);
         }
       } catch (CudaException e) {
         refusals.add(variant.label + ": " + e.getMessage());
@@ -289,7 +364,42 @@ final class CudnnConvolution implements AutoCloseable {
       owned.close();
     }
     return new Choice(
-        null, null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals));
+        null,
+        null,
+        "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals),
+        List.of(),
+        "");
+  }
+
+  /**
+   * The choice among a variant's candidates: the only one, or the heuristics' first until the key's
+   * first run times them all (the description says which, and what was passed over).
+   */
+  private Choice choice(Key key, Variant variant, CudnnRuntime.Candidates candidates) {
+    List<Plan> plans = candidates.plans();
+    String passedOver =
+        candidates.overWorkspace() == 0
+            ? ""
+            : "; "
+                + candidates.overWorkspace()
+                + " configuration(s) over the "
+                + MAX_WORKSPACE
+                + " B workspace cap passed over";
+    if (plans.size() == 1) {
+      return new Choice(
+          plans.getFirst(),
+          variant,
+          describe(variant, key, plans.getFirst(), "the only candidate", passedOver),
+          List.of(),
+          passedOver);
+    }
+    String how = "heuristics' first of " + plans.size() + ", timed at the first run";
+    return new Choice(
+        plans.getFirst(),
+        variant,
+        describe(variant, key, plans.getFirst(), how, passedOver),
+        plans,
+        passedOver);
   }
 
   /** Destroys the cached plans (the runtime owns the handle). */

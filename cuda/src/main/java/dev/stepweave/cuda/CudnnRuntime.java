@@ -3,6 +3,7 @@ package dev.stepweave.cuda;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.NoSuchElementException;
 import java.util.concurrent.atomic.AtomicBoolean;
@@ -110,7 +111,32 @@ final class CudnnRuntime implements AutoCloseable {
    * does.
    */
   static Plan plan(CudnnDescriptors g, CudnnDescriptor graph, List<String> refusals, String label) {
+    List<Plan> plans = candidates(g, graph, 1, Long.MAX_VALUE, refusals, label).plans();
+    return plans.isEmpty() ? null : plans.getFirst();
+  }
+
+  /**
+   * Execution plans to choose among, in the heuristics' order, and how many configurations were
+   * passed over for needing more workspace than allowed.
+   */
+  record Candidates(List<Plan> plans, int overWorkspace) {}
+
+  /**
+   * Up to {@code limit} engine configurations of heuristics mode A that finalize into execution
+   * plans needing at most {@code maxWorkspace} bytes of workspace, in the heuristics' order; only
+   * when mode A gives none, the same from the fallback list. When neither gives any, no plans, and
+   * the reason is added to {@code refusals}, labelled.
+   */
+  static Candidates candidates(
+      CudnnDescriptors g,
+      CudnnDescriptor graph,
+      int limit,
+      long maxWorkspace,
+      List<String> refusals,
+      String label) {
     String last = "the heuristics offered no engine configuration";
+    List<Plan> plans = new ArrayList<>();
+    int overWorkspace = 0;
     for (int mode : new int[] {Cudnn.CUDNN_HEUR_MODE_A, Cudnn.CUDNN_HEUR_MODE_FALLBACK}) {
       List<CudnnDescriptor> configs;
       try {
@@ -127,20 +153,69 @@ final class CudnnRuntime implements AutoCloseable {
         continue;
       }
       for (CudnnDescriptor config : configs) {
+        if (plans.size() == limit) {
+          break;
+        }
         try {
           CudnnDescriptor plan =
               g.create(Cudnn.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
                   .descriptors(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_ENGINE_CONFIG, config)
                   .finish();
           long workspace = plan.int64(Cudnn.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE);
-          return new Plan(g, plan, workspace, engineIndex(config, g));
+          if (workspace > maxWorkspace) {
+            overWorkspace++;
+            last = "every plan needs more than " + maxWorkspace + " B of workspace";
+            continue;
+          }
+          plans.add(new Plan(g, plan, workspace, engineIndex(config, g)));
         } catch (CudaException e) {
           last = e.getMessage();
         }
       }
+      if (!plans.isEmpty()) {
+        return new Candidates(List.copyOf(plans), overWorkspace);
+      }
     }
     refusals.add(label + ": " + last);
-    return null;
+    return new Candidates(List.of(), overWorkspace);
+  }
+
+  /** How long one run of a plan takes, in milliseconds; throws when the plan does not run. */
+  @FunctionalInterface
+  interface PlanTimer {
+    float time(Plan plan);
+  }
+
+  /** The plan a measurement chose, and every candidate's time ("engine 12 0.84 ms", or why not). */
+  record Timed(Plan plan, float ms, List<String> times) {}
+
+  /**
+   * The fastest of {@code plans}: each is run {@code runs} times through {@code timer} (the first
+   * run also pays for lazy loading) and its best time counts; a plan whose run fails is passed
+   * over, and on equal times the earlier (the heuristics' preference) wins. Null when every plan
+   * fails.
+   */
+  static Timed fastest(List<Plan> plans, int runs, PlanTimer timer) {
+    Plan best = null;
+    float bestMs = Float.POSITIVE_INFINITY;
+    List<String> times = new ArrayList<>();
+    for (Plan plan : plans) {
+      float ms = Float.POSITIVE_INFINITY;
+      try {
+        for (int i = 0; i < runs; i++) {
+          ms = Math.min(ms, timer.time(plan));
+        }
+      } catch (CudaException e) {
+        times.add("engine " + plan.engine() + " failed: " + e.getMessage());
+        continue;
+      }
+      times.add(String.format("engine %s %.3f ms", plan.engine(), ms));
+      if (ms < bestMs) {
+        best = plan;
+        bestMs = ms;
+      }
+    }
+    return best == null ? null : new Timed(best, bestMs, List.copyOf(times));
   }
 
   /** The engine's global index, for the description only ("?" if cuDNN won't say). */

@@ -8,11 +8,15 @@ import java.lang.foreign.ValueLayout;
 import java.lang.ref.Cleaner;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
+import java.util.Collection;
 import java.util.HashMap;
+import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ConcurrentLinkedQueue;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.function.Supplier;
 
 /**
  * A caching allocator for activations. A tensor's block comes back in one of two ways: explicitly
@@ -182,6 +186,46 @@ final class DeviceAllocator {
     }
   }
 
+  /**
+   * The blocks one piece of state keeps between the steps that update it (see {@code
+   * Backend.StepMemory}). Not a scope: other work, scopes included, may run between its steps.
+   */
+  final class Holding {
+    private List<Block> blocks = new ArrayList<>();
+
+    /**
+     * Runs {@code body} in a fresh scope, then gives back every block that scope collected or this
+     * holding kept, except those under {@code survivors}' storages (asked after the body), which it
+     * keeps instead of handing them to the enclosing scope. A body that throws releases nothing.
+     */
+    void step(Runnable body, Supplier<? extends Collection<Storage>> survivors) {
+      List<Block> made;
+      try (Scope inner = openScope()) {
+        body.run();
+        made = inner.blocks;
+        inner.blocks = new ArrayList<>();
+      }
+      Set<Long> keep = new HashSet<>();
+      for (Storage s : survivors.get()) {
+        keep.add(s.segment().address());
+      }
+      List<Block> kept = new ArrayList<>();
+      for (List<Block> from : List.of(blocks, made)) {
+        for (Block b : from) {
+          if (b.returned.get()) {
+            continue; // the cleaner took it back: nothing refers to it
+          }
+          if (keep.contains(b.ptr)) {
+            kept.add(b);
+          } else {
+            giveBack(b);
+          }
+        }
+      }
+      blocks = kept;
+    }
+  }
+
   private final Device device;
   private final CudaContext context;
   private final Map<Long, ArrayDeque<Long>> cached = new HashMap<>();
@@ -250,6 +294,11 @@ final class DeviceAllocator {
   Scope openScope() {
     scope = new Scope(scope);
     return scope;
+  }
+
+  /** A new, empty holding for state kept across steps. */
+  Holding openHolding() {
+    return new Holding();
   }
 
   /** A new, empty pool for one graph's memory. */

@@ -20,7 +20,7 @@ import java.util.Set;
  */
 final class OpProfile implements InvocationHandler {
   private static final Set<String> PASS_THROUGH =
-      Set.of("scoped", "chain", "replayable", "device", "name", "activationDType");
+      Set.of("scoped", "chain", "stepMemory", "replayable", "device", "name", "activationDType");
 
   private record Entry(double ms, int calls) {}
 

@@ -5,6 +5,8 @@ import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.util.ArrayList;
+import java.util.Deque;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -26,6 +28,12 @@ final class RecordingGraphApi implements CudnnGraphApi {
 
   /** Answers {@link #get}: the attribute's element count, after filling what was asked for. */
   LongSupplier getAnswer = () -> 0;
+
+  /**
+   * What {@link #get} writes for a one-element INT64 attribute (a plan's workspace size, an
+   * engine's index): the next value queued for it, else nothing (the caller's zeroed memory).
+   */
+  final Map<Integer, Deque<Long>> int64Values = new HashMap<>();
 
   private long next = 0x1000;
 
@@ -101,6 +109,13 @@ final class RecordingGraphApi implements CudnnGraphApi {
             + " "
             + requested
             + (elements.equals(MemorySegment.NULL) ? " NULL" : ""));
+    Deque<Long> values = int64Values.get(attribute);
+    if (attributeType == Cudnn.CUDNN_TYPE_INT64 && requested >= 1 && values != null) {
+      Long value = values.poll();
+      if (value != null) {
+        elements.set(ValueLayout.JAVA_LONG, 0, value);
+      }
+    }
     return getAnswer.getAsLong();
   }
 

@@ -1,5 +1,6 @@
 package dev.stepweave.tensor;
 
+import java.util.Collection;
 import java.util.List;
 import java.util.function.Function;
 import java.util.function.Supplier;
@@ -219,6 +220,34 @@ public interface Backend {
   }
 
   /**
+   * A {@link StepMemory} for one piece of per-request state that lives across steps and is replaced
+   * part by part (a decode's causal caches and finished frames). The default runs each step and
+   * releases nothing.
+   */
+  default StepMemory stepMemory() {
+    return (body, survivors) -> body.run();
+  }
+
+  /**
+   * The device memory of state that outlives the steps that update it, steps which may interleave
+   * with other work (so no scope can stay open across them). Made by {@link #stepMemory}, kept by
+   * the state, and used for every step that updates it.
+   */
+  @FunctionalInterface
+  interface StepMemory {
+    /**
+     * Runs {@code body}, which updates the state, then declares dead every tensor allocated during
+     * it or kept by an earlier step of this memory, except those {@code survivors} lists once the
+     * body has returned (views count by their storage): a device backend reuses their memory at
+     * once. The survivors are kept for the next step, so one the state drops later dies then; no
+     * caller may use a tensor the state no longer holds (an earlier step's output included) after a
+     * step. Tensors made outside this memory's steps are never released by it. A body that throws
+     * releases nothing.
+     */
+    void step(Runnable body, Supplier<? extends Collection<Tensor>> survivors);
+  }
+
+  /**
    * Runs steps {@code from} to {@code to - 1} one after another on {@code x}: returns {@code
    * step(to-1, … step(from + 1, step(from, x)))}. Like {@link #scoped} for each step, and also
    * declares that each step's result is dead once the next step has returned, so a device backend
@@ -226,6 +255,21 @@ public interface Backend {
    * step must keep no tensor it made except its result. The default just runs the steps.
    */
   default Tensor chain(Tensor x, int from, int to, ChainStep step) {
+    Tensor h = x;
+    for (int i = from; i < to; i++) {
+      h = step.apply(i, h);
+    }
+    return h;
+  }
+
+  /**
+   * Like {@link #chain}, for steps that also store tensors they make in state that outlives the
+   * chain (a causal cache's newest frames): {@code alsoKept}, asked after each step, lists them
+   * (views count by their storage), and they survive with the step's result. The default just runs
+   * the steps.
+   */
+  default Tensor chain(
+      Tensor x, int from, int to, ChainStep step, Supplier<? extends Collection<Tensor>> alsoKept) {
     Tensor h = x;
     for (int i = from; i < to; i++) {
       h = step.apply(i, h);

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
@@ -98,5 +99,14 @@ class FusedDefaultsTest {
     assertEquals(List.of(2, 3, 4), order);
     assertArrayEquals(cpu.affine(x, 1f, 9f).toFloatArray(), chained.toFloatArray(), 1e-6f);
     assertSame(x, cpu.chain(x, 3, 3, (i, h) -> cpu.affine(h, 2f, 0f)));
+    Tensor kept =
+        cpu.chain(x, 2, 5, (i, h) -> cpu.affine(h, 1f, i), () -> List.of(made[0], chained));
+    assertArrayEquals(chained.toFloatArray(), kept.toFloatArray());
+
+    List<String> ran = new ArrayList<>();
+    Backend.StepMemory memory = cpu.stepMemory();
+    memory.step(() -> ran.add("first"), List::of);
+    memory.step(() -> ran.add("second"), () -> List.of(x));
+    assertEquals(List.of("first", "second"), ran);
   }
 }

@@ -1,7 +1,10 @@
 package dev.stepweave.models.wan.vae;
 
 import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -30,6 +33,22 @@ public final class CausalCache {
 
   void setTail(int slot, Tensor frames) {
     tails[slot] = frames;
+  }
+
+  /** Every remembered frame tensor (the slots that have some), for keeping them alive. */
+  List<Tensor> remembered() {
+    List<Tensor> out = new ArrayList<>(tails.length);
+    for (Tensor t : tails) {
+      if (t != null) {
+        out.add(t);
+      }
+    }
+    return out;
+  }
+
+  /** Forgets every remembered frame (the flags stay): for a pass that has ended. */
+  void clear() {
+    Arrays.fill(tails, null);
   }
 
   /**

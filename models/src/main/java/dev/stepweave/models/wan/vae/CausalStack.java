@@ -67,16 +67,12 @@ final class CausalStack {
 
   /** Runs one temporal chunk, updating {@code cache}. */
   Tensor apply(Tensor chunk, CausalCache cache) {
-    return applyBack(applyFront(chunk, cache, stages.size()), cache, stages.size());
+    return layers(chunk, cache, 0, stages.size() + 2);
   }
 
   /** The first part of {@link #apply}: {@code conv_in} and the stages before {@code split}. */
   Tensor applyFront(Tensor chunk, CausalCache cache, int split) {
-    Tensor x = convIn.applyStreaming(chunk, cache, convInSlot);
-    for (CausalLayer stage : stages.subList(0, split)) {
-      x = stage.apply(x, cache);
-    }
-    return x;
+    return layers(chunk, cache, 0, 1 + split);
   }
 
   /**
@@ -85,10 +81,25 @@ final class CausalStack {
    * cache.
    */
   Tensor applyBack(Tensor x, CausalCache cache, int split) {
-    for (CausalLayer stage : stages.subList(split, stages.size())) {
-      x = stage.apply(x, cache);
+    return layers(x, cache, 1 + split, stages.size() + 2);
+  }
+
+  /**
+   * Layers {@code from} to {@code to - 1} (0 is {@code conv_in}, then the stages, then the output
+   * layer) one after another, each layer's temporaries and the previous layer's output released
+   * once it has returned; the cache's new frames survive.
+   */
+  private Tensor layers(Tensor x, CausalCache cache, int from, int to) {
+    return backend.chain(x, from, to, (i, h) -> layer(i, h, cache), cache::remembered);
+  }
+
+  private Tensor layer(int index, Tensor x, CausalCache cache) {
+    if (index == 0) {
+      return convIn.applyStreaming(x, cache, convInSlot);
     }
-    x = backend.silu(normOut.apply(x));
-    return convOut.applyStreaming(x, cache, convOutSlot);
+    if (index <= stages.size()) {
+      return stages.get(index - 1).apply(x, cache);
+    }
+    return convOut.applyStreaming(backend.silu(normOut.apply(x)), cache, convOutSlot);
   }
 }

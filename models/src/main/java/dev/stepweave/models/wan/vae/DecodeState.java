@@ -1,6 +1,7 @@
 package dev.stepweave.models.wan.vae;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Backend.StepMemory;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -13,18 +14,28 @@ import java.util.Map;
  * the local part tile by tile, each tile with its own causal cache carrying its region across
  * frames. One step decodes one tile of one frame (starting with the frame's global part); an
  * untiled decode has one tile per frame.
+ *
+ * <p>Every step runs in the state's {@link StepMemory}: what the step made and what the state
+ * dropped (replaced cache frames, a finished frame's tiles and features) dies with the step. A
+ * finished decode keeps only its frames.
  */
 public final class DecodeState {
   private final Tensor latents;
   private final TileGrid grid;
   private final CausalCache globalCache;
   private final CausalCache[] tileCaches;
+  private final StepMemory memory;
   private final List<Tensor> decoded = new ArrayList<>();
   private final List<Tensor> frameTiles = new ArrayList<>();
   private Tensor features;
   private int nextFrame;
 
-  DecodeState(Tensor latents, TileGrid grid, CausalCache globalCache, CausalCache[] tileCaches) {
+  DecodeState(
+      Tensor latents,
+      TileGrid grid,
+      CausalCache globalCache,
+      CausalCache[] tileCaches,
+      StepMemory memory) {
     if (tileCaches.length != grid.size()) {
       throw new IllegalArgumentException(
           tileCaches.length + " tile caches for a grid of " + grid.size() + " tiles");
@@ -33,6 +44,7 @@ public final class DecodeState {
     this.grid = grid;
     this.globalCache = globalCache;
     this.tileCaches = tileCaches.clone();
+    this.memory = memory;
   }
 
   public Tensor latents() {
@@ -46,6 +58,7 @@ public final class DecodeState {
 
   /**
    * The video the latest step completed: the whole frame when it finished one, otherwise its tile.
+   * Valid until the next step (which may release a tile once its frame is assembled).
    */
   public Tensor latestOutput() {
     if (!frameTiles.isEmpty()) {
@@ -76,6 +89,11 @@ public final class DecodeState {
 
   public boolean isDone() {
     return nextFrame == latents.dim(2);
+  }
+
+  /** Runs one step's {@code body} in this decode's memory (see {@link Backend#stepMemory}). */
+  void step(Runnable body) {
+    memory.step(body, () -> tensors().values());
   }
 
   Tensor nextLatentFrame() {
@@ -111,6 +129,13 @@ public final class DecodeState {
       frameTiles.clear();
       features = null;
       nextFrame++;
+      if (isDone()) {
+        // No frame follows: the remembered frames are dead.
+        globalCache.clear();
+        for (CausalCache c : tileCaches) {
+          c.clear();
+        }
+      }
     }
   }
 
@@ -159,7 +184,8 @@ public final class DecodeState {
       TileGrid grid,
       int cacheSlots,
       Map<String, Tensor> tensors,
-      Map<String, String> scalars) {
+      Map<String, String> scalars,
+      StepMemory memory) {
     int tiles = count(scalars, "tiles", 1, Integer.MAX_VALUE);
     if (tiles != grid.size()) {
       throw new IllegalArgumentException(
@@ -172,7 +198,8 @@ public final class DecodeState {
       tileCaches[i] = cache(cacheSlots, "tile." + i, tensors, scalars);
     }
     DecodeState s =
-        new DecodeState(latents, grid, cache(cacheSlots, "global", tensors, scalars), tileCaches);
+        new DecodeState(
+            latents, grid, cache(cacheSlots, "global", tensors, scalars), tileCaches, memory);
     for (int i = 0; i < frame; i++) {
       s.decoded.add(required(tensors, "decoded." + i));
     }

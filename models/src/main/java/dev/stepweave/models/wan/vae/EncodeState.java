@@ -1,5 +1,7 @@
 package dev.stepweave.models.wan.vae;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Backend.StepMemory;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.List;
@@ -7,7 +9,9 @@ import java.util.List;
 /**
  * A video encode in progress: the input, which temporal chunk comes next, the causal cache and the
  * encoded chunks so far. Chunk 0 is the first frame alone, every later chunk the next {@value
- * #CHUNK_FRAMES} frames (the last may be shorter), exactly as the reference splits them.
+ * #CHUNK_FRAMES} frames (the last may be shorter), exactly as the reference splits them. Every
+ * chunk runs in the state's {@link StepMemory}, so what it made and the cache frames it replaced
+ * die with it; a finished encode keeps only its chunks.
  */
 public final class EncodeState {
   /** Frames per chunk after the first; the reference's fixed chunking, not a config dimension. */
@@ -15,12 +19,14 @@ public final class EncodeState {
 
   private final Tensor video;
   private final CausalCache cache;
+  private final StepMemory memory;
   private final List<Tensor> encoded = new ArrayList<>();
   private int nextChunk;
 
-  EncodeState(Tensor video, CausalCache cache) {
+  EncodeState(Tensor video, CausalCache cache, StepMemory memory) {
     this.video = video;
     this.cache = cache;
+    this.memory = memory;
   }
 
   public Tensor video() {
@@ -58,5 +64,22 @@ public final class EncodeState {
   void accept(Tensor chunk) {
     encoded.add(chunk);
     nextChunk++;
+    if (isDone()) {
+      cache.clear(); // no chunk follows
+    }
+  }
+
+  /**
+   * Runs one chunk's {@code body} in this encode's memory (see {@link Backend#stepMemory}): the
+   * encoded chunks and the cache's frames survive.
+   */
+  void step(Runnable body) {
+    memory.step(
+        body,
+        () -> {
+          List<Tensor> live = new ArrayList<>(encoded);
+          live.addAll(cache.remembered());
+          return live;
+        });
   }
 }

@@ -86,7 +86,7 @@ public final class WanVae {
   /** Begins encoding {@code video [B, in_channels, T, H, W]} with values in {@code [-1, 1]}. */
   public EncodeState startEncode(Tensor video) {
     requireChannels("video", video, config.inChannels());
-    return new EncodeState(video, new CausalCache(encoder.cacheSlots()));
+    return new EncodeState(video, new CausalCache(encoder.cacheSlots()), backend.stepMemory());
   }
 
   /**
@@ -99,8 +99,11 @@ public final class WanVae {
       throw new IllegalStateException(
           "encode already processed all " + state.chunkCount() + " chunks");
     }
-    Tensor moments = encoder.apply(state.nextFrames(), state.cache());
-    state.accept(quantConv.apply(moments, null));
+    state.step(
+        () -> {
+          Tensor moments = encoder.apply(state.nextFrames(), state.cache());
+          state.accept(quantConv.apply(moments, null));
+        });
     return !state.isDone();
   }
 
@@ -142,7 +145,8 @@ public final class WanVae {
     for (int i = 0; i < tileCaches.length; i++) {
       tileCaches[i] = new CausalCache(decoder.cacheSlots());
     }
-    return new DecodeState(latents, grid, new CausalCache(decoder.cacheSlots()), tileCaches);
+    return new DecodeState(
+        latents, grid, new CausalCache(decoder.cacheSlots()), tileCaches, backend.stepMemory());
   }
 
   /**
@@ -155,15 +159,18 @@ public final class WanVae {
     if (state.isDone()) {
       throw new IllegalStateException("decode already processed all latent frames");
     }
-    if (state.features() == null) {
-      Tensor x = postQuantConv.apply(state.nextLatentFrame(), null);
-      state.beginFrame(decoder.global(x, state.globalCache()));
-    }
-    DecodeTile tile = state.nextTile();
-    Tensor video = decoder.local(tile.inputOf(state.features()), state.nextTileCache());
-    // A copy, so the halo's pixels are not retained with the tile.
-    state.acceptTile(
-        backend.contiguous(tile.outputOf(video, config.spatialCompression())), backend);
+    state.step(
+        () -> {
+          if (state.features() == null) {
+            Tensor x = postQuantConv.apply(state.nextLatentFrame(), null);
+            state.beginFrame(decoder.global(x, state.globalCache()));
+          }
+          DecodeTile tile = state.nextTile();
+          Tensor video = decoder.local(tile.inputOf(state.features()), state.nextTileCache());
+          // A copy, so the halo's pixels are not retained with the tile.
+          state.acceptTile(
+              backend.contiguous(tile.outputOf(video, config.spatialCompression())), backend);
+        });
     return !state.isDone();
   }
 
@@ -173,7 +180,7 @@ public final class WanVae {
       throw new IllegalStateException(
           "decode finished after " + state.stepsDone() + " of " + state.totalSteps() + " steps");
     }
-    return backend.clamp(Frames.concat(backend, state.decoded()), -1f, 1f);
+    return backend.scoped(() -> backend.clamp(Frames.concat(backend, state.decoded()), -1f, 1f));
   }
 
   /**
@@ -186,7 +193,12 @@ public final class WanVae {
       Map<String, Tensor> tensors,
       Map<String, String> scalars) {
     return DecodeState.restore(
-        latents, tileGrid(latents, tiling), decoder.cacheSlots(), tensors, scalars);
+        latents,
+        tileGrid(latents, tiling),
+        decoder.cacheSlots(),
+        tensors,
+        scalars,
+        backend.stepMemory());
   }
 
   /** Decodes raw latents into video clamped to [-1, 1]. */
