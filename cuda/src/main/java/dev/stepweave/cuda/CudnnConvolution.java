@@ -62,9 +62,11 @@ final class CudnnConvolution implements AutoCloseable {
 
   /**
    * Everything a plan depends on: batch, input channels and spatial sizes, output channels, filter
-   * size, stride, padding, whether there is a bias, and the largest power of two up to 16 dividing
-   * the input's byte address. Dtypes (BF16 data, F32 compute) and layouts (packed, per {@link
-   * Variant}) are fixed, so sizes determine the strides.
+   * size, stride, padding, whether there is a bias, the largest power of two up to 16 dividing the
+   * input's byte address, and the output's dtype: BF16 for a BF16 input, F32 for an F32 one (the
+   * text encoder and the VAE keep F32 activations in the BF16 mode, as the reference pipeline runs
+   * its VAE in float32; only the tensor-core inputs are rounded to BF16). Input and filter are
+   * BF16, compute F32, layouts packed per {@link Variant}, so sizes determine the strides.
    */
   record Key(
       int n,
@@ -75,7 +77,26 @@ final class CudnnConvolution implements AutoCloseable {
       Dims3 stride,
       Dims3 padding,
       boolean bias,
-      int alignment) {
+      int alignment,
+      boolean f32Output) {
+    /** A convolution writing BF16. */
+    Key(
+        int n,
+        int c,
+        Dims3 input,
+        int k,
+        Dims3 kernel,
+        Dims3 stride,
+        Dims3 padding,
+        boolean bias,
+        int alignment) {
+      this(n, c, input, k, kernel, stride, padding, bias, alignment, false);
+    }
+
+    DType outputType() {
+      return f32Output ? DType.F32 : DType.BF16;
+    }
+
     Dims3 output() {
       return new Dims3(
           (input.d() + 2 * padding.d() - kernel.d()) / stride.d() + 1,
@@ -86,7 +107,7 @@ final class CudnnConvolution implements AutoCloseable {
     @Override
     public String toString() {
       return String.format(
-          "x [%d,%d,%d,%d,%d] w [%d,%d,%d,%d,%d] stride %s pad %s%s",
+          "x [%d,%d,%d,%d,%d] w [%d,%d,%d,%d,%d] stride %s pad %s%s%s",
           n,
           c,
           input.d(),
@@ -99,7 +120,8 @@ final class CudnnConvolution implements AutoCloseable {
           kernel.w(),
           List.of(stride.d(), stride.h(), stride.w()),
           List.of(padding.d(), padding.h(), padding.w()),
-          bias ? " +bias" : "");
+          bias ? " +bias" : "",
+          f32Output ? " → F32" : "");
     }
   }
 
@@ -197,7 +219,7 @@ final class CudnnConvolution implements AutoCloseable {
     for (int i = 0; i < 5; i++) {
       yShape[i] = ncdhw[order[i]];
     }
-    Tensor y = cb.empty(DType.BF16, yShape);
+    Tensor y = cb.empty(key.outputType(), yShape);
     long wsBytes = choice.workspaceBytes();
     Tensor ws = wsBytes == 0 ? null : cb.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
     long[] uids = bb == null ? new long[] {X, W, Y} : new long[] {X, W, Y, BIAS};
@@ -219,7 +241,7 @@ final class CudnnConvolution implements AutoCloseable {
     Tensor out = y;
     if (variant.channelsLast) {
       // [N, Do, Ho, Wo, K] viewed as [N, K, Do, Ho, Wo], copied densely.
-      out = cb.convert(y.permute(0, 4, 1, 2, 3), DType.BF16);
+      out = cb.convert(y.permute(0, 4, 1, 2, 3), key.outputType());
       cb.releaseDerived(y, out);
     }
     if (bias != null && !variant.biasFused) {
@@ -228,12 +250,13 @@ final class CudnnConvolution implements AutoCloseable {
     return out;
   }
 
-  /** Adds {@code bias[k]} to every element of channel k of contiguous BF16 NCDHW {@code out}. */
+  /** Adds {@code bias[k]} to every element of channel k of contiguous NCDHW {@code out}. */
   private void addBias(Tensor out, Tensor bias) {
     Tensor bf = cb.f32(bias);
     long n = out.numel();
     long inner = n / out.dim(0) / out.dim(1);
-    try (Launch l = kernels.launch("misc.cu", "channel_bias_bf16")) {
+    String kernel = "channel_bias_" + CudaBackend.code(out.dtype());
+    try (Launch l = kernels.launch("misc.cu", kernel)) {
       l.ptr(addr(out)).ptr(addr(bf)).i64(n).i64(inner).i32(out.dim(1));
       kernels.elementwise(l, n);
     }
@@ -278,7 +301,8 @@ final class CudnnConvolution implements AutoCloseable {
         Dims3.of(stride),
         Dims3.of(padding),
         bias != null,
-        alignment);
+        alignment,
+        x.dtype() != DType.BF16);
   }
 
   private static long addr(Tensor t) {
@@ -428,7 +452,15 @@ final class CudnnConvolution implements AutoCloseable {
     long[] yDims = {key.n(), key.k(), o.d(), o.h(), o.w()};
     CudnnDescriptor x = io(g, X, xDims, cl, key.alignment());
     CudnnDescriptor w = io(g, W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
-    CudnnDescriptor y = io(g, Y, yDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor y =
+        CudnnRuntime.tensor(
+            g,
+            Y,
+            key.f32Output() ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16,
+            yDims,
+            packedStrides(yDims, cl),
+            CudnnRuntime.MAX_ALIGNMENT,
+            false);
     CudnnDescriptor convolution =
         g.create(Cudnn.CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
             .dataType(Cudnn.CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT)

@@ -99,8 +99,14 @@ public final class Bench {
     String what = "attention alone " + Arrays.toString(new int[] {b, h, l, d}) + " BF16";
     String path = gpu.attentionPath(q, k, v);
     System.out.println("  attention path: " + path);
-    float dispatched = median(iterations, () -> gpu.attention(q, k, v, null, scale));
-    float flash = median(iterations, () -> gpu.flashAttention(q, k, v, scale));
+    float dispatched, flash;
+    // Each run's output is garbage at once: released here, not left to inflate later peaks.
+    try (MemoryScope scope = gpu.openScope()) {
+      dispatched =
+          median(iterations, () -> scope.releaseExcept(gpu.attention(q, k, v, null, scale)));
+      flash = median(iterations, () -> scope.releaseExcept(gpu.flashAttention(q, k, v, scale)));
+      scope.releaseExcept();
+    }
     add(what + ", " + path, timing(dispatched, b, l, h, d), reference);
     add(what + ", flash.cu alone", timing(flash, b, l, h, d), reference);
   }
@@ -183,23 +189,37 @@ public final class Bench {
         WanVae.load(
             cfg,
             new Weights(new RandomWeights(WanVaeShapes.of(cfg), DType.F32, 0.05f), gpu, DType.F32));
-    Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, 1, 16, frames, h, w), DType.F32);
-    gpu.synchronize();
-    gpu.resetPeaks();
-    Tensor[] video = new Tensor[1];
-    String what = "VAE decode " + (4 * (frames - 1) + 1) + " frames " + 8 * h + "×" + 8 * w;
-    float ms =
-        median(
-            iterations,
-            // No scope of our own: the decode releases step by step, as in production.
-            () -> video[0] = vae.decode(latents));
-    System.out.printf("  %s: output %s%n", what, Arrays.toString(video[0].shape()));
+    // F32 latents keep the VAE's activations F32 (the BF16 mode's default, as the reference
+    // pipeline's float32 VAE); BF16 latents make every activation BF16 (the reference's bf16 row).
+    for (DType activations : List.of(DType.F32, DType.BF16)) {
+      Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, 1, 16, frames, h, w), activations);
+      gpu.synchronize();
+      gpu.resetPeaks();
+      Tensor[] video = new Tensor[1];
+      String what =
+          "VAE decode "
+              + (4 * (frames - 1) + 1)
+              + " frames "
+              + 8 * h
+              + "×"
+              + 8 * w
+              + ", "
+              + activations
+              + " activations";
+      float ms =
+          median(
+              iterations,
+              // No scope of our own: the decode releases step by step, as in production.
+              () -> video[0] = vae.decode(latents));
+      System.out.printf("  %s: output %s%n", what, Arrays.toString(video[0].shape()));
+      video[0] = null;
+      add(what, String.format("%.0f ms", ms), reference);
+      add(
+          what + ": peak device memory (live tensors / held by the allocator)",
+          String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
+          "–");
+    }
     System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
-    add(what, String.format("%.0f ms", ms), reference);
-    add(
-        what + ": peak device memory (live tensors / held by the allocator)",
-        String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
-        "–");
   }
 
   /** The released Wan 2.1 VAE's {@code config.json}. */

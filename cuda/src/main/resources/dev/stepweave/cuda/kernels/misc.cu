@@ -80,14 +80,17 @@ extern "C" __global__ void im2col3d_f32(const float* x, float* col, Conv3dGeomet
   }
 }
 
-// y[i] += bias[(i / inner) % channels]: a per-channel bias over [B, channels, inner], in place.
+// y[i] += bias[(i / inner) % channels]: a per-channel bias over [B, channels, inner], in place
+// (F32 y, or BF16 y — cuDNN's convolution output — added in F32 and rounded once).
+template <typename T>
+__device__ void channel_bias(T* y, const float* bias, i64 n, i64 inner, int channels) {
+  GRID_STRIDE(i, n) { store_f(y + i, load_f(y + i) + bias[imod(idiv(i, inner), channels)]); }
+}
 extern "C" __global__ void channel_bias_f32(float* y, const float* bias, i64 n, i64 inner,
                                             int channels) {
-  GRID_STRIDE(i, n) { y[i] += bias[(i / inner) % channels]; }
+  channel_bias<float>(y, bias, n, inner, channels);
 }
-
-// The same on BF16 y (cuDNN's convolution output in the BF16 mode): added in F32, rounded once.
 extern "C" __global__ void channel_bias_bf16(bf16_t* y, const float* bias, i64 n, i64 inner,
                                              int channels) {
-  GRID_STRIDE(i, n) { store_f(y + i, load_f(y + i) + bias[(i / inner) % channels]); }
+  channel_bias<bf16_t>(y, bias, n, inner, channels);
 }

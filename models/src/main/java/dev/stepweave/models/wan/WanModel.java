@@ -183,7 +183,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /**
    * Loads one component. Its weight source stays open for the model's life: the CPU backend uses
-   * F32 weights straight from the memory-mapped file instead of copying them.
+   * F32 weights straight from the memory-mapped file instead of copying them. On a backend whose
+   * activations are BF16 the text encoder's and the transformer's weights are BF16 (tensor-core
+   * GEMMs) and the VAE's stay F32, as the reference Wan pipeline runs its VAE in float32.
    */
   private static <T> T loadComponent(
       DiffusersDirectory d,
@@ -193,7 +195,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       Function<Weights, T> loader) {
     TensorSource source = d.component(id).openWeights();
     open.add(source);
-    return loader.apply(new Weights(source, backend, DType.F32));
+    DType weights = id.equals("vae") ? DType.F32 : backend.activationDType();
+    return loader.apply(new Weights(source, backend, weights));
   }
 
   public Path dir() {

@@ -1,0 +1,43 @@
+package dev.stepweave.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stepweave.core.parity.Comparison;
+import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.models.parity.RecordingVerifier;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The golden parity suite in the BF16 performance mode (BF16 transformer and text-encoder weights,
+ * BF16 DiT activations, tensor-core attention and convolutions; the VAE's activations F32): every
+ * recorded output within relative L2 1e-2 of the F32 reference (issue 5's bound for this mode).
+ */
+@Tag("gpu")
+class GoldenBf16GpuTest {
+  private static final Path GOLDEN =
+      Path.of(System.getProperty("stepweave.golden", "testdata/golden"));
+  private static final double BOUND = 1e-2;
+
+  @Test
+  void everyGoldenRecordingIsWithinTheBf16Bound() {
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan21-tiny"), Gpu.bf16(), System.out::println)
+            .verify(GOLDEN.resolve("wan21-tiny-expected"), c -> {});
+    assertEquals(List.of(), report.errors());
+    double worst = 0;
+    String worstName = "";
+    for (Comparison c : report.comparisons()) {
+      System.out.printf("  %-48s rel L2 %.2e (bound %.0e)%n", c.name(), c.relativeL2Error(), BOUND);
+      if (c.relativeL2Error() > worst) {
+        worst = c.relativeL2Error();
+        worstName = c.name();
+      }
+    }
+    assertTrue(report.comparisons().size() > 30, "comparisons: " + report.comparisons().size());
+    assertTrue(worst <= BOUND, worstName + ": relative L2 " + worst);
+  }
+}
