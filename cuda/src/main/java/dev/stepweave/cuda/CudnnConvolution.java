@@ -14,9 +14,12 @@ import java.util.stream.Collectors;
 
 /**
  * 3-D convolution forward (cross-correlation, dilation 1, symmetric zero padding) through cuDNN's
- * backend graph API, for the BF16 mode: BF16 input, filter and output, F32 accumulation. The input
- * passes as packed NCDHW BF16 (converted when it is not), the filter as a cached BF16 copy ({@link
- * Bf16Weights}), and the result is a fresh contiguous BF16 [N, K, Do, Ho, Wo] tensor.
+ * backend graph API, for the BF16 mode. A BF16 input (the DiT's activations) runs with BF16 input,
+ * filter and output and F32 accumulation: the input packed NCDHW BF16, the filter a cached BF16
+ * copy ({@link Bf16Weights}). An F32 input (the VAE's activations, kept F32 as the reference
+ * pipeline keeps its VAE in float32) runs on F32 data, which cuDNN computes in TF32 on the tensor
+ * cores — as torch does by default for convolutions. The result is a fresh contiguous [N, K, Do,
+ * Ho, Wo] tensor of the input's type.
  *
  * <p>For each {@link Key} the choice is made once and cached, trying in order: NCDHW with the bias
  * add fused into the graph (a pointwise ADD after the convolution), NCDHW with the bias added by
@@ -78,8 +81,8 @@ final class CudnnConvolution implements AutoCloseable {
       Dims3 padding,
       boolean bias,
       int alignment,
-      boolean f32Output) {
-    /** A convolution writing BF16. */
+      boolean f32) {
+    /** A convolution of BF16 data. */
     Key(
         int n,
         int c,
@@ -93,8 +96,12 @@ final class CudnnConvolution implements AutoCloseable {
       this(n, c, input, k, kernel, stride, padding, bias, alignment, false);
     }
 
-    DType outputType() {
-      return f32Output ? DType.F32 : DType.BF16;
+    DType dataType() {
+      return f32 ? DType.F32 : DType.BF16;
+    }
+
+    int cudnnDataType() {
+      return f32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16;
     }
 
     Dims3 output() {
@@ -121,7 +128,7 @@ final class CudnnConvolution implements AutoCloseable {
           List.of(stride.d(), stride.h(), stride.w()),
           List.of(padding.d(), padding.h(), padding.w()),
           bias ? " +bias" : "",
-          f32Output ? " → F32" : "");
+          f32 ? " F32" : "");
     }
   }
 
@@ -171,7 +178,8 @@ final class CudnnConvolution implements AutoCloseable {
 
   /**
    * The convolution of validated x [N, C, D, H, W] with w [K, C, kd, kh, kw] plus {@code bias} [K]
-   * (or none), as BF16 [N, K, Do, Ho, Wo], or null when cuDNN is missing or refuses this shape.
+   * (or none), as [N, K, Do, Ho, Wo] of x's type (BF16 or F32), or null when cuDNN is missing or
+   * refuses this shape.
    */
   Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     if (x.numel() == 0 || w.numel() == 0 || !cudnn.ready()) {
@@ -210,16 +218,16 @@ final class CudnnConvolution implements AutoCloseable {
   private Tensor run(Key key, Choice choice, Tensor x, Tensor w, Tensor bias) {
     Variant variant = choice.variant();
     int[] order = variant.channelsLast ? CHANNELS_LAST : AS_IS;
-    Tensor xb = packedBf16(x, order);
-    Tensor wb = weights.get(w, order);
-    Tensor bb = variant.biasFused ? weights.get(bias) : null;
+    Tensor xb = key.f32() ? cb.f32(x) : packedBf16(x, order);
+    Tensor wb = key.f32() ? cb.f32(w) : weights.get(w, order);
+    Tensor bb = !variant.biasFused ? null : key.f32() ? cb.f32(bias) : weights.get(bias);
     Dims3 o = key.output();
     int[] ncdhw = {key.n(), key.k(), o.d(), o.h(), o.w()};
     int[] yShape = new int[5];
     for (int i = 0; i < 5; i++) {
       yShape[i] = ncdhw[order[i]];
     }
-    Tensor y = cb.empty(key.outputType(), yShape);
+    Tensor y = cb.empty(key.dataType(), yShape);
     long wsBytes = choice.workspaceBytes();
     Tensor ws = wsBytes == 0 ? null : cb.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
     long[] uids = bb == null ? new long[] {X, W, Y} : new long[] {X, W, Y, BIAS};
@@ -234,14 +242,21 @@ final class CudnnConvolution implements AutoCloseable {
     // Temporaries go back once the work reading them is issued (stream order).
     cb.releaseDerived(ws, y);
     cb.releaseDerived(xb, x);
-    weights.release(wb, w);
-    if (bb != null) {
-      weights.release(bb, bias);
+    if (key.f32()) {
+      cb.releaseDerived(wb, w);
+      if (bb != null) {
+        cb.releaseDerived(bb, bias);
+      }
+    } else {
+      weights.release(wb, w);
+      if (bb != null) {
+        weights.release(bb, bias);
+      }
     }
     Tensor out = y;
     if (variant.channelsLast) {
       // [N, Do, Ho, Wo, K] viewed as [N, K, Do, Ho, Wo], copied densely.
-      out = cb.convert(y.permute(0, 4, 1, 2, 3), key.outputType());
+      out = cb.convert(y.permute(0, 4, 1, 2, 3), key.dataType());
       cb.releaseDerived(y, out);
     }
     if (bias != null && !variant.biasFused) {
@@ -289,7 +304,10 @@ final class CudnnConvolution implements AutoCloseable {
    */
   private static Key key(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     boolean asIs =
-        x.dtype() == DType.BF16 && (x.isContiguous() || x.permute(CHANNELS_LAST).isContiguous());
+        x.dtype() == DType.F32
+            ? x.isContiguous()
+            : x.dtype() == DType.BF16
+                && (x.isContiguous() || x.permute(CHANNELS_LAST).isContiguous());
     int alignment =
         asIs ? CudnnRuntime.alignment(CudaBackend.address(x)) : CudnnRuntime.MAX_ALIGNMENT;
     return new Key(
@@ -302,7 +320,7 @@ final class CudnnConvolution implements AutoCloseable {
         Dims3.of(padding),
         bias != null,
         alignment,
-        x.dtype() != DType.BF16);
+        x.dtype() == DType.F32);
   }
 
   private static long addr(Tensor t) {
@@ -354,7 +372,9 @@ final class CudnnConvolution implements AutoCloseable {
         "cuDNN %s conv fprop, %s%s, engine %s (%s), workspace %d B%s",
         cudnn.version(),
         variant.label,
-        key.bias() && !variant.biasFused ? " + channel_bias_bf16" : "",
+        key.bias() && !variant.biasFused
+            ? " + channel_bias_" + CudaBackend.code(key.dataType())
+            : "",
         plan.engine(),
         how,
         plan.workspaceBytes(),
@@ -366,7 +386,7 @@ final class CudnnConvolution implements AutoCloseable {
     cb.context().bind();
     List<String> refusals = new ArrayList<>();
     for (Variant variant : Variant.values()) {
-      if (variant.biasFused && !key.bias()) {
+      if ((variant.biasFused && !key.bias()) || (variant.channelsLast && key.f32())) {
         continue;
       }
       CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
@@ -441,8 +461,9 @@ final class CudnnConvolution implements AutoCloseable {
 
   /**
    * X ⋆ W → Y as one convolution-forward operation (alpha 1, beta 0), or, for a fused variant, X ⋆
-   * W into a virtual F32 tensor plus the [1, K, 1, 1, 1] BF16 bias → Y. All tensors are dims [N, C,
-   * D, H, W] (filter [K, C, kd, kh, kw]) with packed strides in NCDHW or channels-last order.
+   * W into a virtual F32 tensor plus the [1, K, 1, 1, 1] bias → Y (data in the key's type). All
+   * tensors are dims [N, C, D, H, W] (filter [K, C, kd, kh, kw]) with packed strides in NCDHW or
+   * channels-last order.
    */
   static CudnnDescriptor graph(CudnnDescriptors g, long cudnnHandle, Key key, Variant variant) {
     boolean cl = variant.channelsLast;
@@ -450,17 +471,9 @@ final class CudnnConvolution implements AutoCloseable {
     long[] xDims = {key.n(), key.c(), in.d(), in.h(), in.w()};
     long[] wDims = {key.k(), key.c(), f.d(), f.h(), f.w()};
     long[] yDims = {key.n(), key.k(), o.d(), o.h(), o.w()};
-    CudnnDescriptor x = io(g, X, xDims, cl, key.alignment());
-    CudnnDescriptor w = io(g, W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
-    CudnnDescriptor y =
-        CudnnRuntime.tensor(
-            g,
-            Y,
-            key.f32Output() ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16,
-            yDims,
-            packedStrides(yDims, cl),
-            CudnnRuntime.MAX_ALIGNMENT,
-            false);
+    CudnnDescriptor x = io(g, key, X, xDims, cl, key.alignment());
+    CudnnDescriptor w = io(g, key, W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor y = io(g, key, Y, yDims, cl, CudnnRuntime.MAX_ALIGNMENT);
     CudnnDescriptor convolution =
         g.create(Cudnn.CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
             .dataType(Cudnn.CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT)
@@ -498,16 +511,16 @@ final class CudnnConvolution implements AutoCloseable {
       return CudnnRuntime.operationGraph(g, cudnnHandle, fprop);
     }
     long[] biasDims = {1, key.k(), 1, 1, 1};
-    CudnnDescriptor bias = io(g, BIAS, biasDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor bias = io(g, key, BIAS, biasDims, cl, CudnnRuntime.MAX_ALIGNMENT);
     CudnnDescriptor add = CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_ADD, convOut, bias, y);
     return CudnnRuntime.operationGraph(g, cudnnHandle, fprop, add);
   }
 
-  /** A BF16 graph input or output with packed strides. */
+  /** A graph input or output in the key's data type with packed strides. */
   private static CudnnDescriptor io(
-      CudnnDescriptors g, long uid, long[] dims, boolean channelsLast, int alignment) {
+      CudnnDescriptors g, Key key, long uid, long[] dims, boolean channelsLast, int alignment) {
     return CudnnRuntime.tensor(
-        g, uid, CUDNN_DATA_BFLOAT16, dims, packedStrides(dims, channelsLast), alignment, false);
+        g, uid, key.cudnnDataType(), dims, packedStrides(dims, channelsLast), alignment, false);
   }
 
   /**
