@@ -34,11 +34,11 @@ final class ComponentPools implements AutoCloseable {
 
   /** Runs {@code load} with {@code component}'s pool (made now if new) taking new tensors. */
   <T> T loading(String component, Supplier<T> load) {
+    context.bind();
     VirtualMemoryPool pool;
     synchronized (this) {
       pool = pools.get(component);
       if (pool == null) {
-        context.bind();
         // Address space only: physical memory is mapped as the load fills the pool.
         pool = new VirtualMemoryPool(component, context, context.memoryInfo()[1]);
         pools.put(component, pool);
