@@ -172,6 +172,8 @@ final class GenerateCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Mixin Backends backendOption;
 
+  @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
+
   @Override
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
@@ -198,6 +200,7 @@ final class GenerateCommand implements Callable<Integer> {
     if (saveLatents != null) {
       Mp4Writer.checkWritable(saveLatents);
     }
+    deviceBudget.check();
 
     Path dir = model;
     if (dir == null) {
@@ -209,7 +212,8 @@ final class GenerateCommand implements Callable<Integer> {
     Backend backend = backendOption.open(spec.commandLine().getErr(), Precision.BF16);
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, backend);
-        Engine engine = new Engine(wan, EngineConfig.defaults(), DEPLOYED)) {
+        Engine engine =
+            new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), DEPLOYED)) {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       ModelCard card = wan.card();
       GenerationDefaults d = card.defaults();

@@ -102,6 +102,8 @@ final class ServeCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Mixin Backends backendOption;
 
+  @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
+
   @Override
   public Integer call() throws Exception {
     Serving serving = start(spec.commandLine().getOut(), spec.commandLine().getErr());
@@ -123,6 +125,7 @@ final class ServeCommand implements Callable<Integer> {
     if (port < 0 || port > 65535) {
       throw new IllegalArgumentException("--port must be between 0 and 65535, got " + port);
     }
+    deviceBudget.check();
     Path dir = model;
     if (dir == null) {
       dir = EmbeddedWan.ensure();
@@ -142,7 +145,13 @@ final class ServeCommand implements Callable<Integer> {
                 GenerateCommand.parseSettings(cacheDefaults, "--cache-default", "ID"))
             .build();
     WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16));
-    Engine engine = new Engine(wan, EngineConfig.defaults(), caches);
+    Engine engine;
+    try {
+      engine = new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), caches);
+    } catch (RuntimeException e) {
+      wan.close();
+      throw e;
+    }
     StepweaveServer server;
     try {
       server = StepweaveServer.start(host, port, engine, config);

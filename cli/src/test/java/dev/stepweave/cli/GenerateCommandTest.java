@@ -197,6 +197,14 @@ class GenerateCommandTest {
         m,
         "--precision",
         "fp8");
+    rejected(
+        "--memory-headroom must be a non-negative number of GiB, got -1.0",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--memory-headroom",
+        "-1");
     // A checkpoint without its VAE.
     Path noVae = copy(TINY, tmp.resolve("novae"));
     deleteTree(noVae.resolve("vae"));

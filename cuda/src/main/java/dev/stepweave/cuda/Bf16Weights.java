@@ -15,8 +15,9 @@ import java.util.WeakHashMap;
  * F32 is not converted on every call. Keys are the storage's identity ({@link Storage} keeps {@code
  * Object}'s equality; the map holds it weakly) and the view; only device tensors are cached, whose
  * contents no operation overwrites in place. The copies are allocated outside any open {@link
- * MemoryScope} (a scope would free them under the cache) and go back to the allocator once the
- * weight, and with it the entry, is unreachable.
+ * MemoryScope} (a scope would free them under the cache): a copy of a component's weight joins that
+ * component's pool (accounted, asleep and freed with it); any other copy goes back to the allocator
+ * once the weight, and with it the entry, is unreachable.
  */
 final class Bf16Weights {
   private record View(long offset, List<Integer> shape, List<Long> strides, DType dtype) {
@@ -60,7 +61,7 @@ final class Bf16Weights {
         .computeIfAbsent(
             form,
             f -> {
-              Tensor copy = cb.emptyUnscoped(DType.BF16, view.shape());
+              Tensor copy = cb.emptyBeside(w, DType.BF16, view.shape());
               cb.copy(view, copy);
               return copy;
             });

@@ -3,6 +3,7 @@ package dev.stepweave.cuda;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.DeviceMemory;
 import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
@@ -11,6 +12,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -41,12 +43,14 @@ public final class CudaBackend implements Backend, AutoCloseable {
   private final Storage gemmWorkspace;
   private final Precision precision;
   private final CudaGraphs graphs;
+  private final ComponentPools pools;
 
   private CudaBackend(CudaContext context, Path kernelCache, Precision precision) {
     this.context = context;
     this.precision = precision;
     this.device = Device.cuda(context.device());
     this.allocator = new DeviceAllocator(device, context);
+    this.pools = new ComponentPools(context, device);
     this.kernels = new Kernels(context, kernelCache);
     this.gemmWorkspace = allocator.allocate(Gemm.workspaceBytes());
     this.gemm = new Gemm(context, gemmWorkspace.segment().address());
@@ -102,6 +106,64 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Restarts {@link #peakLiveBytes} and {@link #peakReservedBytes} from the current figures. */
   public void resetPeaks() {
     allocator.resetPeaks();
+  }
+
+  // ---- component pools (see ComponentPools) --------------------------------------------------
+
+  /**
+   * Runs {@code load} with every device tensor it makes placed in {@code component}'s {@link
+   * VirtualMemoryPool} (made on first use; one per component, growing in whole chunks of the VMM
+   * granularity), except the staging copies of uploads converted on the device. Such tensors are
+   * never recycled by the caching allocator; {@link #releaseComponent} frees them.
+   */
+  @Override
+  public <T> T loadingComponent(String component, Supplier<T> load) {
+    return pools.loading(component, load);
+  }
+
+  /**
+   * Waits for the stream, copies {@code component}'s pool to host memory and releases its physical
+   * memory; its tensors keep their addresses and must not be used until {@link #wakeComponent}.
+   */
+  @Override
+  public void sleepComponent(String component) {
+    context.bind();
+    pools.sleep(component);
+  }
+
+  /** Maps physical memory again under {@code component}'s addresses and restores its contents. */
+  @Override
+  public void wakeComponent(String component) {
+    context.bind();
+    pools.wake(component);
+  }
+
+  @Override
+  public void releaseComponent(String component) {
+    context.bind();
+    pools.release(component);
+  }
+
+  /** Physical device bytes {@code component}'s pool holds now (zero while asleep). */
+  public long reservedBytes(String component) {
+    return pools.pool(component).reservedBytes();
+  }
+
+  /** {@code component}'s pool (package-private: tests look at its chunk size and range). */
+  VirtualMemoryPool componentPool(String component) {
+    return pools.pool(component);
+  }
+
+  /**
+   * {@code cuMemGetInfo}'s total and free bytes, what the caching allocator holds, and every
+   * component pool's figures.
+   */
+  @Override
+  public Optional<DeviceMemory> deviceMemory() {
+    context.bind();
+    long[] info = context.memoryInfo();
+    return Optional.of(
+        new DeviceMemory(info[1], info[0], allocator.reservedBytes(), pools.report()));
   }
 
   /** Opens a scope (nested in the open one) whose tensors the caller releases; see MemoryScope. */
@@ -203,12 +265,22 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return t == DType.F32 || t == DType.BF16 || t == DType.I64 || t == DType.I32;
   }
 
-  /** A fresh contiguous, uninitialised device tensor. */
+  /**
+   * A fresh contiguous, uninitialised device tensor: from the caching allocator, or while a
+   * component loads ({@link #loadingComponent}) from that component's pool.
+   */
   Tensor empty(DType dtype, int... shape) {
     if (!storable(dtype)) {
       throw new IllegalArgumentException(
           dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
     }
+    long bytes = Tensor.numel(shape) * dtype.byteSize();
+    Storage s = pools.isLoading() ? pools.allocate(bytes) : allocator.allocate(bytes);
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /** Like {@link #empty}, but always from the caching allocator: a temporary even during a load. */
+  private Tensor emptyTemporary(DType dtype, int... shape) {
     Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
     return Tensor.contiguousOver(s, dtype, shape);
   }
@@ -223,6 +295,20 @@ public final class CudaBackend implements Backend, AutoCloseable {
     }
     Storage s = allocator.allocateUnscoped(Tensor.numel(shape) * dtype.byteSize());
     return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Like {@link #emptyUnscoped}, for a copy that lives as long as device tensor {@code original}:
+   * when {@code original} is a component's weight, the copy joins that component's pool (so it is
+   * accounted with it, sleeps with it and is freed with it).
+   */
+  Tensor emptyBeside(Tensor original, DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(dtype + " device storage is not supported");
+    }
+    long bytes = Tensor.numel(shape) * dtype.byteSize();
+    Storage s = pools.allocateBeside(original.storage().segment().address(), bytes);
+    return s == null ? emptyUnscoped(dtype, shape) : Tensor.contiguousOver(s, dtype, shape);
   }
 
   /**
@@ -271,7 +357,10 @@ public final class CudaBackend implements Backend, AutoCloseable {
     } else if (!t.isContiguous()) {
       host = t.toHost(t.dtype());
     }
-    Tensor raw = empty(host.dtype(), host.shape());
+    // A copy that is converted on the device is staged in a temporary, never in a weight pool.
+    boolean converts = host.dtype() != dtype;
+    Tensor raw =
+        converts ? emptyTemporary(host.dtype(), host.shape()) : empty(host.dtype(), host.shape());
     if (raw.byteSize() > 0) {
       MemorySegment src = host.segment();
       long dst = address(raw);
@@ -279,7 +368,12 @@ public final class CudaBackend implements Backend, AutoCloseable {
       Driver.call(
           "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
     }
-    return raw.dtype() == dtype ? raw : convert(raw, dtype);
+    if (!converts) {
+      return raw;
+    }
+    Tensor out = convert(raw, dtype);
+    releaseDerived(raw, out);
+    return out;
   }
 
   @Override
@@ -531,6 +625,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     ops.close();
     graphs.clear();
     gemm.close();
+    pools.close();
     allocator.releaseCached();
     context.close();
   }

@@ -137,7 +137,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
     if (parked == null) {
       return;
     }
-    long bytes = parked.byteSize() > 1 ? parked.byteSize() : 0;
+    long bytes = parkedBytes();
     while (mappedBytes() < bytes) {
       mapChunk();
     }
@@ -158,9 +158,29 @@ public final class VirtualMemoryPool implements AutoCloseable {
     return mappedBytes();
   }
 
+  /** Physical device bytes this component holds when awake (what wake maps again, asleep). */
+  public long awakeBytes() {
+    return parked != null ? parkedBytes() : mappedBytes();
+  }
+
+  private long parkedBytes() {
+    // An empty pool parks one byte (a zero-length host allocation is not allowed).
+    return parked.byteSize() > 1 ? parked.byteSize() : 0;
+  }
+
   /** Bytes handed out by {@link #allocate}. */
   public long usedBytes() {
     return used;
+  }
+
+  /** The unit physical memory is mapped in: the allocation granularity, at least 2 MiB. */
+  public long chunkBytes() {
+    return chunk;
+  }
+
+  /** Whether {@code address} lies in this pool's reserved address range. */
+  public boolean contains(long address) {
+    return address >= base && address - base < capacity;
   }
 
   private void unmapAll() {

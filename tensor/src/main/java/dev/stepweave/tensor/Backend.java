@@ -38,6 +38,56 @@ public interface Backend {
   /** A contiguous copy (or {@code t} itself when already contiguous). */
   Tensor contiguous(Tensor t);
 
+  // ---- component memory -----------------------------------------------------------------------
+  // A device backend may keep each model component's weights in a pool of its own, so that the
+  // component's memory can be accounted exactly and released while it is not needed. The CPU keeps
+  // weights in host memory (often the mapped checkpoint itself) and has nothing to pool: there
+  // these
+  // run the load, release nothing and report nothing.
+
+  /**
+   * Runs {@code load} and returns its result; a device backend places the memory of every tensor
+   * the load makes in the pool of {@code component} (made on first use, grown as needed), where it
+   * stays until {@link #releaseComponent}: such tensors are ordinary device tensors, but their
+   * memory is never recycled while the pool lives. Loading into an existing component adds to its
+   * pool. Tags are the caller's and should be unique per loaded model (one backend may hold several
+   * models).
+   */
+  default <T> T loadingComponent(String component, Supplier<T> load) {
+    return load.get();
+  }
+
+  /**
+   * Parks {@code component}'s weights in host memory and releases its device memory; the tensors
+   * keep their addresses, and must not be used until {@link #wakeComponent}. Asleep already:
+   * nothing.
+   *
+   * @throws IllegalArgumentException on a device backend that has no such component pool
+   */
+  default void sleepComponent(String component) {}
+
+  /**
+   * Gives {@code component} device memory again at the same addresses and restores its weights.
+   * Awake already: nothing.
+   *
+   * @throws IllegalArgumentException on a device backend that has no such component pool
+   */
+  default void wakeComponent(String component) {}
+
+  /**
+   * Frees {@code component}'s pool: every tensor loaded into it becomes invalid. Unknown: nothing
+   * (so a failed load can release what it may have made).
+   */
+  default void releaseComponent(String component) {}
+
+  /**
+   * The device's memory and what this backend holds of it now, component pools included; empty on a
+   * backend without device memory (the CPU).
+   */
+  default java.util.Optional<DeviceMemory> deviceMemory() {
+    return java.util.Optional.empty();
+  }
+
   // ---- recorded work --------------------------------------------------------------------------
 
   /**

@@ -125,6 +125,11 @@ public record EngineConfig(
         recovery);
   }
 
+  /** This configuration with {@code bytes} of device memory for requests (see MemoryBudget). */
+  public EngineConfig withMemoryBudget(long bytes) {
+    return withBudgets(bytes, computeBudgetMillis, cacheBlocks);
+  }
+
   public EngineConfig withDeviceRates(double flopsPerMilli, double bytesPerMilli) {
     return new EngineConfig(
         maxRunning,

@@ -139,7 +139,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
 
   /** {@code [1, z_dim, (F−1)/4+1, H/8, W/8]} for the VAE's compression factors. */
   int[] latentShape(Request request) {
-    var vae = model.vae().config();
+    var vae = model.vaeConfig();
     var p = request.params();
     return new int[] {
       1,
@@ -203,7 +203,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * the transformer's peak activation; and its FLOPs and weight bytes (the cost model's seed).
    */
   ResourceRequest resources(int[] shape, int textLen, int branches) {
-    var cfg = model.transformer().config();
+    var cfg = model.transformerConfig();
     long d = cfg.innerDim();
     long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
     long latentBytes = Tensor.numel(shape) * 4L;

@@ -130,7 +130,7 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
    * eight such activations, and the encoder's FLOPs and weight bytes (the cost model's seed).
    */
   ResourceRequest resources(int length) {
-    var cfg = model.textEncoder().config();
+    var cfg = model.textEncoderConfig();
     long outBytes = (long) length * cfg.dModel() * 4;
     double inner = (double) cfg.numHeads() * cfg.dKv();
     double perLayer =

@@ -141,7 +141,7 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
    * seed.
    */
   ResourceRequest resources(int[] shape) {
-    var cfg = model.vae().config();
+    var cfg = model.vaeConfig();
     int scale = cfg.spatialCompression();
     long pixels = (long) shape[3] * shape[4] * scale * scale;
     long frameBytes = pixels * 4L * cfg.decoderDim();

@@ -18,6 +18,7 @@ import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.ComponentMemory;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.CheckpointException;
@@ -28,6 +29,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -46,7 +48,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   /** Bytes of text embeddings kept for reuse across requests (≈ 64 prompts of 512×4096 F32). */
   public static final long TEXT_EMBEDDING_BUDGET_BYTES = 512L << 20;
 
-  private final String instanceId = "wan-" + UUID.randomUUID().toString().substring(0, 8);
+  /** The components whose weights live on the backend, each in a pool of its own there. */
+  public static final List<String> WEIGHT_COMPONENTS =
+      List.of("text_encoder", "transformer", "vae");
+
+  private final String instanceId;
   private final Path dir;
   private final ModelCard card;
   private final Backend backend;
@@ -67,6 +73,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       new FeatureCache<>(TEXT_EMBEDDING_BUDGET_BYTES, EvictionPolicy.FIFO, Tensor::byteSize);
 
   private WanModel(
+      String instanceId,
       Path dir,
       ModelCard card,
       Backend backend,
@@ -76,6 +83,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       WanVae vae,
       SamplerChoice samplers,
       List<TensorSource> sources) {
+    this.instanceId = instanceId;
     this.sources = List.copyOf(sources);
     this.defaultMaxSequenceLength = tokenizerMaxLength(dir.resolve("tokenizer"));
     this.dir = dir;
@@ -99,7 +107,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   /**
    * Loads a diffusers-format Wan T2V checkpoint: the card is read (or imported) and validated
    * first, then each component strictly (a missing, misshapen or unexpected tensor is a one-line
-   * {@link CheckpointException} naming the file and tensor).
+   * {@link CheckpointException} naming the file and tensor). Each of {@link #WEIGHT_COMPONENTS} is
+   * loaded into its own pool of the backend ({@link Backend#loadingComponent}), tagged with this
+   * instance's id and the component's id ({@link #memoryTag}).
    */
   public static WanModel load(Path dir, Backend backend) {
     if (!Files.isDirectory(dir)) {
@@ -118,16 +128,23 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       throw new CheckpointException(
           schedulerComponent.configFile() + ": cannot read: " + e.getMessage());
     }
+    String instanceId = "wan-" + UUID.randomUUID().toString().substring(0, 8);
     List<TensorSource> sources = new ArrayList<>();
     PromptTokenizer tokenizer = PromptTokenizer.load(d.component("tokenizer").dir());
     try {
       UMT5Encoder textEncoder =
           loadComponent(
-              d, "text_encoder", backend, sources, w -> UMT5Encoder.load(umt5Config(d), w));
+              d,
+              "text_encoder",
+              instanceId,
+              backend,
+              sources,
+              w -> UMT5Encoder.load(umt5Config(d), w));
       WanTransformer transformer =
           loadComponent(
               d,
               "transformer",
+              instanceId,
               backend,
               sources,
               w ->
@@ -137,6 +154,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           loadComponent(
               d,
               "vae",
+              instanceId,
               backend,
               sources,
               w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
@@ -149,10 +167,20 @@ public final class WanModel implements ModelInstance, AutoCloseable {
                 + textEncoder.config().dModel());
       }
       return new WanModel(
-          dir, card, backend, tokenizer, textEncoder, transformer, vae, samplers, sources);
+          instanceId,
+          dir,
+          card,
+          backend,
+          tokenizer,
+          textEncoder,
+          transformer,
+          vae,
+          samplers,
+          sources);
     } catch (RuntimeException e) {
       tokenizer.close();
       sources.forEach(TensorSource::close);
+      WEIGHT_COMPONENTS.forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
       throw e;
     }
   }
@@ -182,21 +210,85 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   }
 
   /**
-   * Loads one component. Its weight source stays open for the model's life: the CPU backend uses
-   * F32 weights straight from the memory-mapped file instead of copying them. On a backend whose
-   * activations are BF16 the text encoder's and the transformer's weights are BF16 (tensor-core
-   * GEMMs) and the VAE's stay F32, as the reference Wan pipeline runs its VAE in float32.
+   * Loads one component into its pool on the backend. Its weight source stays open for the model's
+   * life: the CPU backend uses F32 weights straight from the memory-mapped file instead of copying
+   * them. On a backend whose activations are BF16 the text encoder's and the transformer's weights
+   * are BF16 (tensor-core GEMMs) and the VAE's stay F32, as the reference Wan pipeline runs its VAE
+   * in float32.
    */
   private static <T> T loadComponent(
       DiffusersDirectory d,
       String id,
+      String instanceId,
       Backend backend,
       List<TensorSource> open,
       Function<Weights, T> loader) {
     TensorSource source = d.component(id).openWeights();
     open.add(source);
     DType weights = id.equals("vae") ? DType.F32 : backend.activationDType();
-    return loader.apply(new Weights(source, backend, weights));
+    return backend.loadingComponent(
+        memoryTag(instanceId, id), () -> loader.apply(new Weights(source, backend, weights)));
+  }
+
+  /** The tag of a component's pool on the backend: unique per loaded instance. */
+  static String memoryTag(String instanceId, String component) {
+    return instanceId + "/" + component;
+  }
+
+  private String memoryTag(String component) {
+    if (!WEIGHT_COMPONENTS.contains(component)) {
+      throw new IllegalArgumentException(
+          "model '"
+              + card.modelId()
+              + "' keeps no weights for '"
+              + component
+              + "' (components with weights: "
+              + String.join(", ", WEIGHT_COMPONENTS)
+              + ")");
+    }
+    return memoryTag(instanceId, component);
+  }
+
+  /**
+   * Releases {@code component}'s device memory, its weights parked in host memory (on a backend
+   * that pools weights; on the CPU nothing happens). The component wakes by itself when it is next
+   * used ({@link #textEncoder}, {@link #transformer}, {@link #vae}), so sleeping is never unsafe,
+   * only slow: call it for a component that will not run for a while, from the thread that runs the
+   * model's work (the engine's scheduler thread while an engine serves it). The admission budget is
+   * made with every component awake ({@code MemoryBudget}), so what sleeping frees is headroom, not
+   * room for more requests.
+   *
+   * @throws IllegalArgumentException when {@code component} is not one of {@link
+   *     #WEIGHT_COMPONENTS}
+   */
+  public void sleep(String component) {
+    backend.sleepComponent(memoryTag(component));
+  }
+
+  /** Restores a sleeping component's device memory and weights at the same addresses. */
+  public void wake(String component) {
+    backend.wakeComponent(memoryTag(component));
+  }
+
+  /**
+   * The device memory of each of this instance's components, by component id (empty on the CPU):
+   * exact physical bytes held now, bytes in use, and whether it sleeps.
+   */
+  public Map<String, ComponentMemory> componentMemory() {
+    Map<String, ComponentMemory> out = new LinkedHashMap<>();
+    backend
+        .deviceMemory()
+        .ifPresent(
+            m -> {
+              for (ComponentMemory c : m.components()) {
+                for (String id : WEIGHT_COMPONENTS) {
+                  if (c.component().equals(memoryTag(instanceId, id))) {
+                    out.put(id, c);
+                  }
+                }
+              }
+            });
+    return out;
   }
 
   public Path dir() {
@@ -207,16 +299,37 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return tokenizer;
   }
 
+  /** The text encoder, woken first if it sleeps. */
   public UMT5Encoder textEncoder() {
+    wake("text_encoder");
     return textEncoder;
   }
 
+  /** The transformer, woken first if it sleeps. */
   public WanTransformer transformer() {
+    wake("transformer");
     return transformer;
   }
 
+  /** The VAE, woken first if it sleeps. */
   public WanVae vae() {
+    wake("vae");
     return vae;
+  }
+
+  /** The text encoder's configuration (reading it wakes nothing). */
+  public UMT5Config textEncoderConfig() {
+    return textEncoder.config();
+  }
+
+  /** The transformer's configuration (reading it wakes nothing). */
+  public WanTransformerConfig transformerConfig() {
+    return transformer.config();
+  }
+
+  /** The VAE's configuration (reading it wakes nothing). */
+  public WanVaeConfig vaeConfig() {
+    return vae.config();
   }
 
   /** The text-embedding cache of this instance (its metrics count encoder runs saved). */
@@ -383,9 +496,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return loop;
   }
 
+  /** Closes the checkpoint files and frees the components' device memory on the backend. */
   @Override
   public void close() {
     tokenizer.close();
     sources.forEach(TensorSource::close);
+    WEIGHT_COMPONENTS.forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
   }
 }
