@@ -161,3 +161,22 @@ __device__ __forceinline__ void store_n(T* p, const float* v) {
     for (int k = 0; k < W; ++k) store_f(p + k, v[k]);
   }
 }
+
+// W floats of a parameter vector (weights, modulation, rotary tables): 16-byte loads when p is
+// 16-byte aligned and W a multiple of 4, else one by one. Same values either way.
+template <int W>
+__device__ __forceinline__ void load_floats(const float* p, float* v) {
+  if constexpr (W % 4 == 0) {
+    if ((reinterpret_cast<unsigned long long>(p) & 15ull) == 0) {
+#pragma unroll
+      for (int k = 0; k < W; k += 4) {
+        Pack16 u = *reinterpret_cast<const Pack16*>(p + k);
+#pragma unroll
+        for (int q = 0; q < 4; ++q) v[k + q] = __uint_as_float(u.w[q]);
+      }
+      return;
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < W; ++k) v[k] = p[k];
+}

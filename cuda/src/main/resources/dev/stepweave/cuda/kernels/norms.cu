@@ -17,14 +17,6 @@ __device__ __forceinline__ i64 modulation_base(const RowModulation& m, i64 row) 
   return m.scale ? idiv(row, m.rowsPerGroup) * m.groupStride : 0;
 }
 
-__device__ __forceinline__ float modulate(const RowModulation& m, i64 base, int i, float v) {
-  if (m.scale) {
-    v = __fmul_rn(v, __fadd_rn(m.scale[base + i], 1.0f));
-    v = __fadd_rn(v, m.shift[base + i]);
-  }
-  return v;
-}
-
 // W elements per access (1, or PACK(T) when the row length is a multiple of it and rows are
 // 16-byte aligned). Mean and variance come from one pass of sums of x and x² in double (one block
 // reduction instead of two; double keeps E[x²] − mean² exact enough for any F32 row).
@@ -48,14 +40,29 @@ __device__ void layer_norm(const T* x, const float* w, const float* b, RowModula
   float mean = (float)mean64;
   float inv = (float)(1.0 / sqrt(fmax(q / n - mean64 * mean64, 0.0) + (double)eps));
   i64 base = modulation_base(m, blockIdx.x);
+  // The modulation keeps the separate roundings of the unfused mul and add (no FMA contraction).
+  float scale[W], shift[W];
   for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
     load_n<W>(row + i, v);
 #pragma unroll
-    for (int k = 0; k < W; ++k) {
-      float u = (v[k] - mean) * inv;
-      if (w) u *= w[i + k];
-      if (b) u += b[i + k];
-      v[k] = modulate(m, base, i + k, u);
+    for (int k = 0; k < W; ++k) v[k] = (v[k] - mean) * inv;
+    if (w) {
+      load_floats<W>(w + i, scale);
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] *= scale[k];
+    }
+    if (b) {
+      load_floats<W>(b + i, shift);
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] += shift[k];
+    }
+    if (m.scale) {
+      load_floats<W>(m.scale + base + i, scale);
+      load_floats<W>(m.shift + base + i, shift);
+#pragma unroll
+      for (int k = 0; k < W; ++k) {
+        v[k] = __fadd_rn(__fmul_rn(v[k], __fadd_rn(scale[k], 1.0f)), shift[k]);
+      }
     }
     store_n<W>(out + i, v);
   }
@@ -104,16 +111,22 @@ __device__ void rms_norm_rope(const T* x, const float* w, const float* cs, const
   for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
     load_n<W>(row + i, v);
 #pragma unroll
-    for (int k = 0; k < W; ++k) {
-      float u = v[k] * inv;
-      v[k] = w ? u * w[i + k] : u;
+    for (int k = 0; k < W; ++k) v[k] *= inv;
+    if (w) {
+      float wp[W];
+      load_floats<W>(w + i, wp);
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] *= wp[k];
     }
     int p = (i / 2) % half;
+    float cp[W / 2], sp[W / 2];
+    load_floats<W / 2>(c + p, cp);
+    load_floats<W / 2>(s + p, sp);
 #pragma unroll
     for (int j = 0; j < W / 2; ++j) {
       float a = v[2 * j], b = v[2 * j + 1];
-      v[2 * j] = a * c[p + j] - b * s[p + j];
-      v[2 * j + 1] = a * s[p + j] + b * c[p + j];
+      v[2 * j] = a * cp[j] - b * sp[j];
+      v[2 * j + 1] = a * sp[j] + b * cp[j];
     }
     store_n<W>(out + i, v);
   }
