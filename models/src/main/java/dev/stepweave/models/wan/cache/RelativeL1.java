@@ -14,9 +14,16 @@ final class RelativeL1 {
     return den == 0 ? Double.POSITIVE_INFINITY : num / den;
   }
 
+  /**
+   * Σ|t| in two row reductions: per row of the last dimension, then over the row sums. One
+   * reduction over all elements would be a single row, which a device reduces with one thread block
+   * — tens of milliseconds for a video's hidden states.
+   */
   private static double sumAbs(Backend ops, Tensor t) {
     Tensor abs = ops.contiguous(ops.unary(t, Backend.UnaryOp.ABS));
-    Tensor sum = ops.sumLastDim(abs.reshape(1, (int) abs.numel()));
+    int last = abs.rank() == 0 ? 1 : abs.dim(-1);
+    Tensor rows = ops.sumLastDim(abs.reshape((int) (abs.numel() / last), last));
+    Tensor sum = ops.sumLastDim(rows.reshape(1, (int) rows.numel()));
     return ops.download(sum).toFloatArray()[0];
   }
 }
