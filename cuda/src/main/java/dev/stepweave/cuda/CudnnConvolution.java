@@ -82,20 +82,6 @@ final class CudnnConvolution implements AutoCloseable {
       boolean bias,
       int alignment,
       boolean f32) {
-    /** A convolution of BF16 data. */
-    Key(
-        int n,
-        int c,
-        Dims3 input,
-        int k,
-        Dims3 kernel,
-        Dims3 stride,
-        Dims3 padding,
-        boolean bias,
-        int alignment) {
-      this(n, c, input, k, kernel, stride, padding, bias, alignment, false);
-    }
-
     DType dataType() {
       return f32 ? DType.F32 : DType.BF16;
     }

@@ -36,13 +36,7 @@ public final class Bench {
   }
 
   public static void main(String[] args) {
-    CudaLibraries.Probe probe = CudaLibraries.probe();
-    if (!probe.found()) {
-      System.out.println(probe.notice());
-      System.exit(2);
-    }
-    probe.libraries().get().makeCurrent();
-    Bench bench = new Bench(CudaBackend.open(0, Precision.BF16));
+    Bench bench = new Bench(openBf16OrExit());
     System.out.println("== " + bench.gpu.name());
     // One mode or several, comma-separated: all, quick, attention, dit, vae, profile, cfg.
     Set<String> modes = Set.of((args.length > 0 ? args[0] : "quick").split(","));
@@ -121,6 +115,20 @@ public final class Bench {
   }
 
   /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */
+  /**
+   * The benchmarks' backend: device 0 in {@link Precision#BF16}; without usable CUDA libraries the
+   * one-line notice and exit status 2.
+   */
+  static CudaBackend openBf16OrExit() {
+    CudaLibraries.Probe probe = CudaLibraries.probe();
+    if (!probe.found()) {
+      System.out.println(probe.notice());
+      System.exit(2);
+    }
+    probe.libraries().get().makeCurrent();
+    return CudaBackend.open(0, Precision.BF16);
+  }
+
   static WanTransformer randomDit(CudaBackend gpu, String size) {
     return randomDit(gpu, gpu, size);
   }

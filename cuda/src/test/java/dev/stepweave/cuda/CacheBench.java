@@ -65,13 +65,7 @@ public final class CacheBench {
   public static void main(String[] args) {
     int frames = args.length > 0 ? Integer.parseInt(args[0]) : 17;
     int steps = args.length > 1 ? Integer.parseInt(args[1]) : 20;
-    CudaLibraries.Probe probe = CudaLibraries.probe();
-    if (!probe.found()) {
-      System.out.println(probe.notice());
-      System.exit(2);
-    }
-    probe.libraries().get().makeCurrent();
-    CacheBench bench = new CacheBench(CudaBackend.open(0, Precision.BF16));
+    CacheBench bench = new CacheBench(Bench.openBf16OrExit());
     System.out.println("== " + bench.gpu.name() + ", " + frames + " frames, " + steps + " steps");
     List<Setting> settings = new ArrayList<>();
     settings.add(new Setting("uncached", Map.of()));

@@ -20,7 +20,7 @@ import org.junit.jupiter.api.Test;
  */
 class CudnnConvolutionGraphTest {
   // The VAE's 3×3×3 convolution at a small size: [1, 8, 5, 12, 10] → 16 channels, padding 1.
-  private static final Key CONV3 =
+  static final Key CONV3 =
       new Key(
           1,
           8,
@@ -30,7 +30,8 @@ class CudnnConvolutionGraphTest {
           new Dims3(1, 1, 1),
           new Dims3(1, 1, 1),
           true,
-          16);
+          16,
+          false);
 
   @Test
   void theFusedGraphIsConvolutionIntoAVirtualF32TensorThenABiasAdd() {
@@ -72,7 +73,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(1, 2, 2),
             new Dims3(0, 0, 0),
             false,
-            8);
+            8,
+            false);
     assertEquals(new Dims3(3, 4, 6), key.output());
     try (CudnnDescriptors g = new CudnnDescriptors(api)) {
       CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, key, Variant.NCDHW);
@@ -128,7 +130,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(2, 1, 2),
             new Dims3(1, 0, 1),
             true,
-            2);
+            2,
+            false);
     // (7 + 2 − 3) / 2 + 1 = 4, (9 − 3) / 1 + 1 = 7, (11 + 2 − 3) / 2 + 1 = 6.
     assertEquals(new Dims3(4, 7, 6), odd.output());
     assertEquals(
@@ -142,7 +145,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(2, 1, 2),
             new Dims3(1, 0, 1),
             true,
-            2));
+            2,
+            false));
   }
 
   @Test

@@ -4,7 +4,6 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertSame;
 
-import dev.stepweave.cuda.CudnnConvolution.Dims3;
 import dev.stepweave.cuda.CudnnConvolution.Key;
 import dev.stepweave.cuda.CudnnConvolution.Variant;
 import dev.stepweave.cuda.CudnnRuntime.Candidates;
@@ -23,17 +22,7 @@ import org.junit.jupiter.api.Test;
  * the heuristics' order on ties.
  */
 class CudnnPlanChoiceTest {
-  private static final Key CONV3 =
-      new Key(
-          1,
-          8,
-          new Dims3(5, 12, 10),
-          16,
-          new Dims3(3, 3, 3),
-          new Dims3(1, 1, 1),
-          new Dims3(1, 1, 1),
-          true,
-          16);
+  private static final Key CONV3 = CudnnConvolutionGraphTest.CONV3;
 
   /** Mode A offers {@code configs} configurations; plans need {@code workspaces} in turn. */
   private static RecordingGraphApi heuristics(int configs, Long... workspaces) {

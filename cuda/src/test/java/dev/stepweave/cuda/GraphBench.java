@@ -33,13 +33,7 @@ public final class GraphBench {
   }
 
   public static void main(String[] args) {
-    CudaLibraries.Probe probe = CudaLibraries.probe();
-    if (!probe.found()) {
-      System.out.println(probe.notice());
-      System.exit(2);
-    }
-    probe.libraries().get().makeCurrent();
-    CudaBackend gpu = CudaBackend.open(0, Precision.BF16);
+    CudaBackend gpu = Bench.openBf16OrExit();
     System.out.println("== " + gpu.name());
     GraphBench bench = new GraphBench(gpu, Bench.randomDit(gpu, "1.3b"));
     bench.shape("256×256, batch 1", 1, 32, 32, "38.6 ms");
