@@ -211,11 +211,6 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
-  public Tensor chain(Tensor x, int from, int to, ChainStep step) {
-    return chain(x, from, to, step, List::of);
-  }
-
-  @Override
   public Tensor chain(
       Tensor x, int from, int to, ChainStep step, Supplier<? extends Collection<Tensor>> alsoKept) {
     try (MemoryScope scope = openScope()) {

@@ -2,6 +2,7 @@ package dev.stepweave.tensor;
 
 import java.util.Collection;
 import java.util.List;
+import java.util.Optional;
 import java.util.function.Function;
 import java.util.function.Supplier;
 
@@ -41,9 +42,8 @@ public interface Backend {
   // ---- component memory -----------------------------------------------------------------------
   // A device backend may keep each model component's weights in a pool of its own, so that the
   // component's memory can be accounted exactly and released while it is not needed. The CPU keeps
-  // weights in host memory (often the mapped checkpoint itself) and has nothing to pool: there
-  // these
-  // run the load, release nothing and report nothing.
+  // weights in host memory (often the mapped checkpoint itself) and has nothing to pool: there the
+  // defaults run the load, release nothing and report nothing.
 
   /**
    * Runs {@code load} and returns its result; a device backend places the memory of every tensor
@@ -84,8 +84,8 @@ public interface Backend {
    * The device's memory and what this backend holds of it now, component pools included; empty on a
    * backend without device memory (the CPU).
    */
-  default java.util.Optional<DeviceMemory> deviceMemory() {
-    return java.util.Optional.empty();
+  default Optional<DeviceMemory> deviceMemory() {
+    return Optional.empty();
   }
 
   // ---- recorded work --------------------------------------------------------------------------
@@ -305,11 +305,7 @@ public interface Backend {
    * step must keep no tensor it made except its result. The default just runs the steps.
    */
   default Tensor chain(Tensor x, int from, int to, ChainStep step) {
-    Tensor h = x;
-    for (int i = from; i < to; i++) {
-      h = step.apply(i, h);
-    }
-    return h;
+    return chain(x, from, to, step, List::of);
   }
 
   /**
