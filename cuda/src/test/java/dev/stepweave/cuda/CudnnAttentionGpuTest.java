@@ -28,28 +28,24 @@ class CudnnAttentionGpuTest {
   @Test
   void matchesTheF32ReferenceWithinBf16Rounding() {
     CudaBackend gpu = Gpu.bf16();
-    int[][] shapes = {
-      {1, 300, 300, 3, 64},
-      {2, 256, 256, 12, 128},
-      {1, 1024, 512, 12, 128} // cross-attention: fewer keys than queries
+    AttentionCase[] cases = {
+      new AttentionCase(1, 300, 300, 3, 64),
+      new AttentionCase(2, 256, 256, 12, 128),
+      new AttentionCase(1, 1024, 512, 12, 128) // cross-attention: fewer keys than queries
     };
-    for (int[] s : shapes) {
-      int b = s[0], lq = s[1], lk = s[2], h = s[3], d = s[4];
-      Tensor q = RandomWeights.uniform(1, 2f, b, lq, h, d);
-      Tensor k = RandomWeights.uniform(2, 2f, b, lk, h, d);
-      Tensor v = RandomWeights.uniform(3, 1f, b, lk, h, d);
-      float scale = (float) (1 / Math.sqrt(d));
+    for (AttentionCase c : cases) {
+      Tensor q = c.q(), k = c.k(), v = c.v();
+      float scale = c.scale();
       String path = gpu.attentionPath(q, k, v);
       Tensor out = gpu.attention(q, k, v, null, scale);
       double err = RelativeL2.of(gpu.download(out), CPU.attention(q, k, v, null, scale));
       double vsFlash =
           RelativeL2.of(gpu.download(out), gpu.download(gpu.flashAttention(q, k, v, scale)));
       System.out.printf(
-          "  cuDNN attention b%d lq%d lk%d h%d d%d: rel L2 %.2e (vs flash.cu %.2e) via %s%n",
-          b, lq, lk, h, d, err, vsFlash, path);
+          "  cuDNN attention %s: rel L2 %.2e (vs flash.cu %.2e) via %s%n", c, err, vsFlash, path);
       assertTrue(path.startsWith("cuDNN"), path);
       assertEquals(DType.BF16, out.dtype());
-      assertArrayEquals(new int[] {b, lq, h, d}, out.shape());
+      assertArrayEquals(new int[] {c.b(), c.lq(), c.h(), c.d()}, out.shape());
       assertTrue(err <= 1e-2, "relative L2 " + err);
     }
   }

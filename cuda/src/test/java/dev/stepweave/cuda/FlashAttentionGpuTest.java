@@ -20,24 +20,19 @@ class FlashAttentionGpuTest {
   @Test
   void matchesTheF32ReferenceWithinBf16Rounding() {
     CudaBackend gpu = Gpu.bf16();
-    int[][] shapes = {
-      {2, 200, 77, 3, 64},
-      {1, 130, 300, 2, 128},
-      {1, 33, 40, 2, 16},
-      {2, 17, 9, 1, 32},
-      {1, 256, 512, 2, 128}
+    AttentionCase[] cases = {
+      new AttentionCase(2, 200, 77, 3, 64),
+      new AttentionCase(1, 130, 300, 2, 128),
+      new AttentionCase(1, 33, 40, 2, 16),
+      new AttentionCase(2, 17, 9, 1, 32),
+      new AttentionCase(1, 256, 512, 2, 128)
     };
-    for (int[] s : shapes) {
-      int b = s[0], lq = s[1], lk = s[2], h = s[3], d = s[4];
-      Tensor q = RandomWeights.uniform(1, 2f, b, lq, h, d);
-      Tensor k = RandomWeights.uniform(2, 2f, b, lk, h, d);
-      Tensor v = RandomWeights.uniform(3, 1f, b, lk, h, d);
-      float scale = (float) (1 / Math.sqrt(d));
-      Tensor expected = CPU.attention(q, k, v, null, scale);
-      Tensor actual = gpu.download(gpu.flashAttention(q, k, v, scale));
+    for (AttentionCase c : cases) {
+      Tensor q = c.q(), k = c.k(), v = c.v();
+      Tensor expected = CPU.attention(q, k, v, null, c.scale());
+      Tensor actual = gpu.download(gpu.flashAttention(q, k, v, c.scale()));
       double err = RelativeL2.of(actual, expected);
-      System.out.printf(
-          "  flash attention b%d lq%d lk%d h%d d%d: rel L2 %.2e%n", b, lq, lk, h, d, err);
+      System.out.printf("  flash attention %s: rel L2 %.2e%n", c, err);
       assertTrue(err <= 1e-2, "relative L2 " + err);
     }
   }
