@@ -348,6 +348,28 @@ public interface Backend {
   /** Sum over the last dimension, keeping it with size 1. */
   Tensor sumLastDim(Tensor x);
 
+  /**
+   * Whether every element of {@code t} is finite (no NaN, no ±Inf); integer tensors always are. A
+   * device backend reduces on the device and copies one flag back, so the engine can check every
+   * step's output without downloading it. The default scans a host copy.
+   */
+  default boolean isFinite(Tensor t) {
+    return !t.dtype().isFloating()
+        || isFiniteOnHost(t.device().kind() == Device.Kind.CPU ? t : download(t));
+  }
+
+  /** {@link #isFinite} of a CPU tensor, which needs no backend. */
+  static boolean isFiniteOnHost(Tensor host) {
+    if (host.dtype().isFloating()) {
+      for (float v : host.toFloatArray()) {
+        if (!Float.isFinite(v)) {
+          return false;
+        }
+      }
+    }
+    return true;
+  }
+
   /** Elementwise unary operations. */
   enum UnaryOp {
     NEG,

@@ -23,7 +23,11 @@ public interface Loop<S extends LoopState> {
 
   LoopResult finalize(S state);
 
-  /** Turns a state into data and back, bit-exactly. */
+  /**
+   * Turns a state into data and back, bit-exactly. The tensors are the state's own, wherever they
+   * live (no copies: the runtime copies to the host only what changed since its last capture, and
+   * only when it checkpoints); they must not be written in place afterwards.
+   */
   SerializedState serialize(S state);
 
   /**

@@ -43,12 +43,4 @@ public interface LoopContext {
   default Extensions extensions() {
     return Extensions.NONE;
   }
-
-  /** Receives this loop's serialised state after each step (checkpointing), or ignores it. */
-  default void checkpoint(String loopId, SerializedState state) {}
-
-  /** Whether {@link #checkpoint} wants states; serialising costs a copy of the state. */
-  default boolean wantsCheckpoints() {
-    return false;
-  }
 }

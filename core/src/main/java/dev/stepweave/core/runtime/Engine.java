@@ -13,6 +13,7 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.time.Duration;
@@ -448,7 +449,10 @@ public final class Engine implements AutoCloseable {
           if (!isFinite(result.output())) {
             throw new NonFiniteStepException(run.id(), plan.loopId(), plan.stepIndex());
           }
-          run.advance(result, config.recoveryCheckpoints());
+          run.advance(
+              result,
+              config.recoveryCheckpoints() ? RecoveryCheckpoints.DEFAULT : RecoveryCheckpoints.OFF,
+              model::backend);
         } catch (RuntimeException e) {
           fail(run, e);
         }
@@ -456,17 +460,12 @@ public final class Engine implements AutoCloseable {
     }
   }
 
+  /** A device output is checked on its device (one flag comes back), a host one here. */
   private boolean isFinite(Tensor t) {
-    if (t == null || !t.dtype().isFloating()) {
-      return true;
-    }
-    Tensor host = t.device().kind() == Device.Kind.CPU ? t : model.backend().download(t);
-    for (float v : host.toFloatArray()) {
-      if (!Float.isFinite(v)) {
-        return false;
-      }
-    }
-    return true;
+    return t == null
+        || (t.device().kind() == Device.Kind.CPU
+            ? Backend.isFiniteOnHost(t)
+            : model.backend().isFinite(t));
   }
 
   /** Admits queued requests in order while they fit; the first that does not fit waits. */
@@ -529,7 +528,7 @@ public final class Engine implements AutoCloseable {
       return false;
     }
     for (ProgramRun v : victims) {
-      v.suspend();
+      v.suspend(model::backend);
       loops.remove(v);
       admission.release(v.id());
       queue.requeue(v.entry());

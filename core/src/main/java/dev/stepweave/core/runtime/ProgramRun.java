@@ -15,12 +15,14 @@ import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.tensor.Backend;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.function.Supplier;
 
 /**
  * One request's program run, a step at a time: the loop in progress (its {@link LoopStepper}), the
@@ -42,6 +44,8 @@ final class ProgramRun {
   private RequestScheduler.Entry<ProgramRun> entry;
   private ProgramCheckpoint resumeFrom;
   private ProgramCheckpoint lastCheckpoint;
+  private final HostCheckpoints capture = new HostCheckpoints();
+  private Duration workSinceCapture = Duration.ZERO;
   private LoopStepper<?> stepper;
   private long loopStartNanos;
   private long startNanos;
@@ -157,14 +161,20 @@ final class ProgramRun {
   }
 
   /**
-   * Folds in the result of the step {@link #next} planned, then checkpoints when asked to (to the
-   * request's sink, and kept in memory for recovery and preemption).
+   * Folds in the result of the step {@link #next} planned, then checkpoints when the policy says so
+   * (kept in host memory for recovery and preemption) and for the request's sink, if any.
    */
-  void advance(StepResult result, boolean keepCheckpoint) {
+  void advance(StepResult result, RecoveryCheckpoints policy, Supplier<Backend> backend) {
     stepper.advance(result);
-    if (keepCheckpoint || options.sink() != null) {
-      ProgramCheckpoint cp = checkpoint();
-      if (keepCheckpoint) {
+    workSinceCapture = workSinceCapture.plus(result.elapsed());
+    boolean keep = false;
+    if (policy.enabled()) {
+      SerializedState state = stepper.serialize();
+      keep = policy.due(workSinceCapture, capture.predictedSeconds(finished, state));
+    }
+    if (keep || options.sink() != null) {
+      ProgramCheckpoint cp = checkpoint(backend);
+      if (keep) {
         lastCheckpoint = cp;
       }
       if (options.sink() != null) {
@@ -173,8 +183,19 @@ final class ProgramRun {
     }
   }
 
-  private ProgramCheckpoint checkpoint() {
-    return new ProgramCheckpoint(request.id(), finished, stepper.serialize());
+  /** Where the run stands now, in host memory (device tensors copied once, see HostCheckpoints). */
+  private ProgramCheckpoint checkpoint(Supplier<Backend> backend) {
+    workSinceCapture = Duration.ZERO;
+    return capture.capture(request.id(), finished, stepper.serialize(), backend);
+  }
+
+  /** Device bytes this run's checkpoints copied to the host, and bytes they reused. */
+  long checkpointBytesCopied() {
+    return capture.bytesCopied();
+  }
+
+  long checkpointBytesReused() {
+    return capture.bytesReused();
   }
 
   /**
@@ -188,9 +209,9 @@ final class ProgramRun {
   }
 
   /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
-  void suspend() {
+  void suspend(Supplier<Backend> backend) {
     if (stepper != null) {
-      lastCheckpoint = checkpoint();
+      lastCheckpoint = checkpoint(backend);
     }
     rewind();
   }

@@ -41,7 +41,7 @@ class LoopSchedulerTest {
         switch (t) {
           case LoopScheduler.Planned p -> {
             seen.add(p.run().request.prompt() + ":" + p.plan().loopId() + p.plan().stepIndex());
-            p.run().advance(p.plan().call().run(), false);
+            p.run().advance(p.plan().call().run(), RecoveryCheckpoints.OFF, pool::backend);
           }
           case LoopScheduler.Finished f -> {
             seen.add(f.run().request.prompt() + ":done");

@@ -272,17 +272,17 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     return new LoopResult(Map.of(LATENTS, s.latents()), artifacts, s.plugins().report());
   }
 
+  /** The state's tensors as they are, on the device: the runtime copies them when it must. */
   @Override
   public SerializedState serialize(State s) {
-    Backend ops = model.backend();
     Map<String, Tensor> tensors = new HashMap<>();
-    tensors.put(LATENTS, ops.download(s.latents()));
-    tensors.put("cond", ops.download(s.cond()));
+    tensors.put(LATENTS, s.latents());
+    tensors.put("cond", s.cond());
     if (s.uncond() != null) {
-      tensors.put("uncond", ops.download(s.uncond()));
+      tensors.put("uncond", s.uncond());
     }
-    s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, ops.download(v)));
-    s.plugins().tensors(ops::download).forEach((k, v) -> tensors.put(PLUGIN + k, v));
+    s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, v));
+    s.plugins().tensors(t -> t).forEach((k, v) -> tensors.put(PLUGIN + k, v));
     var json = StateJson.object();
     s.sampler().scalars().forEach(json::put);
     var plugins = json.putObject(PLUGINS);
@@ -300,7 +300,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         .forEach(
             (k, v) -> {
               if (k.startsWith("sampler.")) {
-                samplerTensors.put(k.substring("sampler.".length()), ops.upload(v, DType.F32));
+                samplerTensors.put(k.substring("sampler.".length()), restored(ops, v));
               } else if (k.startsWith(PLUGIN)) {
                 pluginTensors.put(k.substring(PLUGIN.length()), v);
               }
@@ -321,13 +321,18 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             });
     Tensor uncond = data.tensors().get("uncond");
     return new State(
-        ops.upload(data.tensors().get(LATENTS), DType.F32),
+        restored(ops, data.tensors().get(LATENTS)),
         SamplerState.restore(samplerTensors, scalars),
-        ops.upload(data.tensors().get("cond"), DType.F32),
-        uncond == null ? null : ops.upload(uncond, DType.F32),
+        restored(ops, data.tensors().get("cond")),
+        uncond == null ? null : restored(ops, uncond),
         request,
         ctx.cancelScope(),
-        PluginState.restore(pluginTensors, pluginNumbers, t -> ops.upload(t, DType.F32)),
+        PluginState.restore(pluginTensors, pluginNumbers, t -> restored(ops, t)),
         hooks(request, ctx));
+  }
+
+  /** A serialised tensor back on the model's device, in the dtype it was serialised with. */
+  static Tensor restored(Backend ops, Tensor t) {
+    return ops.upload(t, t.dtype());
   }
 }

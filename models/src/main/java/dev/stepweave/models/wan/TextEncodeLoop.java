@@ -18,7 +18,6 @@ import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.text.TextEmbeddings;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -160,11 +159,12 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
     return new LoopResult(out, List.of());
   }
 
+  /** The state's tensors as they are, on the device: the runtime copies them when it must. */
   @Override
   public SerializedState serialize(State s) {
     Map<String, Tensor> tensors = new HashMap<>();
     for (int i = 0; i < s.embeddings().size(); i++) {
-      tensors.put("embeddings." + i, model.backend().download(s.embeddings().get(i)));
+      tensors.put("embeddings." + i, s.embeddings().get(i));
     }
     var json = StateJson.object();
     var prompts = json.putArray("prompts");
@@ -181,7 +181,7 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
     json.get("prompts").forEach(p -> prompts.add(p.asText()));
     List<Tensor> embeddings = new ArrayList<>();
     for (int i = 0; i < json.get("done").asInt(); i++) {
-      embeddings.add(model.backend().upload(data.tensors().get("embeddings." + i), DType.F32));
+      embeddings.add(DenoiseLoop.restored(model.backend(), data.tensors().get("embeddings." + i)));
     }
     return new State(prompts, embeddings, model.maxSequenceLength(request), ctx.cancelScope());
   }

@@ -22,7 +22,6 @@ import dev.stepweave.models.wan.vae.DecodeState;
 import dev.stepweave.models.wan.vae.DecodeTiling;
 import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.HashMap;
 import java.util.List;
@@ -170,12 +169,12 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     return new LoopResult(Map.of(VIDEO, host), List.of(artifact));
   }
 
+  /** The state's tensors as they are, on the device: the runtime copies them when it must. */
   @Override
   public SerializedState serialize(State s) {
-    Backend ops = model.backend();
     Map<String, Tensor> tensors = new HashMap<>();
-    tensors.put("latents", ops.download(s.latents()));
-    s.decode().tensors().forEach((k, v) -> tensors.put("decode." + k, ops.download(v)));
+    tensors.put("latents", s.latents());
+    s.decode().tensors().forEach((k, v) -> tensors.put("decode." + k, v));
     var json = StateJson.object();
     s.decode().scalars().forEach(json::put);
     return new SerializedState(id(), tensors, json.toString());
@@ -185,13 +184,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   public State deserialize(
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     Backend ops = model.backend();
-    Tensor latents = ops.upload(data.tensors().get("latents"), DType.F32);
+    Tensor latents = DenoiseLoop.restored(ops, data.tensors().get("latents"));
     Map<String, Tensor> tensors = new HashMap<>();
     data.tensors()
         .forEach(
             (k, v) -> {
               if (k.startsWith("decode.")) {
-                tensors.put(k.substring("decode.".length()), ops.upload(v, DType.F32));
+                tensors.put(k.substring("decode.".length()), DenoiseLoop.restored(ops, v));
               }
             });
     Map<String, String> scalars = new HashMap<>();
