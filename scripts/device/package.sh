@@ -1,29 +1,46 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine needs into DEST (default: <repo>/.device, git-ignored):
-# the jars of tensor/core/models/cuda with their runtime and test dependencies, the cuda module's
-# test classes (the "gpu" group, GpuSuite, Bench), a jlink'd Java 25 runtime and run.sh.
+# the jars of every module with their runtime and test dependencies (one lib/ folder serves the
+# `stepweave` CLI and the cuda module's test classes: the "gpu" group, GpuSuite, Bench), a jlink'd
+# Java 25 runtime, run.sh and, when the diffusers source is given, diffusers.tar.xz for the
+# whole-generation reference (wan_pipeline.py).
+# Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:-$repo/.device}
+diffusers=${2:-}
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 cd "$repo"
-./mvnw -q -B package -pl cuda -am -DskipTests \
-  dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile="$repo/cuda/target/gpu.classpath"
+./mvnw -q -B package -pl cuda,cli -am -DskipTests \
+  dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/device.classpath
 rm -rf "$dest/lib"
 mkdir -p "$dest/lib"
-tr ':' '\n' < cuda/target/gpu.classpath | while read -r entry || [ -n "$entry" ]; do
-  [ -z "$entry" ] && continue
-  if [ -d "$entry" ]; then
-    # A reactor module resolved to its classes directory: pack it as a jar.
-    name=$(echo "$entry" | sed 's|/target/.*||; s|.*/||')
-    "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-$name-$(basename "$entry").jar" -C "$entry" .
-  else
-    cp "$entry" "$dest/lib/"
-  fi
+{ cat cuda/target/device.classpath; echo; cat cli/target/device.classpath; } | tr ':' '\n' | sort -u |
+  while read -r entry || [ -n "$entry" ]; do
+    [ -z "$entry" ] && continue
+    if [ -d "$entry" ]; then
+      # A reactor module resolved to its classes directory: pack it as a jar.
+      name=$(echo "$entry" | sed 's|/target/.*||; s|.*/||')
+      "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-$name-$(basename "$entry").jar" -C "$entry" .
+    else
+      cp "$entry" "$dest/lib/"
+    fi
+  done
+for module in cuda cli; do # the projects themselves are not on their own classpaths
+  ls "$dest/lib/stepweave-$module-"*.jar >/dev/null 2>&1 ||
+    "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-$module-classes.jar" -C "$module/target/classes" .
 done
-cp cuda/target/stepweave-cuda-*.jar "$dest/lib/" 2>/dev/null || true
 "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-cuda-tests.jar" -C cuda/target/test-classes .
+# Keep the carry small (the device tool takes 64 MiB with the work tree): no architecture-test
+# library, and only the tokenizer's Linux x86-64 native library.
+rm -f "$dest/lib/"archunit-*.jar
+for jar in "$dest/lib/"tokenizers-*.jar; do
+  zip -q -d "$jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' || true
+done
 [ -f "$dest/jre.tar.xz" ] || /work/shared/device/make-jre.sh "$dest" >/dev/null
+if [ -n "$diffusers" ]; then
+  tar -C "$diffusers" -cJf "$dest/diffusers.tar.xz" diffusers
+fi
 cp scripts/device/run.sh "$dest/run.sh"
 du -sh "$dest"

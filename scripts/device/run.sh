@@ -8,6 +8,11 @@
 #                                                 (after a colon: arguments, comma-separated)
 #   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU
+#   PIPELINE="WxH:FRAMES:STEPS …"                  whole generations on a random-weight 1.3B-config
+#                                                 checkpoint (wan_pipeline.py make): diffusers'
+#                                                 WanPipeline (needs .device/diffusers.tar.xz), then
+#                                                 `stepweave generate --backend cuda` twice, each in
+#                                                 a fresh process
 # Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -57,4 +62,30 @@ if [ "${REFERENCE:-none}" != none ]; then
     timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$PWD/scripts/device/reference.py" "$REFERENCE"
     echo "reference exit: $?"
   } 2>&1 | tee "$out/reference.log"
+fi
+
+if [ -n "${PIPELINE:-}" ]; then
+  {
+    echo "$header"
+    py=/opt/torch/.venv/bin/python
+    if [ -f "$here/diffusers.tar.xz" ]; then
+      mkdir -p /tmp/pylib && tar -xJf "$here/diffusers.tar.xz" -C /tmp/pylib
+      export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
+    fi
+    ckpt=/tmp/wan13-random
+    "$py" "$PWD/scripts/device/wan_pipeline.py" make "$ckpt" || echo "make failed"
+    for spec in $PIPELINE; do
+      IFS=: read -r size frames steps <<< "$spec"
+      timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$PWD/scripts/device/wan_pipeline.py" time "$ckpt" \
+        --size "$size" --frames "$frames" --steps "$steps" --guidance 5 --repeat 2 \
+        || echo "diffusers $spec failed"
+      for run in 1 2; do
+        start=$(date +%s.%N)
+        timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \
+          "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" --frames "$frames" \
+          --steps "$steps" --guidance 5 --seed 42 -o "/tmp/out-$frames.mp4"
+        echo "OURS generate $spec process $run exit $? wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s"
+      done
+    done
+  } 2>&1 | tee "$out/pipeline.log"
 fi

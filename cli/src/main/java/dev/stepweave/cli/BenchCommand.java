@@ -27,7 +27,7 @@ import picocli.CommandLine.Spec;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Benchmarks (not part of the test suite).",
-    subcommands = {BenchCommand.Serve.class})
+    subcommands = {BenchCommand.Serve.class, GenerateBench.class})
 final class BenchCommand {
 
   /** {@code stepweave bench serve}: step-level batching versus one request at a time. */

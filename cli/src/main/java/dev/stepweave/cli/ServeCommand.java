@@ -142,7 +142,7 @@ final class ServeCommand implements Callable<Integer> {
         WanCaches.enable(
                 Extensions.builder(),
                 enabledCaches.stream().map(String::strip).toList(),
-                GenerateCommand.parseSettings(cacheDefaults, "--cache-default", "ID"))
+                GenerationOptions.parseSettings(cacheDefaults, "--cache-default", "ID"))
             .build();
     WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16));
     Engine engine;

@@ -1,0 +1,183 @@
+package dev.stepweave.cli;
+
+import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.Profiler;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.models.wan.WanModel;
+import java.io.PrintWriter;
+import java.lang.management.ManagementFactory;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.EnumMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code stepweave bench generate}: the product path, timed. It takes generate's options and runs
+ * exactly what generate runs — the same engine, loops, checkpoints, events and output writing — N
+ * times in one process on one model load, and prints per-loop times of each run: the first run is
+ * the cold one (kernel compilation, cuDNN plan choice, graph recording happen there), the others
+ * are warm, and their median is the warm figure.
+ *
+ * <p>Two times per loop: the loop's wall time (start of its first step to its end, as generate
+ * prints it) and its step time (the scheduler's measured calls of that loop's work kind, each
+ * synchronised with the device, so what the device spent on it plus launch overhead).
+ */
+@Command(
+    name = "generate",
+    mixinStandardHelpOptions = true,
+    description = {
+      "Runs `stepweave generate` with the given options --repeat times in one process (one model"
+          + " load) and prints, per run, each loop's wall and step time, the output write and the"
+          + " whole run; then the warm median (runs after the first) and the time from process"
+          + " start to the first output written.",
+      ""
+    })
+final class GenerateBench implements Callable<Integer> {
+  @Spec CommandSpec spec;
+
+  @Mixin GenerationOptions generate;
+
+  @Option(
+      names = "--repeat",
+      defaultValue = "3",
+      paramLabel = "N",
+      description = "Runs in this process, the first one cold (default: ${DEFAULT-VALUE}).")
+  int repeat;
+
+  /** One run's figures, in seconds. */
+  record Run(
+      Map<String, Double> loopWall, Map<WorkKind, Double> stepTime, double write, double all) {}
+
+  @Override
+  public Integer call() throws Exception {
+    PrintWriter out = spec.commandLine().getOut();
+    PrintWriter err = spec.commandLine().getErr();
+    if (repeat < 1) {
+      throw new IllegalArgumentException("--repeat must be >= 1, got " + repeat);
+    }
+    Path target = generate.checkedTarget();
+    Path dir = generate.modelDir(err);
+    long loadStart = System.nanoTime();
+    try (WanModel wan = WanModel.load(dir, generate.openBackend(err));
+        Engine engine = generate.engine(wan, err)) {
+      double load = seconds(System.nanoTime() - loadStart);
+      long seed = generate.seedOrRandom();
+      List<Run> runs = new ArrayList<>();
+      double firstWritten = 0;
+      for (int i = 0; i < repeat; i++) {
+        Request request = generate.request(wan.card(), seed);
+        if (i == 0) {
+          GenerateCommand.printCard(out, wan.card(), wan, request, Duration.ofNanos(0));
+        }
+        Map<WorkKind, Long> before = stepNanos(engine.profiler());
+        long t0 = System.nanoTime();
+        GenerationResult result = GenerateCommand.run(engine, request, err);
+        long t1 = System.nanoTime();
+        generate.writeOutputs(result, target);
+        long t2 = System.nanoTime();
+        if (i == 0) {
+          firstWritten = sinceProcessStart();
+        }
+        Map<String, Double> wall = new LinkedHashMap<>();
+        result.loopTimings().forEach((loop, t) -> wall.put(loop, t.toNanos() / 1e9));
+        Map<WorkKind, Double> steps = new EnumMap<>(WorkKind.class);
+        stepNanos(engine.profiler())
+            .forEach((k, n) -> steps.put(k, seconds(n - before.getOrDefault(k, 0L))));
+        runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
+      }
+      print(out, wan, load, firstWritten, runs);
+      out.println("wrote " + target.toAbsolutePath());
+      return StepweaveCli.ExitCodes.OK;
+    }
+  }
+
+  private static void print(
+      PrintWriter out, WanModel wan, double load, double firstWritten, List<Run> runs) {
+    List<String> loops = List.copyOf(runs.getFirst().loopWall().keySet());
+    List<WorkKind> kinds = List.copyOf(runs.getFirst().stepTime().keySet());
+    out.printf(
+        Locale.ROOT,
+        "%nbench generate on %s (%s): model load %.2f s; process start to first output written"
+            + " %.2f s%n",
+        wan.backend().name(),
+        wan.precision().wireName(),
+        load,
+        firstWritten);
+    StringBuilder head = new StringBuilder("| run |");
+    loops.forEach(l -> head.append(' ').append(l).append(" wall |"));
+    kinds.forEach(
+        k -> head.append(' ').append(k.name().toLowerCase(Locale.ROOT)).append(" steps |"));
+    head.append(" write | whole run |");
+    out.println(head);
+    out.println(head.toString().replaceAll("[^|]", "-").replace("|-", "|-"));
+    for (int i = 0; i < runs.size(); i++) {
+      row(out, i == 0 ? "1 (cold)" : Integer.toString(i + 1), runs.get(i), loops, kinds);
+    }
+    if (runs.size() > 1) {
+      List<Run> warm = runs.subList(1, runs.size());
+      Map<String, Double> wall = new LinkedHashMap<>();
+      loops.forEach(l -> wall.put(l, median(warm.stream().map(r -> r.loopWall().get(l)).toList())));
+      Map<WorkKind, Double> steps = new EnumMap<>(WorkKind.class);
+      kinds.forEach(
+          k ->
+              steps.put(
+                  k, median(warm.stream().map(r -> r.stepTime().getOrDefault(k, 0.0)).toList())));
+      row(
+          out,
+          "warm median",
+          new Run(
+              wall,
+              steps,
+              median(warm.stream().map(Run::write).toList()),
+              median(warm.stream().map(Run::all).toList())),
+          loops,
+          kinds);
+    }
+    out.println("(seconds; wall = the loop's wall time, steps = its measured device calls)");
+  }
+
+  private static void row(
+      PrintWriter out, String name, Run r, List<String> loops, List<WorkKind> kinds) {
+    StringBuilder line = new StringBuilder("| ").append(name).append(" |");
+    loops.forEach(l -> line.append(String.format(Locale.ROOT, " %.2f |", r.loopWall().get(l))));
+    kinds.forEach(
+        k -> line.append(String.format(Locale.ROOT, " %.2f |", r.stepTime().getOrDefault(k, 0.0))));
+    line.append(String.format(Locale.ROOT, " %.2f | %.2f |", r.write(), r.all()));
+    out.println(line);
+  }
+
+  /** The engine profiler's summed call time per work kind. */
+  private static Map<WorkKind, Long> stepNanos(Profiler profiler) {
+    Map<WorkKind, Long> out = new EnumMap<>(WorkKind.class);
+    for (Profiler.CallMeasurement m : profiler.callMeasurements()) {
+      out.merge(m.kind(), m.totalNanos(), Long::sum);
+    }
+    return out;
+  }
+
+  private static double median(List<Double> xs) {
+    List<Double> sorted = xs.stream().sorted().toList();
+    int n = sorted.size();
+    return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;
+  }
+
+  private static double seconds(long nanos) {
+    return nanos / 1e9;
+  }
+
+  private static double sinceProcessStart() {
+    return (System.currentTimeMillis() - ManagementFactory.getRuntimeMXBean().getStartTime()) / 1e3;
+  }
+}
