@@ -161,7 +161,9 @@ public final class CacheBench {
       Tensor guided;
       Optional<WorkCall> reused = hooks.reusedStep(gpu, state, latents, i);
       if (reused.isPresent()) {
-        guided = reused.get().run().output();
+        var result = reused.get().run();
+        guided = result.output();
+        state = result.update(PluginState.class);
       } else {
         PluginState work = state.copy();
         List<BlockCacheRow> rows = hooks.rows(work, List.of("cond", "uncond"), i);
@@ -171,9 +173,10 @@ public final class CacheBench {
         Tensor uncond = v.slice(0, 1, 2);
         guided = gpu.add(uncond, gpu.affine(gpu.sub(cond, uncond), GUIDANCE, 0f));
         hooks.computedStep(gpu, work, latents, guided, i);
-        state.commit(work);
+        state = work;
       }
       latents = gpu.add(latents, gpu.affine(guided, next - sigma, 0f));
+      state = hooks.afterStep(gpu, state, latents, i + 1);
     }
     gpu.synchronize();
     double ms = (System.nanoTime() - t0) / 1e6 / steps;

@@ -26,20 +26,14 @@ public final class PluginState {
   }
 
   /**
-   * A copy to work on: a step writes its slots there and {@link #commit}s them only when it
-   * succeeded, so a step that throws (and is re-run alone) leaves the state as it was. Tensors are
+   * A copy to work on: a step writes its slots there and returns it as the loop state's next plugin
+   * state, so a step that throws (and is re-run alone) leaves the state as it was. Tensors are
    * shared, never written in place.
    */
   public PluginState copy() {
     PluginState c = new PluginState();
     slots.forEach((k, slot) -> c.slots.put(k, slot.copy()));
     return c;
-  }
-
-  /** Takes over the slots of {@code work} (a {@link #copy} of this state a step wrote). */
-  public void commit(PluginState work) {
-    slots.clear();
-    slots.putAll(work.slots);
   }
 
   public boolean isEmpty() {

@@ -221,10 +221,19 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         0, resident, peak, 0, perLayer * cfg.numLayers() * branches, weightBytes);
   }
 
+  /**
+   * Folds a step in: the sampler turns the prediction into the next latents, the call's new plugin
+   * state replaces the old, and the hooks measure what the next step's planning decides on.
+   */
   @Override
   public State advance(State s, StepResult result) {
+    Backend ops = model.backend();
     Sampler sampler = model.sampler(s.request());
-    var step = sampler.step(model.backend(), s.sampler(), result.output(), s.latents());
+    var step = sampler.step(ops, s.sampler(), result.output(), s.latents());
+    PluginState plugins = result.update(PluginState.class);
+    if (!step.state().isFinished()) {
+      plugins = s.hooks().afterStep(ops, plugins, step.sample(), step.state().stepIndex());
+    }
     return new State(
         step.sample(),
         step.state(),
@@ -232,7 +241,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         s.uncond(),
         s.request(),
         s.scope(),
-        s.plugins(),
+        plugins,
         s.hooks());
   }
 

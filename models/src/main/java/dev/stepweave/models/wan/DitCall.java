@@ -26,11 +26,12 @@ import java.util.List;
  * batch-invariant, so a request's prediction is bit-identical either way.
  *
  * <p>With a block cache, every batch row (request × CFG branch) reads and writes its own request's
- * slot with its own settings and step, so batching changes nothing there either. The call writes
- * the slots of a copy of each request's {@link PluginState} and commits them only after the forward
- * succeeded: a batch that throws leaves every state as it was, and its members re-run alone from
- * there. A step cache records the computed prediction the same way; a step it reuses is planned
- * without a {@code DitCall} (see {@link DenoiseLoop#next}).
+ * slot with its own settings and step, so batching changes nothing there either. The call is pure:
+ * it writes the slots of a copy of each request's {@link PluginState} and returns that copy as its
+ * result's update, which the loop folds in ({@link DenoiseLoop#advance}); a batch that throws
+ * leaves every state as it was, and its members re-run alone from there. A step cache records the
+ * computed prediction the same way; a step it reuses is planned without a {@code DitCall} (see
+ * {@link DenoiseLoop#next}).
  *
  * <p>Without block hooks and taps the forward is {@linkplain Backend#replayable replayable}: a
  * device backend records it once per input shapes and dtypes and replays the recording.
@@ -40,7 +41,7 @@ import java.util.List;
  * @param cond conditional text embeddings {@code [1, L, D]}
  * @param uncond unconditional text embeddings, or null when the policy needs none
  * @param step the loop step (policies such as CFG-Zero* depend on it)
- * @param plugins the request's plugin state (block- and step-cache slots), committed after the call
+ * @param plugins the request's plugin state (block- and step-cache slots), read only
  * @param hooks the request's extension hooks
  * @param taps the observers' tap sink for this step ({@link TapSink#NONE} when none wants taps)
  */
@@ -91,8 +92,7 @@ record DitCall(
     }
     taps.tap("prediction", prediction);
     hooks.computedStep(ops, work, latents, prediction, step);
-    plugins.commit(work);
-    return StepResult.of(prediction);
+    return StepResult.of(prediction, work);
   }
 
   private Tensor forward(
@@ -172,11 +172,9 @@ record DitCall(
         row++;
       }
       Tensor prediction = d.policy().combine(ops, c, u, d.step());
-      d.hooks().computedStep(ops, works.get(results.size()), d.latents(), prediction, d.step());
-      results.add(StepResult.of(prediction));
-    }
-    for (int i = 0; i < dits.size(); i++) {
-      dits.get(i).plugins().commit(works.get(i));
+      PluginState work = works.get(results.size());
+      d.hooks().computedStep(ops, work, d.latents(), prediction, d.step());
+      results.add(StepResult.of(prediction, work));
     }
     return results;
   }

@@ -29,10 +29,11 @@ import java.util.Map;
 
 /**
  * VAE decoding: one {@code VAE_TILE} step per spatial tile of each latent frame, or per latent
- * frame when untiled (the decoder's causal caches carry between frames; the state is the request's
- * own {@link DecodeState}, stepped in place by the step's call). Frames larger than {@link
- * #AUTO_TILE_PIXELS} are decoded in spatial tiles to bound memory, with the same result; overrides
- * {@code tile = on|off|auto} and {@code tile_size} (output pixels per tile side) choose otherwise.
+ * frame when untiled (the decoder's causal caches carry between frames in the request's own {@link
+ * DecodeState}; a step's call computes the next state and {@link #advance} adopts it). Frames
+ * larger than {@link #AUTO_TILE_PIXELS} are decoded in spatial tiles to bound memory, with the same
+ * result; overrides {@code tile = on|off|auto} and {@code tile_size} (output pixels per tile side)
+ * choose otherwise.
  */
 final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   static final String VIDEO = "video";
@@ -128,9 +129,8 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
         s.scope(),
         s.stepsDone(),
         () -> {
-          // The decode state is this request's own; stepping it is this step's work.
-          model.vae().step(s.decode());
-          return StepResult.of(s.decode().latestOutput());
+          DecodeState next = model.vae().stepped(s.decode());
+          return StepResult.of(next.latestOutput(), next);
         });
   }
 
@@ -149,9 +149,10 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     return new ResourceRequest(0, latentBytes + videoBytes, frameBytes * 8, 0, 0, frameBytes * 8);
   }
 
+  /** Adopts the decode state the step computed (the previous one is spent, see WanVae#stepped). */
   @Override
   public State advance(State s, StepResult result) {
-    return s;
+    return new State(s.latents(), result.update(DecodeState.class), s.request(), s.scope());
   }
 
   @Override

@@ -93,6 +93,15 @@ public final class DenoiseHooks {
   }
 
   /**
+   * The plugin state after a step was folded in and {@code latents} are the input of {@code
+   * nextStep}: with a step cache, the change it decides on is measured here (device work belongs in
+   * the fold, never in planning); without one, {@code state} itself.
+   */
+  public PluginState afterStep(Backend ops, PluginState state, Tensor latents, int nextStep) {
+    return stepCache == null ? state : stepCache.measured(ops, state, latents, nextStep);
+  }
+
+  /**
    * Records a prediction the transformer computed at {@code step} from {@code latents} into {@code
    * work} (a step's copy of the plugin state); nothing without a step cache.
    */

@@ -15,11 +15,15 @@ import java.util.Optional;
  * batched forward.
  *
  * <p>Slot contents: {@code input} (the latents of the previous step), {@code accumulated} (the
- * change since the last computed step), {@code d0..d2} and {@code computed_step} (the prediction's
- * series, {@link TaylorSeries}), {@code consecutive}, and the {@code count_*} counters.
+ * change since the last computed step), {@code measured_step} and {@code measured_accumulated}
+ * (that change up to the next step's input, measured when the previous step was folded in), {@code
+ * d0..d2} and {@code computed_step} (the prediction's series, {@link TaylorSeries}), {@code
+ * consecutive}, and the {@code count_*} counters.
  */
 final class StepCache {
   static final String BRANCH = "guided";
+  private static final String MEASURED_STEP = "measured_step";
+  private static final String MEASURED_ACCUMULATED = "measured_accumulated";
 
   private final StepCacheConfig cfg;
 
@@ -29,28 +33,53 @@ final class StepCache {
 
   /**
    * The call that reuses the cached prediction at {@code step}, or empty when the step must run the
-   * transformer. Reads {@code state} only; the call writes it.
+   * transformer. Reads only numbers of {@code state} (the change since the last computed step was
+   * measured when the previous step was folded in, see {@link #measured}), so planning launches
+   * nothing; the call returns the state's next version and never writes this one.
    */
   Optional<WorkCall> reuse(Backend ops, PluginState state, Tensor latents, int step) {
     PluginSlot slot = state.slot(cfg.pluginId(), BRANCH);
     if (!mayReuse(slot, step)) {
       return Optional.empty();
     }
-    double accumulated =
-        slot.number("accumulated") + RelativeL1.of(ops, latents, slot.tensor("input"));
+    if (slot.number(MEASURED_STEP) != step) {
+      throw new IllegalStateException(
+          "step cache: the change before step " + step + " was not measured (a loop bug)");
+    }
+    double accumulated = slot.number(MEASURED_ACCUMULATED);
     if (accumulated >= cfg.threshold()) {
       return Optional.empty();
     }
     return Optional.of(
         () -> {
-          PluginSlot mine = state.slot(cfg.pluginId(), BRANCH);
+          PluginState next = state.copy();
+          PluginSlot mine = next.slot(cfg.pluginId(), BRANCH);
           Tensor prediction = TaylorSeries.predict(ops, mine, cfg.taylorSeerOrder(), step);
           mine.put("input", latents);
           mine.put("accumulated", accumulated);
           mine.add("consecutive", 1);
           mine.add("count_cached_steps", 1);
-          return StepResult.of(prediction);
+          return StepResult.of(prediction, next);
         });
+  }
+
+  /**
+   * The state with the change from the last step's input to {@code latents} (the input of {@code
+   * step}) measured into it, when {@code step} may be reused at all; {@code state} itself
+   * otherwise. The loop calls it as it folds a step in, where device work belongs.
+   */
+  PluginState measured(Backend ops, PluginState state, Tensor latents, int step) {
+    PluginSlot slot = state.slot(cfg.pluginId(), BRANCH);
+    if (!mayReuse(slot, step)) {
+      return state;
+    }
+    double accumulated =
+        slot.number("accumulated") + RelativeL1.of(ops, latents, slot.tensor("input"));
+    PluginState next = state.copy();
+    PluginSlot mine = next.slot(cfg.pluginId(), BRANCH);
+    mine.put(MEASURED_STEP, step);
+    mine.put(MEASURED_ACCUMULATED, accumulated);
+    return next;
   }
 
   /** Records a step the transformer computed (into {@code work}, a step's copy of the state). */

@@ -83,6 +83,14 @@ public final class CausalCache {
     return sb.toString();
   }
 
+  /** A copy to step instead of this cache (the frames are shared: they are never written). */
+  CausalCache copy() {
+    CausalCache c = new CausalCache(tails.length);
+    System.arraycopy(tails, 0, c.tails, 0, tails.length);
+    System.arraycopy(firstChunkPassed, 0, c.firstChunkPassed, 0, tails.length);
+    return c;
+  }
+
   /** Rebuilds a cache from {@link #tensors} and {@link #flags}. */
   static CausalCache restore(int slots, Map<String, Tensor> tensors, String flags) {
     if (flags.length() != slots) {

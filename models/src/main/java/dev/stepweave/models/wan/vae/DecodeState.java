@@ -51,6 +51,24 @@ public final class DecodeState {
     return latents;
   }
 
+  /**
+   * A copy to step instead of this state (tensors shared; lists and caches copied), so a step can
+   * leave this state as it was. The two share this decode's step memory: once a step of the copy
+   * has succeeded, what only this state held is released (the copy is the decode now).
+   */
+  DecodeState fork() {
+    CausalCache[] tiles = new CausalCache[tileCaches.length];
+    for (int i = 0; i < tiles.length; i++) {
+      tiles[i] = tileCaches[i].copy();
+    }
+    DecodeState c = new DecodeState(latents, grid, globalCache.copy(), tiles, memory);
+    c.decoded.addAll(decoded);
+    c.frameTiles.addAll(frameTiles);
+    c.features = features;
+    c.nextFrame = nextFrame;
+    return c;
+  }
+
   /** The decoded latent frames so far, unclamped, each {@code [B, C, t, H, W]}. */
   public List<Tensor> decoded() {
     return List.copyOf(decoded);

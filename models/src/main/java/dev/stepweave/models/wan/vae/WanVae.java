@@ -174,6 +174,17 @@ public final class WanVae {
     return !state.isDone();
   }
 
+  /**
+   * The decode after its next step, leaving {@code state} as it was: a loop's step computes the
+   * next state and its loop adopts it (see {@link DecodeState#fork} for the memory this shares). A
+   * step that throws changes nothing.
+   */
+  public DecodeState stepped(DecodeState state) {
+    DecodeState next = state.fork();
+    step(next);
+    return next;
+  }
+
   /** The video of a finished decode, {@code [B, out_channels, T, H, W]} clamped to [-1, 1]. */
   public Tensor finish(DecodeState state) {
     if (!state.isDone()) {
