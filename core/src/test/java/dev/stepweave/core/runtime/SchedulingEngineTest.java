@@ -78,7 +78,12 @@ class SchedulingEngineTest {
   @Test
   void twoRequestsThatFitAloneButNotTogetherRunOneAfterTheOther() throws Exception {
     FakePool pool = new FakePool();
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(512) + memoryOf(256), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(512) + memoryOf(256))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle big = engine.submit(request("big", 3, 512));
       RequestHandle big2 = engine.submit(request("big2", 3, 512));
@@ -99,7 +104,12 @@ class SchedulingEngineTest {
   @Test
   void aRequestThatCanNeverFitIsRejectedAtSubmit() {
     FakePool pool = new FakePool();
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(256), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(256))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       var e =
           assertThrows(
@@ -115,7 +125,7 @@ class SchedulingEngineTest {
   void aLongVideoKeepsOneStepPerTickWhileShortRequestsFlow() throws Exception {
     FakePool pool = new FakePool();
     CountDownLatch release = holdFirstStep(pool); // all are queued before the video's 2nd step
-    try (Engine engine = new Engine(pool, EngineConfig.defaults().withMaxRunning(3))) {
+    try (Engine engine = new Engine(pool, EngineConfig.builder().maxRunning(3).build())) {
       RequestHandle video = engine.submit(request("video", 30, 512));
       List<RequestHandle> images = new ArrayList<>();
       for (int i = 0; i < 12; i++) {
@@ -164,7 +174,12 @@ class SchedulingEngineTest {
             awaitQuietly(release);
           }
         };
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(512), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(512))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 50, 512));
       RequestHandle b = engine.submit(request("b", 2, 512));
@@ -187,7 +202,7 @@ class SchedulingEngineTest {
   void aQueuedRequestCancelledBeforeAdmissionNeverRuns() throws Exception {
     FakePool pool = new FakePool();
     CountDownLatch release = holdFirstStep(pool);
-    EngineConfig c = EngineConfig.defaults().withMaxRunning(1);
+    EngineConfig c = EngineConfig.builder().maxRunning(1).build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 2, 256));
       RequestHandle b = engine.submit(request("b", 2, 256));
@@ -292,13 +307,14 @@ class SchedulingEngineTest {
     FakePool fresh = new FakePool("fresh");
     List<Throwable> causes = new ArrayList<>();
     EngineConfig c =
-        EngineConfig.defaults()
-            .withRecovery(
-                true,
+        EngineConfig.builder()
+            .recoveryCheckpoints(true)
+            .recovery(
                 (broken, cause) -> {
                   causes.add(cause);
                   return fresh;
-                });
+                })
+            .build();
     CountDownLatch release = holdFirstStep(pool);
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 5, 256));
@@ -343,9 +359,10 @@ class SchedulingEngineTest {
           }
         };
     EngineConfig c =
-        EngineConfig.defaults()
-            .withMaxRunning(1)
-            .withPreemption(EngineConfig.Preemption.SERIALIZE_TO_HOST);
+        EngineConfig.builder()
+            .maxRunning(1)
+            .preemption(EngineConfig.Preemption.SERIALIZE_TO_HOST)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle low = engine.submit(request("low", 6, 256));
       assertTrue(inStep.await(5, TimeUnit.SECONDS));
