@@ -17,6 +17,7 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.time.Duration;
 import java.time.Instant;
+import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
@@ -36,6 +37,7 @@ import java.util.function.BooleanSupplier;
 final class EngineCore {
   private final EngineConfig config;
   private final Extensions extensions;
+  private final InstantSource clock;
   private final CostModel cost;
   private final Profiler profiler;
   private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
@@ -53,6 +55,12 @@ final class EngineCore {
   private volatile int running;
 
   EngineCore(ModelInstance model, EngineConfig config, Extensions extensions) {
+    this(model, config, extensions, InstantSource.system());
+  }
+
+  /** A core whose deadlines are judged by {@code clock} (tests move it by hand). */
+  EngineCore(ModelInstance model, EngineConfig config, Extensions extensions, InstantSource clock) {
+    this.clock = clock;
     this.model = model;
     this.config = config;
     this.extensions = extensions;
@@ -199,7 +207,7 @@ final class EngineCore {
   /** One tick: admit → plan → group → run → split → advance → emit. */
   void tick() {
     admit();
-    List<LoopScheduler.Turn> turns = loops.collect(model, Instant.now());
+    List<LoopScheduler.Turn> turns = loops.collect(model, clock.instant());
     List<ProgramRun> runs = new ArrayList<>();
     List<WorkPlan> plans = new ArrayList<>();
     for (LoopScheduler.Turn turn : turns) {
@@ -323,7 +331,7 @@ final class EngineCore {
 
   /** Admits queued requests in order while they fit; the first that does not fit waits. */
   private void admit() {
-    Instant now = Instant.now();
+    Instant now = clock.instant();
     for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
       ProgramRun run = e.item();
       if (run.handle.cancelScope().isCancelled()) {

@@ -10,9 +10,11 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.RequestEvent;
+import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ExecutionException;
+import java.util.concurrent.atomic.AtomicReference;
 import org.junit.jupiter.api.Test;
 
 /** The engine core ticked by hand: no scheduler thread, no waiting, every tick deterministic. */
@@ -105,6 +107,28 @@ class EngineCoreTest {
     assertInstanceOf(CancelledException.class, assertThrowsCause(a));
     assertTrue(pool.ran.isEmpty());
     assertEquals(0, core.stats(true).admitted());
+  }
+
+  @Test
+  void deadlinesAreJudgedAtTickBoundariesByTheCoresClock() throws Exception {
+    Instant start = Instant.parse("2030-01-01T00:00:00Z");
+    AtomicReference<Instant> now = new AtomicReference<>(start);
+    EngineCore timed = new EngineCore(pool, EngineConfig.defaults(), Extensions.NONE, now::get);
+    RequestOptions byOneMinute = RequestOptions.DEFAULT.withDeadline(start.plusSeconds(60));
+    RequestHandle running = timed.submit(request("running", 3, 256), null, byOneMinute);
+    timed.tick();
+    timed.tick();
+    RequestHandle queued = timed.submit(request("queued", 3, 256), null, byOneMinute);
+    now.set(start.plusSeconds(61));
+
+    timed.tick();
+
+    var late = (DeadlineExceededException) assertThrowsCause(running);
+    assertTrue(late.getMessage().endsWith("after 2 steps of loop 'denoise'"), late.getMessage());
+    assertTrue(assertThrowsCause(queued).getMessage().endsWith("while queued"));
+    assertEquals(List.of(0, 1), pool.ranFor("running").stream().map(FakePool.Ran::step).toList());
+    assertTrue(pool.ranFor("queued").isEmpty());
+    assertEquals(2, timed.stats(true).failed());
   }
 
   @Test

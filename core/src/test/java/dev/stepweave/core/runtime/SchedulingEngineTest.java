@@ -22,6 +22,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The engine's policies on a fake pool: batching, admission, fairness, faults, recovery. */
@@ -218,10 +221,12 @@ class SchedulingEngineTest {
   @Test
   void deadlinesStopRequestsAtAStepBoundaryOrInTheQueue() throws Exception {
     FakePool pool = new FakePool();
+    Instant slowDeadline = Instant.now().plusSeconds(1);
+    // slow's first step outlasts its deadline, whatever the machine's speed.
     pool.onStep =
         r -> {
           if (r.prompt().equals("slow")) {
-            sleepQuietly(20);
+            awaitQuietly(() -> Instant.now().isAfter(slowDeadline));
           }
         };
     try (Engine engine = new Engine(pool)) {
@@ -231,8 +236,7 @@ class SchedulingEngineTest {
               RequestOptions.DEFAULT.withDeadline(Instant.now().minusSeconds(1)));
       RequestHandle slow =
           engine.submitWith(
-              request("slow", 100, 512),
-              RequestOptions.DEFAULT.withDeadline(Instant.now().plusMillis(300)));
+              request("slow", 100, 512), RequestOptions.DEFAULT.withDeadline(slowDeadline));
       RequestHandle fine = engine.submit(request("fine", 3, 256));
       var e1 = assertThrows(ExecutionException.class, () -> late.result().get(5, TimeUnit.SECONDS));
       assertInstanceOf(DeadlineExceededException.class, e1.getCause());
@@ -402,9 +406,13 @@ class SchedulingEngineTest {
   @Test
   void drainWithAGracePeriodCancelsWhatIsLeftAtAStepBoundary() throws Exception {
     FakePool pool = new FakePool();
-    pool.onStep = r -> sleepQuietly(5);
+    AtomicReference<RequestHandle> running = new AtomicReference<>();
+    // Every step waits for the cancel that ends the grace period, so none finishes before it.
+    pool.onStep =
+        r -> awaitQuietly(() -> running.get() != null && running.get().cancelScope().isCancelled());
     try (Engine engine = new Engine(pool)) {
       RequestHandle h = engine.submit(request("long", 500, 256));
+      running.set(h);
       assertFalse(engine.drain(Duration.ofMillis(100)));
       var e = assertThrows(ExecutionException.class, () -> h.result().get(5, TimeUnit.SECONDS));
       assertInstanceOf(CancelledException.class, e.getCause());
@@ -451,11 +459,11 @@ class SchedulingEngineTest {
     }
   }
 
-  private static void sleepQuietly(long ms) {
-    try {
-      Thread.sleep(ms);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+  /** Waits (at most 10 s, checking every millisecond) until {@code condition} holds. */
+  private static void awaitQuietly(BooleanSupplier condition) {
+    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean() && System.nanoTime() < giveUp) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
     }
   }
 }
