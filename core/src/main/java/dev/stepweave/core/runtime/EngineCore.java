@@ -4,11 +4,8 @@ import dev.stepweave.core.extend.CallInfo;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ModelInstance;
-import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
-import dev.stepweave.core.memory.Reservation;
-import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
@@ -25,14 +22,15 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
 
 /**
- * The engine core of one pool: its layers and one {@link #tick} — admit what fits ({@link
- * AdmissionController}, in the {@link RequestScheduler}'s order, making room through the {@link
- * Preemptor}) → ask every running loop for its next step ({@link LoopScheduler}) → group the plans
- * into batched calls ({@link BatchScheduler}, priced by the {@link CostModel}) → run each call and
- * split it ({@link BatchExecutor}; a pool-fatal fault goes to {@link FaultRecovery}) → fold each
- * result into its loop → emit. It has no thread: a {@link SchedulerThread} calls {@link #tick} in
- * production, a test calls it directly. Submitting is thread-safe; everything else runs on the one
- * thread that ticks.
+ * The engine core of one pool: its layers and one {@link #tick} — requests that passed the {@link
+ * Intake} wait in the queue; admit what fits ({@link AdmissionController}, in the {@link
+ * RequestScheduler}'s order, making room through the {@link Preemptor}) → ask every running loop
+ * for its next step ({@link LoopScheduler}) → group the plans into batched calls ({@link
+ * BatchScheduler}, priced by the {@link CostModel}) → run each call and split it ({@link
+ * BatchExecutor}; a pool-fatal fault goes to {@link FaultRecovery}) → fold each result into its
+ * loop → emit. It has no thread: a {@link SchedulerThread} calls {@link #tick} in production, a
+ * test calls it directly. Submitting is thread-safe; everything else runs on the one thread that
+ * ticks.
  */
 final class EngineCore {
   private final EngineConfig config;
@@ -42,6 +40,7 @@ final class EngineCore {
   private final Profiler profiler;
   private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
   private final AdmissionController admission;
+  private final Intake intake;
   private final Preemptor preemptor;
   private final FaultRecovery recovery;
   private final LoopScheduler loops = new LoopScheduler();
@@ -67,6 +66,7 @@ final class EngineCore {
     this.cost = new CostModel(config.deviceFlopsPerMilli(), config.deviceBytesPerMilli());
     this.profiler = new Profiler(cost);
     this.admission = new AdmissionController(config);
+    this.intake = new Intake(extensions, cost, admission);
     this.preemptor = new Preemptor(config.preemption(), admission);
     this.recovery = new FaultRecovery(config.recovery());
     this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
@@ -109,51 +109,17 @@ final class EngineCore {
     metrics.rejected.incrementAndGet();
   }
 
-  /**
-   * Validates the request and the card's recipe, prices and reserves-checks it, then queues it.
-   * Thread-safe.
-   */
+  /** Queues {@code request} once it passed the {@link Intake}. Thread-safe. */
   RequestHandle submit(Request request, ProgramCheckpoint from, RequestOptions options) {
-    ModelInstance m = model;
-    InlineProgram program;
-    List<String> overrides;
-    Reservation reservation;
+    RequestHandle handle = new RequestHandle(request.id());
+    ProgramRun run;
     try {
-      request.validate();
-      m.validate(request);
-      extensions.admit(request, m.card());
-      program = InlineProgram.forTask(m.card(), request.task());
-      overrides =
-          m
-              .card()
-              .admitSettings(
-                  m.samplerFor(request),
-                  request.params().steps(),
-                  m.precision(),
-                  request.overrideRecipe())
-              .stream()
-              .map(Object::toString)
-              .toList();
-      ResourceRequest footprint = m.footprint(request);
-      reservation =
-          new Reservation(
-              request.id(),
-              footprint.memoryBytes(),
-              cost.staticMillis(footprint),
-              footprint.cacheBlocks());
-      String never = admission.neverFits(reservation);
-      if (never != null) {
-        throw new AdmissionRejectedException(
-            "request " + request.id() + " can never run on this pool: it " + never);
-      }
+      run = intake.accept(model, request, handle, from, options);
     } catch (RuntimeException e) {
       reject();
       throw e;
     }
-    RequestHandle handle = new RequestHandle(request.id());
     handle.emit(new RequestEvent.Queued(request.id()));
-    ProgramRun run =
-        new ProgramRun(request, handle, program, overrides, options, reservation, from, extensions);
     active.add(handle);
     synchronized (lock) {
       run.queuedAs(queue.offer(run, options.priority(), options.deadline()));
