@@ -1,8 +1,8 @@
 package dev.stepweave.cli;
 
 import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.memory.MemoryBudget;
 import dev.stepweave.core.runtime.EngineConfig;
-import dev.stepweave.core.runtime.MemoryBudget;
 import java.io.PrintWriter;
 import java.util.Optional;
 import java.util.OptionalLong;
@@ -33,7 +33,9 @@ final class DeviceBudget {
           err.println(b.describe());
           err.flush();
         });
-    return budget.map(b -> b.applyTo(config)).orElse(config);
+    return budget
+        .map(b -> config.toBuilder().memoryBudgetBytes(b.requestBytes()).build())
+        .orElse(config);
   }
 
   /** Fails on a bad option value, before anything slow (loading the model) starts. */

@@ -81,4 +81,19 @@ class ArchitectureTest {
   void coreDoesNotBindToTheCudaBackend() {
     check(noClasses().should().dependOnClassesThat().resideInAPackage("dev.stepweave.cuda.."));
   }
+
+  @Test
+  void memoryAccountingKnowsNothingOfTheEngine() {
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage("dev.stepweave.core.memory..")
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(
+                "dev.stepweave.core.runtime..",
+                "dev.stepweave.core.request..",
+                "dev.stepweave.server..",
+                "dev.stepweave.cli.."));
+  }
 }

@@ -71,7 +71,7 @@ class BatchConsistencyGpuTest {
   @Test
   void interleavingIsBitIdenticalAndBatchingStaysWithinTheBf16Bound() throws Exception {
     WanModel model = WanModel.load(TINY, Gpu.bf16());
-    EngineConfig unbatched = EngineConfig.defaults().withBatching(1, 1);
+    EngineConfig unbatched = EngineConfig.builder().maxBatchSize(1).maxBatchMillis(1).build();
     List<Tensor> serial = run(model, unbatched, false);
     List<Tensor> interleaved = run(model, unbatched, true);
     List<Tensor> batched = run(model, EngineConfig.defaults(), true);

@@ -7,11 +7,11 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.memory.MemoryBudget;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.core.runtime.MemoryBudget;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.ComponentMemory;

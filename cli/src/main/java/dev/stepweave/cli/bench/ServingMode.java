@@ -7,11 +7,7 @@ public enum ServingMode {
   /** The engine's defaults: several running requests, their steps batched across requests. */
   BATCHED("step-level batching", EngineConfig.defaults()),
   /** One running request, one unit per call: serving one request at a time, in arrival order. */
-  SERIAL(
-      "one at a time",
-      EngineConfig.defaults()
-          .withMaxRunning(1)
-          .withBatching(1, EngineConfig.defaults().maxBatchMillis()));
+  SERIAL("one at a time", EngineConfig.builder().maxRunning(1).maxBatchSize(1).build());
 
   private final String label;
   private final EngineConfig config;

@@ -1,5 +1,7 @@
 package dev.stepweave.core.runtime;
 
+import java.util.Objects;
+
 /**
  * The budgets and policies of one engine's pool.
  *
@@ -16,8 +18,10 @@ package dev.stepweave.core.runtime;
  *     device-ms before anything was measured
  * @param deviceBytesPerMilli the device's sustained memory bandwidth, likewise
  * @param preemption what happens to running requests when a higher-priority one cannot fit
- * @param recoveryCheckpoints serialise every running request after each step and keep it in host
- *     memory, so a pool-fatal fault resumes it from its last step instead of from the start
+ * @param recoveryCheckpoints when a running request's state is copied to host memory at a step
+ *     boundary, so a pool-fatal fault resumes it from there instead of from the start of its loop
+ *     ({@link RecoveryCheckpoints#DEFAULT}: whenever the copy costs at most 5 % of the work it
+ *     protects)
  * @param recovery re-initialises the pool after a pool-fatal fault
  */
 public record EngineConfig(
@@ -30,7 +34,7 @@ public record EngineConfig(
     double deviceFlopsPerMilli,
     double deviceBytesPerMilli,
     Preemption preemption,
-    boolean recoveryCheckpoints,
+    RecoveryCheckpoints recoveryCheckpoints,
     PoolRecovery recovery) {
 
   /** What becomes of a running request displaced by a higher-priority one. */
@@ -56,8 +60,8 @@ public record EngineConfig(
     if (cacheBlocks < 0 || !(deviceFlopsPerMilli > 0) || !(deviceBytesPerMilli > 0)) {
       throw new IllegalArgumentException("cache blocks and device rates must be positive");
     }
-    java.util.Objects.requireNonNull(preemption, "preemption");
-    java.util.Objects.requireNonNull(recovery, "recovery");
+    Objects.requireNonNull(preemption, "preemption");
+    Objects.requireNonNull(recovery, "recovery");
   }
 
   /**
@@ -66,112 +70,117 @@ public record EngineConfig(
    * and a pool that needs nothing to re-initialise.
    */
   public static EngineConfig defaults() {
-    return new EngineConfig(
-        8,
-        8,
-        10_000,
-        Long.MAX_VALUE,
-        Double.MAX_VALUE,
-        Integer.MAX_VALUE,
-        1e8,
-        1e7,
-        Preemption.NONE,
-        true,
-        PoolRecovery.SAME_INSTANCE);
+    return builder().build();
   }
 
-  public EngineConfig withMaxRunning(int n) {
-    return new EngineConfig(
-        n,
-        maxBatchSize,
-        maxBatchMillis,
-        memoryBudgetBytes,
-        computeBudgetMillis,
-        cacheBlocks,
-        deviceFlopsPerMilli,
-        deviceBytesPerMilli,
-        preemption,
-        recoveryCheckpoints,
-        recovery);
+  /** A builder starting from {@link #defaults()}. */
+  public static Builder builder() {
+    return new Builder();
   }
 
-  public EngineConfig withBatching(int size, double millis) {
-    return new EngineConfig(
-        maxRunning,
-        size,
-        millis,
-        memoryBudgetBytes,
-        computeBudgetMillis,
-        cacheBlocks,
-        deviceFlopsPerMilli,
-        deviceBytesPerMilli,
-        preemption,
-        recoveryCheckpoints,
-        recovery);
+  /** A builder starting from this configuration. */
+  public Builder toBuilder() {
+    return new Builder(this);
   }
 
-  public EngineConfig withBudgets(long memoryBytes, double computeMillis, int blocks) {
-    return new EngineConfig(
-        maxRunning,
-        maxBatchSize,
-        maxBatchMillis,
-        memoryBytes,
-        computeMillis,
-        blocks,
-        deviceFlopsPerMilli,
-        deviceBytesPerMilli,
-        preemption,
-        recoveryCheckpoints,
-        recovery);
-  }
+  /** Sets fields by name; {@link #build} validates them. */
+  public static final class Builder {
+    private int maxRunning = 8;
+    private int maxBatchSize = 8;
+    private double maxBatchMillis = 10_000;
+    private long memoryBudgetBytes = Long.MAX_VALUE;
+    private double computeBudgetMillis = Double.MAX_VALUE;
+    private int cacheBlocks = Integer.MAX_VALUE;
+    private double deviceFlopsPerMilli = 1e8;
+    private double deviceBytesPerMilli = 1e7;
+    private Preemption preemption = Preemption.NONE;
+    private RecoveryCheckpoints recoveryCheckpoints = RecoveryCheckpoints.DEFAULT;
+    private PoolRecovery recovery = PoolRecovery.SAME_INSTANCE;
 
-  /** This configuration with {@code bytes} of device memory for requests (see MemoryBudget). */
-  public EngineConfig withMemoryBudget(long bytes) {
-    return withBudgets(bytes, computeBudgetMillis, cacheBlocks);
-  }
+    private Builder() {}
 
-  public EngineConfig withDeviceRates(double flopsPerMilli, double bytesPerMilli) {
-    return new EngineConfig(
-        maxRunning,
-        maxBatchSize,
-        maxBatchMillis,
-        memoryBudgetBytes,
-        computeBudgetMillis,
-        cacheBlocks,
-        flopsPerMilli,
-        bytesPerMilli,
-        preemption,
-        recoveryCheckpoints,
-        recovery);
-  }
+    private Builder(EngineConfig c) {
+      maxRunning = c.maxRunning;
+      maxBatchSize = c.maxBatchSize;
+      maxBatchMillis = c.maxBatchMillis;
+      memoryBudgetBytes = c.memoryBudgetBytes;
+      computeBudgetMillis = c.computeBudgetMillis;
+      cacheBlocks = c.cacheBlocks;
+      deviceFlopsPerMilli = c.deviceFlopsPerMilli;
+      deviceBytesPerMilli = c.deviceBytesPerMilli;
+      preemption = c.preemption;
+      recoveryCheckpoints = c.recoveryCheckpoints;
+      recovery = c.recovery;
+    }
 
-  public EngineConfig withPreemption(Preemption p) {
-    return new EngineConfig(
-        maxRunning,
-        maxBatchSize,
-        maxBatchMillis,
-        memoryBudgetBytes,
-        computeBudgetMillis,
-        cacheBlocks,
-        deviceFlopsPerMilli,
-        deviceBytesPerMilli,
-        p,
-        recoveryCheckpoints,
-        recovery);
-  }
+    public Builder maxRunning(int n) {
+      maxRunning = n;
+      return this;
+    }
 
-  public EngineConfig withRecovery(boolean checkpoints, PoolRecovery r) {
-    return new EngineConfig(
-        maxRunning,
-        maxBatchSize,
-        maxBatchMillis,
-        memoryBudgetBytes,
-        computeBudgetMillis,
-        cacheBlocks,
-        deviceFlopsPerMilli,
-        deviceBytesPerMilli,
-        preemption,
-        checkpoints,
-        r);
+    public Builder maxBatchSize(int units) {
+      maxBatchSize = units;
+      return this;
+    }
+
+    public Builder maxBatchMillis(double millis) {
+      maxBatchMillis = millis;
+      return this;
+    }
+
+    public Builder memoryBudgetBytes(long bytes) {
+      memoryBudgetBytes = bytes;
+      return this;
+    }
+
+    public Builder computeBudgetMillis(double millis) {
+      computeBudgetMillis = millis;
+      return this;
+    }
+
+    public Builder cacheBlocks(int blocks) {
+      cacheBlocks = blocks;
+      return this;
+    }
+
+    public Builder deviceFlopsPerMilli(double flops) {
+      deviceFlopsPerMilli = flops;
+      return this;
+    }
+
+    public Builder deviceBytesPerMilli(double bytes) {
+      deviceBytesPerMilli = bytes;
+      return this;
+    }
+
+    public Builder preemption(Preemption p) {
+      preemption = p;
+      return this;
+    }
+
+    public Builder recoveryCheckpoints(RecoveryCheckpoints policy) {
+      recoveryCheckpoints = policy;
+      return this;
+    }
+
+    public Builder recovery(PoolRecovery r) {
+      recovery = r;
+      return this;
+    }
+
+    public EngineConfig build() {
+      return new EngineConfig(
+          maxRunning,
+          maxBatchSize,
+          maxBatchMillis,
+          memoryBudgetBytes,
+          computeBudgetMillis,
+          cacheBlocks,
+          deviceFlopsPerMilli,
+          deviceBytesPerMilli,
+          preemption,
+          recoveryCheckpoints,
+          recovery);
+    }
   }
 }

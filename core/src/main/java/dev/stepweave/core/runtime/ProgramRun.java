@@ -11,6 +11,7 @@ import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.SerializedState;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.memory.Reservation;
 import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.Request;
@@ -33,7 +34,7 @@ final class ProgramRun {
   final Request request;
   final RequestHandle handle;
   final RequestOptions options;
-  final AdmissionController.Reservation reservation;
+  final Reservation reservation;
   private final InlineProgram program;
   private final List<String> overrides;
   private final Map<String, LoopResult> finished = new LinkedHashMap<>();
@@ -57,7 +58,7 @@ final class ProgramRun {
       InlineProgram program,
       List<String> overrides,
       RequestOptions options,
-      AdmissionController.Reservation reservation,
+      Reservation reservation,
       ProgramCheckpoint from,
       Extensions extensions) {
     this.request = request;

@@ -4,6 +4,7 @@ import dev.stepweave.core.card.ModelCardTestCards;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.loop.BatchableCall;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
@@ -18,6 +19,8 @@ import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.memory.Reservation;
+import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Provenance;
@@ -221,6 +224,22 @@ final class FakePool extends WeightlessModel {
   @Override
   public ResourceRequest footprint(Request r) {
     return new ResourceRequest(0, memoryOf(r.params().width()), 0, 0, 2e8 * r.params().steps(), 0);
+  }
+
+  /**
+   * A run of {@code r}'s program on this pool, as the engine makes one at submit, reserving {@code
+   * memoryBytes} (no compute, no cache blocks).
+   */
+  ProgramRun run(Request r, RequestOptions options, long memoryBytes) {
+    return new ProgramRun(
+        r,
+        new RequestHandle(r.id()),
+        InlineProgram.forTask(card(), r.task()),
+        List.of(),
+        options,
+        new Reservation(r.id(), memoryBytes, 0, 0),
+        null,
+        Extensions.NONE);
   }
 
   /** Steps run for a prompt, in order. */

@@ -3,10 +3,7 @@ package dev.stepweave.core.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 
-import dev.stepweave.core.card.TaskType;
-import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.CancelledException;
-import dev.stepweave.core.request.Request;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -16,16 +13,7 @@ class LoopSchedulerTest {
   private final FakePool pool = new FakePool();
 
   private ProgramRun run(String prompt, int steps, RequestOptions options) {
-    Request r = FakePool.request(prompt, steps, 256);
-    return new ProgramRun(
-        r,
-        new RequestHandle(r.id()),
-        InlineProgram.forTask(pool.card(), TaskType.T2V),
-        List.of(),
-        options,
-        new AdmissionController.Reservation(r.id(), 0, 0, 0),
-        null,
-        dev.stepweave.core.extend.Extensions.NONE);
+    return pool.run(FakePool.request(prompt, steps, 256), options, 0);
   }
 
   @Test

@@ -13,6 +13,7 @@ import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.memory.Reservation;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -44,38 +45,51 @@ class SchedulerLayersTest {
 
   @Test
   void admissionReservesMemoryComputeAndBlocksTogetherAndReleases() {
-    EngineConfig c = EngineConfig.defaults().withMaxRunning(3).withBudgets(1000, 100, 4);
+    EngineConfig c =
+        EngineConfig.builder()
+            .maxRunning(3)
+            .memoryBudgetBytes(1000)
+            .computeBudgetMillis(100)
+            .cacheBlocks(4)
+            .build();
     AdmissionController gate = new AdmissionController(c);
-    var a = new AdmissionController.Reservation("a", 600, 10, 1);
-    var b = new AdmissionController.Reservation("b", 600, 10, 1);
-    var small = new AdmissionController.Reservation("s", 300, 10, 1);
-    assertEquals(AdmissionController.Verdict.ADMIT, gate.check(a));
+    var a = new Reservation("a", 600, 10, 1);
+    var b = new Reservation("b", 600, 10, 1);
+    var small = new Reservation("s", 300, 10, 1);
+    assertTrue(gate.fits(a, List.of()));
     assertTrue(gate.tryReserve(a));
+    assertFalse(gate.tryReserve(a)); // one reservation per request
     // b fits the pool alone, not beside a.
-    assertEquals(AdmissionController.Verdict.WAIT, gate.check(b));
+    assertFalse(gate.fits(b, List.of()));
     assertFalse(gate.tryReserve(b));
     assertTrue(gate.tryReserve(small));
-    assertEquals(new AdmissionController.Usage(2, 900, 20, 2), gate.usage());
+    // a and s hold 900 bytes, 20 ms and 2 blocks: exactly what is left fits, one more of any not.
+    assertTrue(gate.fits(new Reservation("t", 100, 80, 2), List.of()));
+    assertFalse(gate.fits(new Reservation("t", 101, 80, 2), List.of()));
+    assertFalse(gate.fits(new Reservation("t", 100, 81, 2), List.of()));
+    assertFalse(gate.fits(new Reservation("t", 100, 80, 3), List.of()));
     assertTrue(gate.fits(b, List.of("a")));
     gate.release("a");
     assertTrue(gate.tryReserve(b));
     // compute and cache blocks are budgets too
-    assertFalse(gate.tryReserve(new AdmissionController.Reservation("x", 0, 81, 0)));
-    assertFalse(gate.tryReserve(new AdmissionController.Reservation("y", 0, 0, 3)));
+    assertFalse(gate.tryReserve(new Reservation("x", 0, 81, 0)));
+    assertFalse(gate.tryReserve(new Reservation("y", 0, 0, 3)));
     assertNull(gate.neverFits(b));
-    String never = gate.neverFits(new AdmissionController.Reservation("z", 1001, 0, 0));
+    String never = gate.neverFits(new Reservation("z", 1001, 0, 0));
     assertEquals("needs 1001 bytes of device memory, the pool has 1000", never);
     assertEquals(
-        AdmissionController.Verdict.NEVER,
-        gate.check(new AdmissionController.Reservation("z", 0, 101, 0)));
-    assertNotNull(gate.neverFits(new AdmissionController.Reservation("z", 0, 0, 5)));
+        "needs 101 predicted device-ms, the pool's compute budget is 100",
+        gate.neverFits(new Reservation("z", 0, 101, 0)));
+    assertNotNull(gate.neverFits(new Reservation("z", 0, 0, 5)));
   }
 
   @Test
   void admissionBoundsTheRunningRequests() {
-    AdmissionController gate = new AdmissionController(EngineConfig.defaults().withMaxRunning(1));
-    assertTrue(gate.tryReserve(new AdmissionController.Reservation("a", 0, 0, 0)));
-    assertFalse(gate.tryReserve(new AdmissionController.Reservation("b", 0, 0, 0)));
+    AdmissionController gate =
+        new AdmissionController(EngineConfig.builder().maxRunning(1).build());
+    assertTrue(gate.tryReserve(new Reservation("a", 0, 0, 0)));
+    assertFalse(gate.tryReserve(new Reservation("b", 0, 0, 0)));
+    assertTrue(gate.fits(new Reservation("b", 0, 0, 0), List.of("a")));
   }
 
   @Test

@@ -22,6 +22,9 @@ import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import java.util.concurrent.locks.LockSupport;
+import java.util.function.BooleanSupplier;
 import org.junit.jupiter.api.Test;
 
 /** The engine's policies on a fake pool: batching, admission, fairness, faults, recovery. */
@@ -78,7 +81,12 @@ class SchedulingEngineTest {
   @Test
   void twoRequestsThatFitAloneButNotTogetherRunOneAfterTheOther() throws Exception {
     FakePool pool = new FakePool();
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(512) + memoryOf(256), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(512) + memoryOf(256))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle big = engine.submit(request("big", 3, 512));
       RequestHandle big2 = engine.submit(request("big2", 3, 512));
@@ -99,7 +107,12 @@ class SchedulingEngineTest {
   @Test
   void aRequestThatCanNeverFitIsRejectedAtSubmit() {
     FakePool pool = new FakePool();
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(256), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(256))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       var e =
           assertThrows(
@@ -115,7 +128,7 @@ class SchedulingEngineTest {
   void aLongVideoKeepsOneStepPerTickWhileShortRequestsFlow() throws Exception {
     FakePool pool = new FakePool();
     CountDownLatch release = holdFirstStep(pool); // all are queued before the video's 2nd step
-    try (Engine engine = new Engine(pool, EngineConfig.defaults().withMaxRunning(3))) {
+    try (Engine engine = new Engine(pool, EngineConfig.builder().maxRunning(3).build())) {
       RequestHandle video = engine.submit(request("video", 30, 512));
       List<RequestHandle> images = new ArrayList<>();
       for (int i = 0; i < 12; i++) {
@@ -164,7 +177,12 @@ class SchedulingEngineTest {
             awaitQuietly(release);
           }
         };
-    EngineConfig c = EngineConfig.defaults().withBudgets(memoryOf(512), 1e9, 0);
+    EngineConfig c =
+        EngineConfig.builder()
+            .memoryBudgetBytes(memoryOf(512))
+            .computeBudgetMillis(1e9)
+            .cacheBlocks(0)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 50, 512));
       RequestHandle b = engine.submit(request("b", 2, 512));
@@ -187,7 +205,7 @@ class SchedulingEngineTest {
   void aQueuedRequestCancelledBeforeAdmissionNeverRuns() throws Exception {
     FakePool pool = new FakePool();
     CountDownLatch release = holdFirstStep(pool);
-    EngineConfig c = EngineConfig.defaults().withMaxRunning(1);
+    EngineConfig c = EngineConfig.builder().maxRunning(1).build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 2, 256));
       RequestHandle b = engine.submit(request("b", 2, 256));
@@ -203,10 +221,12 @@ class SchedulingEngineTest {
   @Test
   void deadlinesStopRequestsAtAStepBoundaryOrInTheQueue() throws Exception {
     FakePool pool = new FakePool();
+    Instant slowDeadline = Instant.now().plusSeconds(1);
+    // slow's first step outlasts its deadline, whatever the machine's speed.
     pool.onStep =
         r -> {
           if (r.prompt().equals("slow")) {
-            sleepQuietly(20);
+            awaitQuietly(() -> Instant.now().isAfter(slowDeadline));
           }
         };
     try (Engine engine = new Engine(pool)) {
@@ -216,8 +236,7 @@ class SchedulingEngineTest {
               RequestOptions.DEFAULT.withDeadline(Instant.now().minusSeconds(1)));
       RequestHandle slow =
           engine.submitWith(
-              request("slow", 100, 512),
-              RequestOptions.DEFAULT.withDeadline(Instant.now().plusMillis(300)));
+              request("slow", 100, 512), RequestOptions.DEFAULT.withDeadline(slowDeadline));
       RequestHandle fine = engine.submit(request("fine", 3, 256));
       var e1 = assertThrows(ExecutionException.class, () -> late.result().get(5, TimeUnit.SECONDS));
       assertInstanceOf(DeadlineExceededException.class, e1.getCause());
@@ -292,13 +311,14 @@ class SchedulingEngineTest {
     FakePool fresh = new FakePool("fresh");
     List<Throwable> causes = new ArrayList<>();
     EngineConfig c =
-        EngineConfig.defaults()
-            .withRecovery(
-                true,
+        EngineConfig.builder()
+            .recoveryCheckpoints(RecoveryCheckpoints.DEFAULT)
+            .recovery(
                 (broken, cause) -> {
                   causes.add(cause);
                   return fresh;
-                });
+                })
+            .build();
     CountDownLatch release = holdFirstStep(pool);
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle a = engine.submit(request("a", 5, 256));
@@ -343,9 +363,10 @@ class SchedulingEngineTest {
           }
         };
     EngineConfig c =
-        EngineConfig.defaults()
-            .withMaxRunning(1)
-            .withPreemption(EngineConfig.Preemption.SERIALIZE_TO_HOST);
+        EngineConfig.builder()
+            .maxRunning(1)
+            .preemption(EngineConfig.Preemption.SERIALIZE_TO_HOST)
+            .build();
     try (Engine engine = new Engine(pool, c)) {
       RequestHandle low = engine.submit(request("low", 6, 256));
       assertTrue(inStep.await(5, TimeUnit.SECONDS));
@@ -385,9 +406,13 @@ class SchedulingEngineTest {
   @Test
   void drainWithAGracePeriodCancelsWhatIsLeftAtAStepBoundary() throws Exception {
     FakePool pool = new FakePool();
-    pool.onStep = r -> sleepQuietly(5);
+    AtomicReference<RequestHandle> running = new AtomicReference<>();
+    // Every step waits for the cancel that ends the grace period, so none finishes before it.
+    pool.onStep =
+        r -> awaitQuietly(() -> running.get() != null && running.get().cancelScope().isCancelled());
     try (Engine engine = new Engine(pool)) {
       RequestHandle h = engine.submit(request("long", 500, 256));
+      running.set(h);
       assertFalse(engine.drain(Duration.ofMillis(100)));
       var e = assertThrows(ExecutionException.class, () -> h.result().get(5, TimeUnit.SECONDS));
       assertInstanceOf(CancelledException.class, e.getCause());
@@ -434,11 +459,11 @@ class SchedulingEngineTest {
     }
   }
 
-  private static void sleepQuietly(long ms) {
-    try {
-      Thread.sleep(ms);
-    } catch (InterruptedException e) {
-      Thread.currentThread().interrupt();
+  /** Waits (at most 10 s, checking every millisecond) until {@code condition} holds. */
+  private static void awaitQuietly(BooleanSupplier condition) {
+    long giveUp = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+    while (!condition.getAsBoolean() && System.nanoTime() < giveUp) {
+      LockSupport.parkNanos(TimeUnit.MILLISECONDS.toNanos(1));
     }
   }
 }

@@ -1,4 +1,4 @@
-package dev.stepweave.core.runtime;
+package dev.stepweave.core.memory;
 
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.tensor.ComponentMemory;
@@ -10,13 +10,13 @@ import java.util.OptionalLong;
 import java.util.stream.Collectors;
 
 /**
- * The device memory admission may reserve requests against ({@link
- * EngineConfig#memoryBudgetBytes}), from what the device reports: its total memory, less the
- * component pools that hold the weights (counted awake, since a sleeping component wakes when it is
- * used), less what was in use outside Stepweave when measured (the driver's context, libraries,
- * other processes), less a stated headroom for what no reservation counts — the allocator's size
- * rounding and cache, library workspaces, recorded CUDA graphs' pools, the model's shared caches,
- * modules loaded later.
+ * The device memory admission may reserve requests against (the engine configuration's {@code
+ * memoryBudgetBytes}), from what the device reports: its total memory, less the component pools
+ * that hold the weights (counted awake, since a sleeping component wakes when it is used), less
+ * what was in use outside Stepweave when measured (the driver's context, libraries, other
+ * processes), less a stated headroom for what no reservation counts — the allocator's size rounding
+ * and cache, library workspaces, recorded CUDA graphs' pools, the model's shared caches, modules
+ * loaded later.
  *
  * @param deviceBytes the device's total memory
  * @param components the component pools, each with its awake size
@@ -67,11 +67,6 @@ public record MemoryBudget(
   /** What requests may reserve: the device less the pools, the outside use and the headroom. */
   public long requestBytes() {
     return Math.max(0, deviceBytes - componentBytes() - outsideBytes - headroomBytes);
-  }
-
-  /** {@code config} with this budget as its memory budget. */
-  public EngineConfig applyTo(EngineConfig config) {
-    return config.withMemoryBudget(requestBytes());
   }
 
   /**

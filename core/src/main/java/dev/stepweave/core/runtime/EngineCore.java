@@ -1,0 +1,405 @@
+package dev.stepweave.core.runtime;
+
+import dev.stepweave.core.extend.CallInfo;
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.Profiler;
+import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.CancelledException;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Tensor;
+import java.time.Duration;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BooleanSupplier;
+
+/**
+ * The engine core of one pool: its layers and one {@link #tick} — requests that passed the {@link
+ * Intake} wait in the queue; admit what fits ({@link AdmissionController}, in the {@link
+ * RequestScheduler}'s order, making room through the {@link Preemptor}) → ask every running loop
+ * for its next step ({@link LoopScheduler}) → group the plans into batched calls ({@link
+ * BatchScheduler}, priced by the {@link CostModel}) → run each call and split it ({@link
+ * BatchExecutor}; a pool-fatal fault goes to {@link FaultRecovery}) → fold each result into its
+ * loop → emit. It has no thread: a {@link SchedulerThread} calls {@link #tick} in production, a
+ * test calls it directly. Submitting is thread-safe; everything else runs on the one thread that
+ * ticks.
+ */
+final class EngineCore {
+  private final EngineConfig config;
+  private final Extensions extensions;
+  private final InstantSource clock;
+  private final CostModel cost;
+  private final Profiler profiler;
+  private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
+  private final AdmissionController admission;
+  private final Intake intake;
+  private final Preemptor preemptor;
+  private final FaultRecovery recovery;
+  private final LoopScheduler loops = new LoopScheduler();
+  private final BatchScheduler batcher;
+  private final EngineMetrics metrics = new EngineMetrics();
+  // Guards the move of a run from the queue to the loops, so that a waiter never sees it in
+  // neither; waiters (the scheduler thread, drain) wait on it.
+  private final Object lock = new Object();
+  private final Set<RequestHandle> active = ConcurrentHashMap.newKeySet();
+  private volatile ModelInstance model;
+  private volatile int running;
+
+  EngineCore(ModelInstance model, EngineConfig config, Extensions extensions) {
+    this(model, config, extensions, InstantSource.system());
+  }
+
+  /** A core whose deadlines are judged by {@code clock} (tests move it by hand). */
+  EngineCore(ModelInstance model, EngineConfig config, Extensions extensions, InstantSource clock) {
+    this.clock = clock;
+    this.model = model;
+    this.config = config;
+    this.extensions = extensions;
+    this.cost = new CostModel(config.deviceFlopsPerMilli(), config.deviceBytesPerMilli());
+    this.profiler = new Profiler(cost);
+    this.admission = new AdmissionController(config);
+    this.intake = new Intake(extensions, cost, admission);
+    this.preemptor = new Preemptor(config.preemption(), admission);
+    this.recovery = new FaultRecovery(config.recovery());
+    this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
+  }
+
+  ModelInstance model() {
+    return model;
+  }
+
+  EngineConfig config() {
+    return config;
+  }
+
+  Extensions extensions() {
+    return extensions;
+  }
+
+  Profiler profiler() {
+    return profiler;
+  }
+
+  CostModel.Snapshot costModel() {
+    return cost.snapshot();
+  }
+
+  EngineStats stats(boolean accepting) {
+    return metrics.stats(queue.size(), running, accepting && !recovery.recovering());
+  }
+
+  long preemptions() {
+    return preemptor.preempted();
+  }
+
+  long poolFaults() {
+    return recovery.faults();
+  }
+
+  /** Counts a request refused before it reached {@link #submit}. */
+  void reject() {
+    metrics.rejected.incrementAndGet();
+  }
+
+  /** Queues {@code request} once it passed the {@link Intake}. Thread-safe. */
+  RequestHandle submit(Request request, ProgramCheckpoint from, RequestOptions options) {
+    RequestHandle handle = new RequestHandle(request.id());
+    ProgramRun run;
+    try {
+      run = intake.accept(model, request, handle, from, options);
+    } catch (RuntimeException e) {
+      reject();
+      throw e;
+    }
+    handle.emit(new RequestEvent.Queued(request.id()));
+    active.add(handle);
+    synchronized (lock) {
+      run.queuedAs(queue.offer(run, options.priority(), options.deadline()));
+      lock.notifyAll();
+    }
+    return handle;
+  }
+
+  /** Asks every request not yet finished to stop at its next step boundary. */
+  void cancelAll() {
+    active.forEach(RequestHandle::cancel);
+    wake();
+  }
+
+  /** Wakes every waiter to look again. */
+  void wake() {
+    synchronized (lock) {
+      lock.notifyAll();
+    }
+  }
+
+  /** Waits until there is something to tick or {@code stop} holds; false when it stops. */
+  boolean awaitWork(BooleanSupplier stop) throws InterruptedException {
+    synchronized (lock) {
+      while (!stop.getAsBoolean() && queue.size() == 0 && loops.isEmpty()) {
+        lock.wait();
+      }
+      return !stop.getAsBoolean();
+    }
+  }
+
+  /**
+   * Waits until nothing is queued or running, or until {@code deadlineNanos} ({@link
+   * System#nanoTime}; {@link Long#MAX_VALUE}: no deadline).
+   *
+   * @return whether it is idle
+   */
+  boolean awaitIdle(long deadlineNanos) throws InterruptedException {
+    synchronized (lock) {
+      while (queue.size() > 0 || running > 0) {
+        long wait = deadlineNanos == Long.MAX_VALUE ? 0 : deadlineNanos - System.nanoTime();
+        if (deadlineNanos != Long.MAX_VALUE && wait <= 0) {
+          return false;
+        }
+        lock.wait(deadlineNanos == Long.MAX_VALUE ? 100 : Math.max(1, wait / 1_000_000));
+      }
+      return true;
+    }
+  }
+
+  /** One tick: admit → plan → group → run → split → advance → emit. */
+  void tick() {
+    admit();
+    List<LoopScheduler.Turn> turns = loops.collect(model, clock.instant());
+    List<ProgramRun> runs = new ArrayList<>();
+    List<WorkPlan> plans = new ArrayList<>();
+    for (LoopScheduler.Turn turn : turns) {
+      switch (turn) {
+        case LoopScheduler.Planned p -> {
+          String overdraft = overdraft(p.run(), p.plan());
+          if (overdraft != null) {
+            fail(p.run(), new IllegalStateException(overdraft));
+          } else {
+            runs.add(p.run());
+            plans.add(p.plan());
+          }
+        }
+        case LoopScheduler.Finished f -> complete(f.run());
+        case LoopScheduler.Stopped s -> stop(s.run(), s.why());
+      }
+    }
+    ModelInstance m = model;
+    BatchScheduler.Pool pool =
+        new BatchScheduler.Pool(
+            m.card().modelId(), m.precision(), m.parallelPlan(), m.weightsVersion());
+    for (BatchScheduler.Batch batch : batcher.group(plans, pool)) {
+      List<WorkPlan> members = batch.members().stream().map(plans::get).toList();
+      long t0 = System.nanoTime();
+      List<BatchExecutor.Outcome> outcomes;
+      try {
+        outcomes = BatchExecutor.run(members);
+      } catch (PoolFatalException | Error e) {
+        model = recovery.recover(model, e, loops.running(), this::fail);
+        publishRunning();
+        return;
+      }
+      long nanos = System.nanoTime() - t0;
+      record(batch, members, pool, nanos);
+      // Each unit's measured time is its share of the call (observers see it per step).
+      Duration share = Duration.ofNanos(nanos / members.size());
+      for (int i = 0; i < members.size(); i++) {
+        ProgramRun run = runs.get(batch.members().get(i));
+        fold(run, members.get(i), withElapsed(outcomes.get(i), share));
+      }
+    }
+    recovery.tickCompleted();
+    publishRunning();
+  }
+
+  /**
+   * Records a call's measured time: the engine's histograms, then its profiler (which calibrates
+   * the cost model) and the deployment's observers.
+   */
+  private void record(
+      BatchScheduler.Batch batch, List<WorkPlan> members, BatchScheduler.Pool pool, long nanos) {
+    WorkPlan unit = members.get(0);
+    metrics.observeCall(unit.kind(), nanos / 1e6, members.size(), batch.predictedMillis());
+    CostModel.Key key = batcher.costKey(batch.key(), members.size(), pool);
+    CallInfo call =
+        new CallInfo(
+            key.modelId(),
+            key.kind(),
+            key.shape(),
+            key.precision(),
+            key.batchSize(),
+            unit.resources());
+    Duration elapsed = Duration.ofNanos(nanos);
+    profiler.afterCall(call, elapsed);
+    extensions.afterCall(call, elapsed);
+  }
+
+  private static BatchExecutor.Outcome withElapsed(BatchExecutor.Outcome o, Duration share) {
+    return o instanceof BatchExecutor.Ok ok
+        ? new BatchExecutor.Ok(ok.result().withElapsed(share))
+        : o;
+  }
+
+  /** A work unit asking for more memory than its request reserved, or null when it fits. */
+  private static String overdraft(ProgramRun run, WorkPlan plan) {
+    long reserved = run.reservation.memoryBytes();
+    long needs = plan.resources().memoryBytes();
+    if (reserved == 0 || needs <= reserved) {
+      return null;
+    }
+    return "step "
+        + (plan.stepIndex() + 1)
+        + " of loop '"
+        + plan.loopId()
+        + "' needs "
+        + needs
+        + " bytes, more than the "
+        + reserved
+        + " its request reserved (the model's footprint is wrong)";
+  }
+
+  private void fold(ProgramRun run, WorkPlan plan, BatchExecutor.Outcome outcome) {
+    switch (outcome) {
+      case BatchExecutor.Fault f -> fail(run, f.cause());
+      case BatchExecutor.Ok ok -> {
+        try {
+          StepResult result = ok.result();
+          if (!isFinite(result.output())) {
+            throw new NonFiniteStepException(run.id(), plan.loopId(), plan.stepIndex());
+          }
+          run.advance(result, config.recoveryCheckpoints(), this::backend);
+        } catch (RuntimeException e) {
+          fail(run, e);
+        }
+      }
+    }
+  }
+
+  /** A device output is checked on its device (one flag comes back), a host one here. */
+  private boolean isFinite(Tensor t) {
+    return t == null
+        || (t.device().kind() == Device.Kind.CPU
+            ? Backend.isFiniteOnHost(t)
+            : model.backend().isFinite(t));
+  }
+
+  /** The backend of the instance the pool serves now. */
+  private Backend backend() {
+    return model.backend();
+  }
+
+  /** Admits queued requests in order while they fit; the first that does not fit waits. */
+  private void admit() {
+    Instant now = clock.instant();
+    for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
+      ProgramRun run = e.item();
+      if (run.handle.cancelScope().isCancelled()) {
+        queue.remove(e);
+        end(run);
+        metrics.cancelled.incrementAndGet();
+        run.handle.emit(
+            new RequestEvent.Cancelled(run.id(), run.currentLoop(), run.stepsDoneInLoop()));
+        run.handle.fail(new CancelledException(run.currentLoop(), run.stepsDoneInLoop()));
+        continue;
+      }
+      if (e.deadline() != null && now.isAfter(e.deadline())) {
+        queue.remove(e);
+        fail(run, new DeadlineExceededException(e.deadline(), "while queued"));
+        continue;
+      }
+      if (recovery.recovering()
+          || !(admission.tryReserve(run.reservation)
+              || preemptor.makeRoom(e, loops, queue, this::backend))) {
+        return; // strict order: a later, smaller request never overtakes a waiting one
+      }
+      synchronized (lock) {
+        queue.remove(e);
+        loops.add(run);
+        running = loops.size();
+      }
+      if (run.markStarted()) {
+        metrics.admitted.incrementAndGet();
+        run.handle.emit(new RequestEvent.Started(run.id(), model.card().modelId()));
+      }
+    }
+  }
+
+  private void complete(ProgramRun run) {
+    end(run);
+    metrics.completed.incrementAndGet();
+    extensions.metrics().record(run.report());
+    run.handle.emit(new RequestEvent.Completed(run.id(), run.elapsed()));
+    run.handle.finish(run.result());
+  }
+
+  private void stop(ProgramRun run, RuntimeException why) {
+    if (why instanceof CancelledException c) {
+      end(run);
+      metrics.cancelled.incrementAndGet();
+      run.handle.emit(new RequestEvent.Cancelled(run.id(), c.loopId(), c.stepsDone()));
+      run.handle.fail(c);
+    } else {
+      fail(run, why);
+    }
+  }
+
+  /** Fails one request: its partial artifacts first, then a one-line failure event. */
+  private void fail(ProgramRun run, Throwable why) {
+    List<Artifact> partial;
+    try {
+      partial = run.partialArtifacts();
+    } catch (RuntimeException e) {
+      partial = List.of();
+    }
+    end(run);
+    metrics.failed.incrementAndGet();
+    for (Artifact a : partial) {
+      run.handle.emit(new RequestEvent.ArtifactReady(run.id(), a));
+    }
+    run.handle.emit(new RequestEvent.Failed(run.id(), oneLine(why)));
+    run.handle.fail(why);
+  }
+
+  /** Releases what a request holds: its running slot and its reservation. */
+  private void end(ProgramRun run) {
+    active.remove(run.handle);
+    run.rewind();
+    loops.remove(run);
+    admission.release(run.id());
+  }
+
+  /** Fails every request queued or running with {@code why} (the engine stops). */
+  void stopAll(Throwable why) {
+    synchronized (lock) {
+      for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
+        queue.remove(e);
+        fail(e.item(), why);
+      }
+    }
+    for (ProgramRun run : loops.running()) {
+      fail(run, why);
+    }
+    publishRunning();
+  }
+
+  private void publishRunning() {
+    synchronized (lock) {
+      running = loops.size();
+      lock.notifyAll();
+    }
+  }
+
+  private static String oneLine(Throwable e) {
+    return e.getMessage() == null
+        ? e.getClass().getSimpleName()
+        : e.getMessage().lines().findFirst().orElse("");
+  }
+}
