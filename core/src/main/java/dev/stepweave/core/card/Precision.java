@@ -12,6 +12,16 @@ public enum Precision {
     return name().toLowerCase(Locale.ROOT);
   }
 
+  /** The precision of computing with activations of {@code dtype}. */
+  public static Precision of(dev.stepweave.tensor.DType dtype) {
+    return switch (dtype) {
+      case F32 -> F32;
+      case BF16 -> BF16;
+      case F16 -> F16;
+      default -> throw new IllegalArgumentException("no compute precision for " + dtype);
+    };
+  }
+
   public static Precision parse(String s) {
     return switch (s.toLowerCase(Locale.ROOT)) {
       case "f32", "fp32", "float32" -> F32;

@@ -119,7 +119,7 @@ record DitCall(
             TRANSFORMER,
             WanCards.DENOISE,
             WorkKind.DIFFUSION_STEP.name(),
-            model.card().components().get(TRANSFORMER).precision().wireName(),
+            model.precisionOf(TRANSFORMER).wireName(),
             PARALLEL_PLAN,
             inputs);
     return ops.replayable(

@@ -108,7 +108,7 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
             .loop(id())
             .weightsVersion(Long.toString(model.weightsVersion()))
             .adapters(Map.of()) // no text-encoder adapters are loaded yet
-            .precision(model.precision().wireName())
+            .precision(model.precisionOf(TEXT_ENCODER).wireName())
             .shape("1x" + length)
             .inputs(
                 Map.of(

@@ -3,6 +3,7 @@ package dev.stepweave.models.wan;
 import dev.stepweave.core.cache.EvictionPolicy;
 import dev.stepweave.core.cache.FeatureCache;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
@@ -225,9 +226,33 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       Function<Weights, T> loader) {
     TensorSource source = d.component(id).openWeights();
     open.add(source);
-    DType weights = id.equals("vae") ? DType.F32 : backend.activationDType();
+    DType weights = computeDType(id, backend);
     return backend.loadingComponent(
         memoryTag(instanceId, id), () -> loader.apply(new Weights(source, backend, weights)));
+  }
+
+  /**
+   * What a component computes in on {@code backend}: the backend's activation dtype, except the
+   * VAE, which keeps float32 activations as the reference does (its BF16 error is over the parity
+   * bound).
+   */
+  private static DType computeDType(String component, Backend backend) {
+    return component.equals("vae") ? DType.F32 : backend.activationDType();
+  }
+
+  /**
+   * The precision this instance runs: the transformer's (what dominates the output and the time);
+   * {@link #precisionOf} gives each component's. Recipe checks, provenance, cache keys and graph
+   * keys use these, not the checkpoint's storage dtype.
+   */
+  @Override
+  public Precision precision() {
+    return precisionOf("transformer");
+  }
+
+  /** The precision component {@code id} computes in on this instance's backend. */
+  public Precision precisionOf(String id) {
+    return Precision.of(computeDType(id, backend));
   }
 
   /** The tag of a component's pool on the backend: unique per loaded instance. */
