@@ -78,8 +78,12 @@ public final class Engine implements AutoCloseable {
   /**
    * An engine whose deployment enables {@code extensions}: the plugins requests may turn on
    * (checked at submit) and the observers told after every step.
+   *
+   * @throws dev.stepweave.core.card.InvalidCardException when the instance runs a parallel plan its
+   *     card's contract does not allow
    */
   public Engine(ModelInstance model, EngineConfig config, Extensions extensions) {
+    model.card().parallelism().check(model.parallelPlan(), model.card().modelId());
     this.model = model;
     this.config = config;
     this.extensions = extensions;
@@ -208,7 +212,7 @@ public final class Engine implements AutoCloseable {
     try {
       request.validate();
       m.validate(request);
-      extensions.admit(request, m.card());
+      var plugins = extensions.admit(request, m.card());
       program = InlineProgram.forTask(m.card(), request.task());
       overrides =
           m
@@ -217,6 +221,7 @@ public final class Engine implements AutoCloseable {
                   m.samplerFor(request),
                   request.params().steps(),
                   m.precision(),
+                  Extensions.consistencyOf(plugins, m.card()),
                   request.overrideRecipe())
               .stream()
               .map(Object::toString)
