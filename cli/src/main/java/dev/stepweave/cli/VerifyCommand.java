@@ -23,7 +23,7 @@ import picocli.CommandLine.Spec;
           + " output and tap with it.",
       "For each recording file present (dit, umt5, vae, sched_*, pipeline, torch_cpu_randn"
           + " .safetensors) prints one line per output and tap, then the first divergence.",
-      "Exits 0 only if everything is within the golden tolerances."
+      "Exits 0 only if everything is within the tolerances of the checkpoint's card (ParitySpec)."
     })
 final class VerifyCommand implements Callable<Integer> {
 

@@ -8,8 +8,15 @@ import java.time.Instant;
 import java.util.Map;
 import java.util.TreeMap;
 
-/** The JSON the API answers with: OpenAI's video object, and one event of a job's stream. */
+/**
+ * The JSON the API answers with: OpenAI's video object, and one event of a job's stream. Its
+ * version travels in a response header ({@link #SCHEMA_HEADER}), not in the bodies, so they stay
+ * exactly OpenAI-shaped; the number bumps when a field of ours changes meaning or goes away.
+ */
 final class ApiJson {
+  static final String SCHEMA_HEADER = "Stepweave-Schema";
+  static final String SCHEMA_VERSION = "1";
+
   private ApiJson() {}
 
   /**

@@ -65,6 +65,7 @@ final class EventStreamResponse {
             });
     exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
     exchange.getResponseHeaders().set("Cache-Control", "no-cache");
+    exchange.getResponseHeaders().set(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
     exchange.sendResponseHeaders(200, 0);
     try (OutputStream out = exchange.getResponseBody()) {
       if (relayEngineEvents(queue, out) && awaitFinished(out)) {

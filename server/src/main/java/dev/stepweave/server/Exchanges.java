@@ -73,6 +73,7 @@ final class Exchanges {
   static void sendJson(HttpExchange ex, int status, Object body) throws IOException {
     byte[] bytes = JSON.writeValueAsBytes(body);
     ex.getResponseHeaders().set("Content-Type", "application/json");
+    ex.getResponseHeaders().set(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
     send(ex, status, bytes);
   }
 

@@ -59,7 +59,10 @@ final class Harness implements AutoCloseable {
     this(artifacts, ServerConfig.defaults());
   }
 
-  record Reply(int status, String contentType, byte[] body) {
+  /**
+   * @param schema the {@code Stepweave-Schema} header, or "" when absent
+   */
+  record Reply(int status, String contentType, String schema, byte[] body) {
     JsonNode json() {
       try {
         return JSON.readTree(body);
@@ -82,7 +85,11 @@ final class Harness implements AutoCloseable {
       HttpResponse<byte[]> r =
           client.send(
               b.timeout(Duration.ofSeconds(30)).build(), HttpResponse.BodyHandlers.ofByteArray());
-      return new Reply(r.statusCode(), r.headers().firstValue("Content-Type").orElse(""), r.body());
+      return new Reply(
+          r.statusCode(),
+          r.headers().firstValue("Content-Type").orElse(""),
+          r.headers().firstValue(ApiJson.SCHEMA_HEADER).orElse(""),
+          r.body());
     } catch (IOException e) {
       throw new AssertionError(e);
     } catch (InterruptedException e) {

@@ -61,6 +61,21 @@ class VideosApiTest {
   }
 
   @Test
+  void everyJsonAnswerNamesItsSchemaVersionInAHeaderNotTheBody() {
+    Harness.Reply created = h.postJson("/v1/videos", Map.of("prompt", "versioned"));
+    assertEquals(200, created.status(), created::text);
+    assertEquals(ApiJson.SCHEMA_VERSION, created.schema());
+    assertFalse(created.json().has("schema_version"), created::text);
+    String id = created.json().get("id").asText();
+    h.awaitTerminal(id);
+    assertEquals(ApiJson.SCHEMA_VERSION, h.get("/v1/videos/" + id).schema());
+    assertEquals(ApiJson.SCHEMA_VERSION, h.get("/v1/videos").schema());
+    Harness.Reply missing = h.get("/v1/videos/video_nope");
+    assertEquals(404, missing.status());
+    assertEquals(ApiJson.SCHEMA_VERSION, missing.schema(), "errors are versioned too");
+  }
+
+  @Test
   void multipartFormsAsOpenAiClientsSendThem() {
     String boundary = "----stepweave1234";
     StringBuilder body = new StringBuilder();

@@ -11,7 +11,10 @@ public record CardProblem(Code code, String message) {
     NO_LOOP_FOR_TASK,
     MISSING_REQUIRED_COMPONENT,
     UNSUPPORTED_PRECISION,
-    UNREADABLE
+    RUNG_BELOW_RECIPE,
+    UNREADABLE,
+    UNSUPPORTED_SCHEMA,
+    UNSUPPORTED_PARALLEL_PLAN
   }
 
   @Override

@@ -194,6 +194,18 @@ public record ModelCard(
                   + recipe.assumesPrecision().wireName()
                   + ", which the precision contract does not support"));
     }
+    if (recipe != null
+        && parity != null
+        && !parity.rung().satisfies(recipe.consistencyRequired())) {
+      p.add(
+          new CardProblem(
+              RUNG_BELOW_RECIPE,
+              "parity spec holds the card to "
+                  + parity.rung()
+                  + ", looser than its recipe requires ("
+                  + recipe.consistencyRequired()
+                  + ")"));
+    }
     if (precision != null && !precision.supported().contains(precision.defaultPrecision())) {
       p.add(
           new CardProblem(
@@ -206,14 +218,21 @@ public record ModelCard(
   }
 
   /**
-   * The recipe's teeth: refuses settings the recipe does not allow unless the request overrides,
-   * and returns the mismatches an override accepted (to record on the artifact).
+   * The recipe's teeth: refuses settings the recipe does not allow, and a run held to a looser
+   * consistency rung than the recipe requires, unless the request overrides; returns the mismatches
+   * an override accepted (to record on the artifact).
    *
+   * @param runsAt the rung the run would be held to (looser once a plugin alters the distribution)
    * @throws RecipeRefusedException naming the card's assumptions and the request's settings
    */
   public List<RecipeSpec.RecipeMismatch> admitSettings(
-      String sampler, int steps, Precision runPrecision, boolean overrideRecipe) {
-    List<RecipeSpec.RecipeMismatch> mismatches = recipe.mismatches(sampler, steps, runPrecision);
+      String sampler,
+      int steps,
+      Precision runPrecision,
+      ConsistencyRung runsAt,
+      boolean overrideRecipe) {
+    List<RecipeSpec.RecipeMismatch> mismatches =
+        recipe.mismatches(sampler, steps, runPrecision, runsAt);
     if (!mismatches.isEmpty() && !overrideRecipe) {
       throw new RecipeRefusedException(modelId, recipe.method(), mismatches);
     }

@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param assumesSampler the sampler the weights require ("unipc", "euler"), or null for any
  * @param assumesSteps the step count the weights require, or null for any
  * @param assumesPrecision the precision the weights require, or null for any
- * @param consistencyRequired the rung this recipe's outputs are valid under
+ * @param consistencyRequired the loosest rung this recipe's outputs are still valid under: a run
+ *     held only to a looser one (see {@link ConsistencyRung#satisfies}) is refused
  */
 public record RecipeSpec(
     String method,
@@ -34,19 +35,25 @@ public record RecipeSpec(
     Objects.requireNonNull(consistencyRequired, "recipe consistency rung");
   }
 
-  /** The recipe of an imported checkpoint whose history is not known. */
+  /**
+   * The recipe of an imported checkpoint whose history is not known: trained weights sample validly
+   * under any run that keeps the output distribution (C3), distribution-altering caches included.
+   */
   public static RecipeSpec base() {
-    return new RecipeSpec("base", List.of(), "unknown", null, null, null, null, ConsistencyRung.C1);
+    return new RecipeSpec("base", List.of(), "unknown", null, null, null, null, ConsistencyRung.C3);
   }
 
-  /** True when a request may pick any sampler, step count and precision. */
-  public boolean assumesNothing() {
-    return assumesSampler == null && assumesSteps == null && assumesPrecision == null;
-  }
-
-  /** Every requested setting that contradicts an assumption of this recipe. */
-  public List<RecipeMismatch> mismatches(String sampler, int steps, Precision precision) {
+  /**
+   * Every requested setting that contradicts an assumption of this recipe.
+   *
+   * @param runsAt the rung the run would be held to
+   */
+  public List<RecipeMismatch> mismatches(
+      String sampler, int steps, Precision precision, ConsistencyRung runsAt) {
     List<RecipeMismatch> out = new ArrayList<>();
+    if (!runsAt.satisfies(consistencyRequired)) {
+      out.add(new RecipeMismatch("consistency rung", consistencyRequired.name(), runsAt.name()));
+    }
     if (assumesSampler != null && !assumesSampler.equals(sampler)) {
       out.add(new RecipeMismatch("sampler", assumesSampler, sampler));
     }

@@ -12,13 +12,4 @@ public enum TaskType {
   public String wireName() {
     return name().toLowerCase(Locale.ROOT);
   }
-
-  public static TaskType parse(String s) {
-    for (TaskType t : values()) {
-      if (t.wireName().equalsIgnoreCase(s)) {
-        return t;
-      }
-    }
-    throw new IllegalArgumentException("unknown task '" + s + "' (known: t2v, t2i)");
-  }
 }

@@ -1,5 +1,6 @@
 package dev.stepweave.core.extend;
 
+import dev.stepweave.core.card.ConsistencyRung;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.parity.TapSink;
@@ -156,6 +157,16 @@ public final class Extensions {
   /** Tells every observer the scheduler ran a call. */
   public void afterCall(CallInfo call, Duration elapsed) {
     observers.forEach(o -> o.afterCall(call, elapsed));
+  }
+
+  /**
+   * The consistency rung a run with these plugins is held to: the card's parity rung, loosened to
+   * distribution parity (C3) once any plugin alters the output distribution.
+   */
+  public static ConsistencyRung consistencyOf(List<ActivePlugin> active, ModelCard card) {
+    ConsistencyRung tested = card.parity().rung();
+    boolean altered = active.stream().anyMatch(a -> a.plugin().distributionAltering());
+    return altered && tested.satisfies(ConsistencyRung.C3) ? ConsistencyRung.C3 : tested;
   }
 
   static boolean isFewStepDistilled(RecipeSpec recipe) {

@@ -2,6 +2,7 @@ package dev.stepweave.core.extend;
 
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.core.parity.RecordingFormat;
 import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Safetensors;
@@ -56,17 +57,27 @@ public final class ParityAligner implements StepObserver {
     return new LinkedHashMap<>(taps);
   }
 
-  /** Writes the recorded taps as a recording ({@code request} and {@code loop} in its metadata). */
+  /**
+   * Writes the recorded taps as a recording ({@code request}, {@code loop} and the format's schema
+   * version in its metadata).
+   */
   public synchronized void save(Path file) {
-    Safetensors.write(file, taps, Map.of("request", requestId, "loop", loopId));
+    Safetensors.write(
+        file, taps, RecordingFormat.metadata(Map.of("request", requestId, "loop", loopId)));
   }
 
   /**
    * Compares the recorded taps with {@code recording}'s tensors of the same names, in run order. A
    * recorded tensor this run never produced is an error; taps the recording lacks are not compared.
+   * A recording of a newer schema version than this build reads is an error, compared not at all.
    */
   public synchronized ParityReport compareWith(TensorSource recording, Tolerance tolerance) {
     ParityReport report = new ParityReport();
+    var unreadable = RecordingFormat.problem(recording);
+    if (unreadable.isPresent()) {
+      report.error("recording of " + loopId + ": " + unreadable.get());
+      return report;
+    }
     Set<String> expected = new TreeSet<>(recording.keys());
     taps.forEach(
         (name, actual) -> {

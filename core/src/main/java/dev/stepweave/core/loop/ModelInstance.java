@@ -47,11 +47,13 @@ public interface ModelInstance {
   }
 
   /**
-   * How this instance is spread over devices ("single" for one device); plans of instances with
-   * different parallel plans never share a batched call.
+   * How this instance is spread over devices ("single" for one device, else {@code axis=degree}
+   * pairs: see {@link dev.stepweave.core.card.ParallelismContract}); the engine refuses an instance
+   * whose plan its card's contract does not allow. Plans of instances with different parallel plans
+   * never share a batched call.
    */
   default String parallelPlan() {
-    return "single";
+    return dev.stepweave.core.card.ParallelismContract.SINGLE;
   }
 
   /** The weights version; bumps when weights are swapped in place. */

@@ -30,8 +30,12 @@ public final class Engine implements AutoCloseable {
    * An engine whose deployment enables {@code extensions}: the plugins requests may turn on
    * (checked at submit) and the observers told after every step. Its scheduler thread starts with
    * the first request.
+   *
+   * @throws dev.stepweave.core.card.InvalidCardException when the instance runs a parallel plan its
+   *     card's contract does not allow
    */
   public Engine(ModelInstance model, EngineConfig config, Extensions extensions) {
+    model.card().parallelism().check(model.parallelPlan(), model.card().modelId());
     this.core = new EngineCore(model, config, extensions);
     this.scheduler = new SchedulerThread(core);
   }

@@ -39,7 +39,7 @@ final class Intake {
       RequestOptions options) {
     request.validate();
     m.validate(request);
-    extensions.admit(request, m.card());
+    var plugins = extensions.admit(request, m.card());
     InlineProgram program = InlineProgram.forTask(m.card(), request.task());
     List<String> overrides =
         m
@@ -48,6 +48,7 @@ final class Intake {
                 m.samplerFor(request),
                 request.params().steps(),
                 m.precision(),
+                Extensions.consistencyOf(plugins, m.card()),
                 request.overrideRecipe())
             .stream()
             .map(Object::toString)

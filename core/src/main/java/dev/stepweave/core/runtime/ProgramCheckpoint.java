@@ -7,6 +7,7 @@ import dev.stepweave.core.loop.SerializedState;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.tensor.io.SchemaVersion;
 import dev.stepweave.tensor.io.TensorSource;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -22,7 +23,7 @@ import java.util.Map;
  * Where a program run stands after a step: the results of the loops already finished and the
  * serialised state of the loop in progress. Stored as one safetensors file (tensors) whose metadata
  * holds the small JSON, so a run stopped here resumes — in another process — to a bit-identical
- * result.
+ * result. The JSON carries its {@link #SCHEMA} version (none means 1).
  *
  * @param requestId the request it belongs to
  * @param finished results of the finished loops, by loop id, in run order
@@ -32,6 +33,7 @@ public record ProgramCheckpoint(
     String requestId, Map<String, LoopResult> finished, SerializedState current) {
   private static final ObjectMapper JSON = new ObjectMapper();
   private static final String META_KEY = "stepweave.checkpoint";
+  public static final SchemaVersion SCHEMA = new SchemaVersion("schemaVersion", 1);
 
   public ProgramCheckpoint {
     finished = java.util.Collections.unmodifiableMap(new LinkedHashMap<>(finished));
@@ -41,6 +43,7 @@ public record ProgramCheckpoint(
   public void write(Path file) {
     Map<String, Tensor> tensors = new HashMap<>();
     ObjectNode meta = JSON.createObjectNode();
+    meta.put(SCHEMA.field(), SCHEMA.current());
     meta.put("requestId", requestId);
     meta.put("loop", current.loopId());
     meta.put("state", current.json());
@@ -66,7 +69,11 @@ public record ProgramCheckpoint(
     }
   }
 
-  /** Reads a checkpoint; its tensors are copied to the heap-free host memory it owns. */
+  /**
+   * Reads a checkpoint; its tensors are copied to the heap-free host memory it owns.
+   *
+   * @throws SchemaVersion.UnsupportedSchemaException when it was written by a newer build
+   */
   public static ProgramCheckpoint read(Path file) {
     try (TensorSource src = SafetensorsFile.open(file)) {
       String metaText = src.metadata().get(META_KEY);
@@ -75,6 +82,8 @@ public record ProgramCheckpoint(
             file + ": not a stepweave checkpoint (no " + META_KEY + " metadata)");
       }
       var meta = JSON.readTree(metaText);
+      var version = meta.get(SCHEMA.field());
+      SCHEMA.check(version == null ? null : version.asText(), file + " " + META_KEY);
       Map<String, Map<String, Tensor>> finishedTensors = new LinkedHashMap<>();
       for (var loop : meta.get("finished")) {
         finishedTensors.put(loop.asText(), new HashMap<>());

@@ -27,15 +27,17 @@ class ModelCardTest {
     var e =
         assertThrows(
             RecipeRefusedException.class,
-            () -> card.admitSettings("unipc", 50, Precision.F32, false));
+            () -> card.admitSettings("unipc", 50, Precision.F32, ConsistencyRung.C1, false));
     assertEquals(
         "model 'tiny-4step' (recipe 'dmd2') refuses sampler unipc (recipe assumes euler), steps 50 (recipe"
             + " assumes 4), precision f32 (recipe assumes bf16); override the recipe explicitly to run it anyway",
         e.getMessage());
     assertEquals(3, e.mismatches().size());
     // What the recipe assumes passes; an explicit override passes and reports what it overrode.
-    assertEquals(List.of(), card.admitSettings("euler", 4, Precision.BF16, false));
-    assertEquals(1, card.admitSettings("euler", 8, Precision.BF16, true).size());
+    assertEquals(
+        List.of(), card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C1, false));
+    assertEquals(
+        1, card.admitSettings("euler", 8, Precision.BF16, ConsistencyRung.C1, true).size());
   }
 
   @Test
@@ -43,7 +45,59 @@ class ModelCardTest {
     assertEquals(
         List.of(),
         ModelCardTestCards.card(RecipeSpec.base())
-            .admitSettings("unipc", 1000, Precision.F32, false));
+            .admitSettings("unipc", 1000, Precision.F32, ConsistencyRung.C3, false));
+  }
+
+  @Test
+  void aRunLooserThanTheRecipesRungIsRefusedNamingBoth() {
+    ModelCard card = ModelCardTestCards.card(ModelCardTestCards.distilled());
+    var e =
+        assertThrows(
+            RecipeRefusedException.class,
+            () -> card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C3, false));
+    assertEquals(
+        "model 'tiny-4step' (recipe 'dmd2') refuses consistency rung C3 (recipe assumes C1);"
+            + " override the recipe explicitly to run it anyway",
+        e.getMessage());
+    // A stricter run than required passes, and an override records what it overrode.
+    assertEquals(
+        List.of(), card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C0, false));
+    assertEquals(
+        List.of(new RecipeSpec.RecipeMismatch("consistency rung", "C1", "C3")),
+        card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C3, true));
+  }
+
+  @Test
+  void aCardWhoseParityRungIsLooserThanItsRecipeNeedsIsInvalid() {
+    ModelCard good = ModelCardTestCards.card(ModelCardTestCards.distilled());
+    ModelCard loose =
+        new ModelCard(
+            good.modelId(),
+            good.family(),
+            good.components(),
+            good.loops(),
+            good.capabilities(),
+            good.recipe(),
+            new ParitySpec(ConsistencyRung.C3, List.of(), Map.of()),
+            good.caches(),
+            good.parallelism(),
+            good.precision(),
+            good.checkpoint(),
+            good.defaults());
+    var e = assertThrows(InvalidCardException.class, () -> loose.validate("card.json"));
+    assertEquals(
+        "card.json: parity spec holds the card to C3, looser than its recipe requires (C1)",
+        e.getMessage());
+    assertEquals(CardProblem.Code.RUNG_BELOW_RECIPE, e.problems().getFirst().code());
+  }
+
+  @Test
+  void theParitySpecIsWhereTheBoundsAreLookedUp() {
+    ParitySpec parity = ModelCardTestCards.card(RecipeSpec.base()).parity();
+    assertEquals(new dev.stepweave.core.parity.Tolerance.MaxAbs(1e-4), parity.tolerance("dit"));
+    var e = assertThrows(IllegalArgumentException.class, () -> parity.tolerance("frames"));
+    assertEquals(
+        "the card's parity spec has no tolerance for 'frames' (it declares [dit])", e.getMessage());
   }
 
   @Test

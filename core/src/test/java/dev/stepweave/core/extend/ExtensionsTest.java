@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.CacheContract;
+import dev.stepweave.core.card.ConsistencyRung;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.ModelCardTestCards;
 import dev.stepweave.core.card.RecipeSpec;
@@ -71,6 +72,20 @@ class ExtensionsTest {
 
   static final Extensions DEPLOYED =
       Extensions.builder().enable(BLOCKS_A).enable(BLOCKS_B).enable(EXACT_OK).build();
+
+  @Test
+  void aDistributionAlteringPluginLoosensTheRunToDistributionParity() {
+    ModelCard card = card(RecipeSpec.base());
+    assertEquals(ConsistencyRung.C1, Extensions.consistencyOf(List.of(), card));
+    assertEquals(
+        ConsistencyRung.C1,
+        Extensions.consistencyOf(
+            DEPLOYED.admit(request(Map.of("exact_ok", Map.of())), card), card));
+    assertEquals(
+        ConsistencyRung.C3,
+        Extensions.consistencyOf(
+            DEPLOYED.admit(request(Map.of("blocks_a", Map.of())), card), card));
+  }
 
   @Test
   void parametersAreValidatedAndDefaulted() {

@@ -30,7 +30,11 @@ final class CountingModel extends WeightlessModel {
   private volatile IntConsumer onStep = i -> {};
 
   CountingModel(RecipeSpec recipe) {
-    super("counting", dev.stepweave.core.card.ModelCardTestCards.card(recipe));
+    this(dev.stepweave.core.card.ModelCardTestCards.card(recipe));
+  }
+
+  CountingModel(dev.stepweave.core.card.ModelCard card) {
+    super("counting", card);
   }
 
   void onStep(IntConsumer c) {

@@ -3,7 +3,6 @@ package dev.stepweave.models.parity;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
-import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.ModalPart;
@@ -95,17 +94,16 @@ final class PipelineCheck {
       throw new IllegalStateException(
           "pipeline run failed: " + e.getCause().getMessage(), e.getCause());
     }
-    Tolerance embeds = new Tolerance.MaxAbs(5e-4);
     out.compare(
         "prompt_ids",
         hostConcat(ops, ids, 0),
         RecordingVerifier.input(rec, file, "prompt_ids"),
-        new Tolerance.MaxAbs(0));
+        "prompt_ids");
     out.compare(
         "prompt_embeds",
         hostConcat(ops, cond, 0),
         RecordingVerifier.input(rec, file, "prompt_embeds"),
-        embeds);
+        "prompt_embeds");
     if (rec.keys().contains("negative_prompt_embeds")) {
       if (uncond.isEmpty()) {
         throw new IllegalArgumentException(
@@ -117,7 +115,7 @@ final class PipelineCheck {
           "negative_prompt_embeds",
           hostConcat(ops, uncond, 0),
           rec.load("negative_prompt_embeds"),
-          embeds);
+          "prompt_embeds");
     }
     List<Tensor> perStep = new ArrayList<>();
     for (int step = 0; step < stepLatents.getFirst().size(); step++) {
@@ -131,12 +129,12 @@ final class PipelineCheck {
         "step_latents",
         hostConcat(ops, perStep, 0),
         RecordingVerifier.input(rec, file, "step_latents"),
-        embeds);
+        "step_latents");
     out.compare(
         "frames",
         hostConcat(ops, frames, 0),
         RecordingVerifier.input(rec, file, "frames"),
-        new Tolerance.MaxAbs(2e-3));
+        "frames");
   }
 
   private Request request(String prompt, Tensor latents, int maxLength, Map<String, String> meta) {

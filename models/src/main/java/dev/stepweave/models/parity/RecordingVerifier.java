@@ -1,17 +1,19 @@
 package dev.stepweave.models.parity;
 
+import dev.stepweave.core.card.ParitySpec;
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
-import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.core.parity.RecordingFormat;
+import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
@@ -20,7 +22,8 @@ import java.util.stream.Stream;
  * The parity aligner's compare mode (what {@code stepweave verify} runs): for each reference
  * recording in a directory (the golden format), runs the matching components of a checkpoint on the
  * recording's inputs and compares every output and tap. Everything — dimensions, batch sizes, step
- * counts, stored dtypes — is read from the files.
+ * counts, stored dtypes — is read from the files; every bound from the checkpoint's card ({@link
+ * ParitySpec#tolerance}).
  */
 public final class RecordingVerifier {
   private final Path checkpoint;
@@ -38,7 +41,8 @@ public final class RecordingVerifier {
    * Checks every recording in {@code referenceDir}.
    *
    * @param onEach receives each comparison as soon as it is made
-   * @throws dev.stepweave.tensor.io.CheckpointException when the checkpoint does not load
+   * @throws dev.stepweave.tensor.io.CheckpointException when the checkpoint or its card does not
+   *     load
    */
   public ParityReport verify(Path referenceDir, Consumer<Comparison> onEach) {
     ParityReport report = new ParityReport();
@@ -56,6 +60,8 @@ public final class RecordingVerifier {
     if (files.isEmpty()) {
       report.error(referenceDir + ": no .safetensors recordings");
     }
+    // The card holds the bounds; without it nothing can be judged, so it is fatal like the weights.
+    ParitySpec parity = WanCards.cardFor(DiffusersDirectory.open(checkpoint)).parity();
     try {
       // A checkpoint that does not load is fatal for the whole run, not one recording's failure.
       if (files.stream()
@@ -70,7 +76,12 @@ public final class RecordingVerifier {
           continue;
         }
         try (SafetensorsFile recording = SafetensorsFile.open(file)) {
-          kind.check(this, file, recording, new Recorder(stem(file), sink));
+          var unreadable = RecordingFormat.problem(recording);
+          if (unreadable.isPresent()) {
+            report.error(file.getFileName() + ": " + unreadable.get());
+            continue;
+          }
+          kind.check(this, file, recording, new Recorder(stem(file), parity, sink));
         } catch (RuntimeException e) {
           report.error(file.getFileName() + ": " + e.getMessage());
         }
@@ -101,10 +112,14 @@ public final class RecordingVerifier {
     return name.substring(0, name.length() - ".safetensors".length());
   }
 
-  /** Compares outputs of one recording under its file's name. */
-  record Recorder(String prefix, Consumer<Comparison> sink) {
-    void compare(String name, Tensor actual, Tensor expected, Tolerance tolerance) {
-      sink.accept(Comparison.of(prefix + "/" + name, actual, expected.toF32(), tolerance));
+  /** Compares outputs of one recording under its file's name, within the card's bounds. */
+  record Recorder(String prefix, ParitySpec parity, Consumer<Comparison> sink) {
+    /**
+     * @param bound the card's tolerance to hold it to ("dit", "frames", …)
+     */
+    void compare(String name, Tensor actual, Tensor expected, String bound) {
+      sink.accept(
+          Comparison.of(prefix + "/" + name, actual, expected.toF32(), parity.tolerance(bound)));
     }
   }
 
@@ -114,9 +129,5 @@ public final class RecordingVerifier {
       throw new IllegalArgumentException("recording " + file + " has no tensor '" + name + "'");
     }
     return recording.load(name);
-  }
-
-  static List<String> keys(SafetensorsFile recording) {
-    return new ArrayList<>(recording.keys());
   }
 }

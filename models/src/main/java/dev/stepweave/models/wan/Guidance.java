@@ -8,8 +8,8 @@ import java.util.Map;
 /**
  * The guidance policy a request asks for. The scale comes from the request's parameters; the
  * variant from the denoise loop's overrides: {@code cfg = classic | zero_star | rescale |
- * cond_only}, {@code cfg_batched = true|false} (one batched forward or two), {@code
- * cfg_zero_init_steps}, {@code cfg_rescale} (phi).
+ * cond_only} (without it, {@link CfgPolicy#forScale}), {@code cfg_batched = true|false} (one
+ * batched forward or two), {@code cfg_zero_init_steps}, {@code cfg_rescale} (phi).
  */
 final class Guidance {
   private Guidance() {}
@@ -18,7 +18,10 @@ final class Guidance {
     double scale = request.params().guidance();
     Map<String, String> o = request.overridesFor(WanCards.DENOISE);
     boolean batched = Boolean.parseBoolean(o.getOrDefault("cfg_batched", "false"));
-    String variant = o.getOrDefault("cfg", scale > 1.0 ? "classic" : "cond_only");
+    String variant = o.get("cfg");
+    if (variant == null) {
+      return CfgPolicy.forScale(scale, batched);
+    }
     return switch (variant) {
       case "classic" -> new CfgPolicy.Classic(scale, batched);
       case "zero_star" ->

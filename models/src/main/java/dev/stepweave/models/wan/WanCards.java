@@ -43,6 +43,23 @@ public final class WanCards {
           "tokenizer", "",
           "scheduler", "");
 
+  /**
+   * Max abs error per compared output, float32 on the CPU against the float32 reference: the bounds
+   * of {@code golden/README.md}, by the names the verifier looks them up under ("dit" covers the
+   * output and every tap; "prompt_embeds" both guidance branches).
+   */
+  private static final Map<String, Double> GOLDEN_TOLERANCES =
+      Map.of(
+          "randn", 1e-6,
+          "sampler", 1e-5,
+          "umt5", 1e-4,
+          "dit", 1e-4,
+          "vae", 5e-4,
+          "prompt_ids", 0.0,
+          "prompt_embeds", 5e-4,
+          "step_latents", 5e-4,
+          "frames", 2e-3);
+
   private WanCards() {}
 
   /**
@@ -128,22 +145,7 @@ public final class WanCards {
             loops,
             Map.of(TaskType.T2V, program, TaskType.T2I, program),
             recipe,
-            new ParitySpec(
-                ConsistencyRung.C1,
-                taps,
-                Map.of(
-                    "dit",
-                    1e-4,
-                    "umt5",
-                    1e-4,
-                    "vae",
-                    5e-4,
-                    "sampler",
-                    1e-5,
-                    "step_latents",
-                    5e-4,
-                    "frames",
-                    2e-3)),
+            new ParitySpec(ConsistencyRung.C1, taps, GOLDEN_TOLERANCES),
             Map.of(
                 "text_embedding",
                 new CacheContract("text_embedding", "feature", false),

@@ -4,13 +4,22 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.core.parity.RecordingFormat;
+import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.SafetensorsFile;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashMap;
@@ -18,6 +27,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.stream.Collectors;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -28,6 +38,7 @@ import org.junit.jupiter.api.io.TempDir;
  */
 class RecordingVerifierTest {
   private static final Path GOLDEN = Path.of(System.getProperty("stepweave.golden"));
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   @Test
   void theGoldenPipelineAndEveryComponentMatchTheReference() {
@@ -94,6 +105,77 @@ class RecordingVerifierTest {
         report.comparisons().stream().filter(c -> !c.passed()).map(Comparison::name).toList();
     // block_1 is the only tap that is wrong; the output computed after it is still right.
     assertEquals(List.of("dit/block_1"), failed);
+  }
+
+  @Test
+  void theBoundsAreTheCheckpointCardsOwn(@TempDir Path dir) throws Exception {
+    Path checkpoint = copy(GOLDEN.resolve("wan21-tiny"), dir.resolve("ckpt"));
+    ObjectNode card =
+        (ObjectNode)
+            JSON.readTree(CardJson.toJson(WanCards.cardFor(DiffusersDirectory.open(checkpoint))));
+    ObjectNode tolerances = (ObjectNode) card.at("/parity/tolerances");
+    tolerances.remove("randn");
+    tolerances.put("sampler", 1e-12);
+    Files.writeString(checkpoint.resolve(CardJson.FILE_NAME), card.toString());
+    Path reference = Files.createDirectories(dir.resolve("reference"));
+    for (String f :
+        List.of(
+            "torch_cpu_randn.safetensors",
+            "sched_euler_6.safetensors",
+            "sched_euler_config.json")) {
+      Files.copy(GOLDEN.resolve("wan21-tiny-expected").resolve(f), reference.resolve(f));
+    }
+    ParityReport report =
+        new RecordingVerifier(checkpoint, new CpuBackend(), s -> {}).verify(reference, c -> {});
+    // The card declares no randn bound: that recording cannot be judged at all.
+    assertEquals(
+        List.of(
+            "torch_cpu_randn.safetensors: the card's parity spec has no tolerance for 'randn' (it"
+                + " declares [dit, frames, prompt_embeds, prompt_ids, sampler, step_latents, umt5,"
+                + " vae])"),
+        report.errors());
+    // The sampler is held to the card's (here impossible) bound, not the golden 1e-5.
+    Comparison trajectory =
+        report.comparisons().stream()
+            .filter(c -> c.name().equals("sched_euler_6/trajectory"))
+            .findFirst()
+            .orElseThrow();
+    assertEquals(new Tolerance.MaxAbs(1e-12), trajectory.tolerance());
+  }
+
+  @Test
+  void aRecordingOfANewerSchemaIsAnErrorNamingTheFile(@TempDir Path dir) throws Exception {
+    Map<String, Tensor> tensors = new HashMap<>();
+    Path reference = GOLDEN.resolve("wan21-tiny-expected");
+    try (SafetensorsFile randn =
+        SafetensorsFile.open(reference.resolve("torch_cpu_randn.safetensors"))) {
+      for (String key : randn.keys()) {
+        tensors.put(key, randn.loadF32(key));
+      }
+    }
+    Path file = dir.resolve("torch_cpu_randn.safetensors");
+    Safetensors.write(file, tensors, Map.of(RecordingFormat.SCHEMA.field(), "2"));
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan21-tiny"), new CpuBackend(), s -> {})
+            .verify(dir, c -> {});
+    assertFalse(report.passed());
+    assertEquals(
+        List.of("torch_cpu_randn.safetensors: schema_version 2 is newer than this build reads (1)"),
+        report.errors());
+  }
+
+  private static Path copy(Path from, Path to) throws IOException {
+    try (Stream<Path> files = Files.walk(from)) {
+      for (Path src : files.sorted().toList()) {
+        Path dst = to.resolve(from.relativize(src).toString());
+        if (Files.isDirectory(src)) {
+          Files.createDirectories(dst);
+        } else {
+          Files.copy(src, dst);
+        }
+      }
+    }
+    return to;
   }
 
   @Test

@@ -3,6 +3,7 @@ package dev.stepweave.models.sampling;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.models.GoldenBounds;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
@@ -16,7 +17,7 @@ import org.junit.jupiter.params.provider.CsvSource;
  * driven by the synthetic model), within the golden bound of 1e-5.
  */
 class SamplerParityTest {
-  private static final double TOLERANCE = 1e-5;
+  private static final double TOLERANCE = GoldenBounds.maxAbs("sampler");
   private static final Backend BACKEND = new CpuBackend();
 
   static Path expected() {

@@ -3,6 +3,7 @@ package dev.stepweave.models.text;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.models.GoldenBounds;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -15,7 +16,7 @@ import java.util.List;
 import org.junit.jupiter.api.Test;
 
 class TextEmbeddingsTest {
-  private static final float TOLERANCE = 5e-4f;
+  private static final double TOLERANCE = GoldenBounds.maxAbs("prompt_embeds");
 
   @Test
   void promptAndNegativePromptEmbeddingsMatchThePipeline() {

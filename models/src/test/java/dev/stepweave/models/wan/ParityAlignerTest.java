@@ -8,10 +8,13 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.ParityAligner;
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
+import dev.stepweave.core.parity.RecordingFormat;
 import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
+import dev.stepweave.models.GoldenBounds;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
 import java.nio.file.Path;
@@ -25,7 +28,7 @@ import org.junit.jupiter.api.io.TempDir;
 
 /** Records a denoise run's transformer taps and compares runs against the recording. */
 class ParityAlignerTest {
-  private static final Tolerance DIT = new Tolerance.MaxAbs(1e-4);
+  private static final Tolerance DIT = GoldenBounds.tolerance("dit");
   private static WanModel model;
 
   @BeforeAll
@@ -52,6 +55,25 @@ class ParityAlignerTest {
   }
 
   @Test
+  void aRecordingOfANewerSchemaIsAnErrorNotACompare(@TempDir Path dir) throws Exception {
+    ParityAligner recorded = run(7);
+    Path file = dir.resolve("newer.safetensors");
+    Safetensors.write(
+        file, recorded.taps(), Map.of(RecordingFormat.SCHEMA.field(), "99", "loop", "denoise"));
+    try (TensorSource recording = SafetensorsFile.open(file)) {
+      ParityReport report = recorded.compareWith(recording, DIT);
+      assertFalse(report.passed());
+      assertEquals(List.of(), report.comparisons());
+      assertEquals(
+          List.of(
+              "recording of denoise: schema_version 99 is newer than this build reads ("
+                  + RecordingFormat.SCHEMA.current()
+                  + ")"),
+          report.errors());
+    }
+  }
+
+  @Test
   void aRunMatchesItsOwnRecordingAndAnotherSeedDivergesAtTheFirstLatentTap(@TempDir Path dir)
       throws Exception {
     ParityAligner recorded = run(7);
@@ -65,6 +87,10 @@ class ParityAlignerTest {
 
     try (TensorSource recording = SafetensorsFile.open(file)) {
       assertEquals(names.size(), recording.keys().size());
+      assertEquals(
+          RecordingFormat.SCHEMA.written(),
+          recording.metadata().get(RecordingFormat.SCHEMA.field()),
+          "a recording names its schema version");
       ParityReport same = run(7).compareWith(recording, DIT);
       assertTrue(same.passed(), () -> same.firstDivergence().map(Comparison::line).orElse(""));
       assertEquals(names.size(), same.comparisons().size());

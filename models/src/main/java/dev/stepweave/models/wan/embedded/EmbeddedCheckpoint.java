@@ -86,7 +86,7 @@ final class EmbeddedCheckpoint {
             null,
             null,
             null,
-            ConsistencyRung.C1);
+            ConsistencyRung.C3);
     ModelCard card =
         WanCards.card(EmbeddedWan.MODEL_ID, imported.components(), recipe, EmbeddedWan.DEFAULTS);
     try {

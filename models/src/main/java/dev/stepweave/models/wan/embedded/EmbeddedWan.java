@@ -25,7 +25,7 @@ public final class EmbeddedWan {
    * Version of the generated files; part of the directory name, so a change to any dimension, seed,
    * initialisation or vocabulary must bump it (old copies are then simply ignored).
    */
-  public static final String FORMAT = "wan21-embedded-v2";
+  public static final String FORMAT = "wan21-embedded-v3";
 
   /** The model id on the embedded card. */
   public static final String MODEL_ID = "wan21-embedded";

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
 import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.models.GoldenBounds;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
@@ -21,7 +22,7 @@ import org.junit.jupiter.api.Test;
 /** C0 parity of the DiT with diffusers' WanTransformer3DModel on the tiny golden checkpoint. */
 class WanTransformerParityTest {
   // The golden README's bound for the DiT output and every tap (float32 CPU against float32 CPU).
-  private static final Tolerance TOLERANCE = new Tolerance.MaxAbs(1e-4);
+  private static final Tolerance TOLERANCE = GoldenBounds.tolerance("dit");
   private static final Set<String> INPUTS =
       Set.of("hidden_states", "timestep", "encoder_hidden_states");
 
