@@ -8,7 +8,6 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
-import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
@@ -34,7 +33,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import java.util.concurrent.Callable;
 import java.util.concurrent.ExecutionException;
 import picocli.CommandLine.Command;
@@ -232,16 +230,14 @@ final class GenerateCommand implements Callable<Integer> {
               Optional.ofNullable(shift));
       TaskType task = params.frames() == 1 ? TaskType.T2I : TaskType.T2V;
       Request request =
-          new Request(
-              UUID.randomUUID().toString(),
-              task,
-              List.of(new ModalPart.Text(prompt)),
-              params,
-              new OutputSpec(saveLatents != null, 0),
-              overrides,
-              overrideRecipe,
-              pluginParams(),
-              exact);
+          Request.builder(task, params)
+              .prompt(prompt)
+              .output(saveLatents != null ? OutputSpec.WITH_LATENTS : OutputSpec.DEFAULT)
+              .nodeOverrides(overrides)
+              .overrideRecipe(overrideRecipe)
+              .plugins(pluginParams())
+              .exact(exact)
+              .build();
       printCard(out, card, wan, request, loadTime);
       RequestHandle handle = engine.submit(request);
       Thread cancelOnInterrupt =

@@ -203,7 +203,7 @@ class ServeCachesTest {
       throws Exception {
     DiffusionParams p =
         new DiffusionParams(steps, 3.0, seed, 32, 32, 5, 8, "", Optional.empty(), Optional.empty());
-    Request r = Request.text(TaskType.T2V, PROMPT, p).withPlugins(plugins);
+    Request r = Request.builder(TaskType.T2V, p).prompt(PROMPT).plugins(plugins).build();
     return serving.engine().submit(r).result().get();
   }
 

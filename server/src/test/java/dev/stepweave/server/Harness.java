@@ -9,8 +9,6 @@ import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
@@ -26,7 +24,6 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
@@ -182,16 +179,7 @@ final class Harness implements AutoCloseable {
       throws Exception {
     try (Engine alone = new Engine(new PatternModel(), EngineConfig.defaults(), cached())) {
       Request r =
-          new Request(
-              "serial-" + p.seed(),
-              task,
-              List.of(new ModalPart.Text(prompt)),
-              p,
-              OutputSpec.DEFAULT,
-              Map.of(),
-              false,
-              plugins,
-              false);
+          Request.builder(task, p).id("serial-" + p.seed()).prompt(prompt).plugins(plugins).build();
       return alone.submit(r).result().get();
     }
   }
