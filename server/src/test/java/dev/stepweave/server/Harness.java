@@ -27,6 +27,7 @@ import java.time.Duration;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /** A server on loopback over a {@link PatternModel}, and an HTTP client for it. */
 final class Harness implements AutoCloseable {
@@ -120,15 +121,24 @@ final class Harness implements AutoCloseable {
 
   /** Polls until the video is terminal; returns its last video object. */
   JsonNode awaitTerminal(String id) {
+    return await(id, v -> TERMINAL.contains(v.get("status").asText()), "finish");
+  }
+
+  /** Polls until the video has run at least one step; returns its video object then. */
+  JsonNode awaitProgress(String id) {
+    return await(id, v -> v.get("progress").asInt() > 0, "make progress");
+  }
+
+  private JsonNode await(String id, Predicate<JsonNode> reached, String what) {
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (System.nanoTime() < deadline) {
       JsonNode v = get("/v1/videos/" + id).json();
-      if (TERMINAL.contains(v.get("status").asText())) {
+      if (reached.test(v)) {
         return v;
       }
-      sleep(10);
+      sleep(5);
     }
-    return fail("video " + id + " did not finish");
+    return fail("video " + id + " did not " + what);
   }
 
   static void sleep(long ms) {
@@ -200,8 +210,13 @@ final class Harness implements AutoCloseable {
         Optional.empty());
   }
 
+  /**
+   * Drains before stopping, so every job a test started has reached a terminal state and closed its
+   * output file before the test's temporary folder is removed.
+   */
   @Override
   public void close() {
+    server.drain();
     server.stop();
     engine.close();
   }
