@@ -4,18 +4,17 @@ import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
-import dev.stepweave.core.media.Mp4Writer;
-import dev.stepweave.core.media.PngWriter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
-import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.cuda.Precision;
+import dev.stepweave.media.Mp4Writer;
+import dev.stepweave.media.PngWriter;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
@@ -31,7 +30,6 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
-import java.util.UUID;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.Parameters;
 
@@ -231,16 +229,14 @@ final class GenerationOptions {
             Optional.ofNullable(sampler),
             Optional.ofNullable(shift));
     TaskType task = params.frames() == 1 ? TaskType.T2I : TaskType.T2V;
-    return new Request(
-        UUID.randomUUID().toString(),
-        task,
-        List.of(new ModalPart.Text(prompt)),
-        params,
-        new OutputSpec(saveLatents != null, 0),
-        parseSettings(settings),
-        overrideRecipe,
-        pluginParams(),
-        exact);
+    return Request.builder(task, params)
+        .prompt(prompt)
+        .output(saveLatents != null ? OutputSpec.WITH_LATENTS : OutputSpec.DEFAULT)
+        .nodeOverrides(parseSettings(settings))
+        .overrideRecipe(overrideRecipe)
+        .plugins(pluginParams())
+        .exact(exact)
+        .build();
   }
 
   /** Writes the result where the options say (the target checked by {@link #checkedTarget}). */

@@ -4,8 +4,8 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.stepweave.core.media.Mp4Reader;
-import dev.stepweave.core.media.Psnr;
+import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.media.Psnr;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import java.io.IOException;

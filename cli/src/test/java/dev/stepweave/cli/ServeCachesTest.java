@@ -9,13 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
-import dev.stepweave.core.media.Mp4Reader;
-import dev.stepweave.core.media.Mp4Writer;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.media.Mp4Writer;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -203,7 +203,7 @@ class ServeCachesTest {
       throws Exception {
     DiffusionParams p =
         new DiffusionParams(steps, 3.0, seed, 32, 32, 5, 8, "", Optional.empty(), Optional.empty());
-    Request r = Request.text(TaskType.T2V, PROMPT, p).withPlugins(plugins);
+    Request r = Request.builder(TaskType.T2V, p).prompt(PROMPT).plugins(plugins).build();
     return serving.engine().submit(r).result().get();
   }
 

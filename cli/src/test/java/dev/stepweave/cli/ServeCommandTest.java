@@ -7,14 +7,14 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
-import dev.stepweave.core.media.Mp4Reader;
-import dev.stepweave.core.media.Mp4Writer;
-import dev.stepweave.core.media.PngWriter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.media.Mp4Writer;
+import dev.stepweave.media.PngWriter;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -123,97 +123,93 @@ class ServeCommandTest {
         cmd.start(
             new PrintWriter(new StringWriter(), true), new PrintWriter(new StringWriter(), true));
     String base = serving.server().baseUri().toString();
-    try (serving) {
-      var pool = java.util.concurrent.Executors.newFixedThreadPool(16);
-      try {
-        java.util.List<java.util.concurrent.Future<String>> videos = new java.util.ArrayList<>();
-        for (int i = 0; i < 12; i++) {
-          long seed = 100 + i;
-          int steps = 2 + i % 3;
-          videos.add(
-              pool.submit(
-                  () ->
-                      post(
-                              base + "/v1/videos",
-                              "{\"prompt\":\"a red ball bouncing\",\"size\":\"32x32\",\"num_frames\":5,"
-                                  + "\"num_inference_steps\":"
-                                  + steps
-                                  + ",\"seed\":"
-                                  + seed
-                                  + ",\"fps\":8,\"guidance_scale\":3}")
-                          .get("id")
-                          .asText()));
-        }
-        java.util.List<java.util.concurrent.Future<JsonNode>> images = new java.util.ArrayList<>();
-        for (int i = 0; i < 4; i++) {
-          long seed = 200 + i;
-          images.add(
-              pool.submit(
-                  () ->
-                      post(
-                          base + "/v1/images/generations",
-                          "{\"prompt\":\"a red ball\",\"size\":\"32x32\",\"num_inference_steps\":2,\"seed\":"
-                              + seed
-                              + ",\"n\":1,\"guidance_scale\":3}")));
-        }
-        java.util.List<String> ids = new java.util.ArrayList<>();
-        for (var f : videos) {
-          ids.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
-        }
-        // Cancel three of them: a job still queued or running is cancelled at its next step
-        // boundary; one that already finished is deleted instead (OpenAI's DELETE semantics).
-        java.util.Set<String> cancelled = new java.util.HashSet<>();
-        java.util.Set<String> deleted = new java.util.HashSet<>();
-        for (String id : ids.subList(9, 12)) {
-          HttpResponse<String> d =
-              http.send(
-                  HttpRequest.newBuilder(URI.create(base + "/v1/videos/" + id)).DELETE().build(),
-                  HttpResponse.BodyHandlers.ofString());
-          assertEquals(200, d.statusCode(), d.body());
-          (JSON.readTree(d.body()).get("object").asText().equals("video.deleted")
-                  ? deleted
-                  : cancelled)
-              .add(id);
-        }
-        for (var f : images) {
-          assertEquals(1, f.get(120, java.util.concurrent.TimeUnit.SECONDS).get("data").size());
-        }
-        long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
-        for (int i = 0; i < ids.size(); i++) {
-          String id = ids.get(i);
-          if (deleted.contains(id)) {
-            continue;
-          }
-          JsonNode job = get(base + "/v1/videos/" + id);
-          while (job.get("status").asText().matches("queued|in_progress")
-              && System.nanoTime() < deadline) {
-            Thread.sleep(50);
-            job = get(base + "/v1/videos/" + id);
-          }
-          String status = job.get("status").asText();
-          if (cancelled.contains(id)) {
-            assertEquals("cancelled", status, job::toString);
-            continue;
-          }
-          assertEquals("completed", status, job::toString);
-          HttpResponse<byte[]> content =
-              http.send(
-                  HttpRequest.newBuilder(URI.create(base + "/v1/videos/" + id + "/content"))
-                      .build(),
-                  HttpResponse.BodyHandlers.ofByteArray());
-          assertEquals(200, content.statusCode());
-          DiffusionParams p =
-              new DiffusionParams(
-                  2 + i % 3, 3.0, 100 + i, 32, 32, 5, 8, "", Optional.empty(), Optional.empty());
-          assertArrayEquals(
-              decoded(alone(serving.engine(), TaskType.T2V, p, ".mp4")),
-              decoded(content.body()),
-              "video " + i);
-        }
-        assertTrue(serving.engine().stats().cancelled() >= cancelled.size());
-      } finally {
-        pool.shutdownNow();
+    // Closed in reverse order: the pool waits for its clients, then the server drains their jobs.
+    try (serving;
+        var pool = java.util.concurrent.Executors.newFixedThreadPool(16)) {
+      java.util.List<java.util.concurrent.Future<String>> videos = new java.util.ArrayList<>();
+      for (int i = 0; i < 12; i++) {
+        long seed = 100 + i;
+        int steps = 2 + i % 3;
+        videos.add(
+            pool.submit(
+                () ->
+                    post(
+                            base + "/v1/videos",
+                            "{\"prompt\":\"a red ball bouncing\",\"size\":\"32x32\",\"num_frames\":5,"
+                                + "\"num_inference_steps\":"
+                                + steps
+                                + ",\"seed\":"
+                                + seed
+                                + ",\"fps\":8,\"guidance_scale\":3}")
+                        .get("id")
+                        .asText()));
       }
+      java.util.List<java.util.concurrent.Future<JsonNode>> images = new java.util.ArrayList<>();
+      for (int i = 0; i < 4; i++) {
+        long seed = 200 + i;
+        images.add(
+            pool.submit(
+                () ->
+                    post(
+                        base + "/v1/images/generations",
+                        "{\"prompt\":\"a red ball\",\"size\":\"32x32\",\"num_inference_steps\":2,\"seed\":"
+                            + seed
+                            + ",\"n\":1,\"guidance_scale\":3}")));
+      }
+      java.util.List<String> ids = new java.util.ArrayList<>();
+      for (var f : videos) {
+        ids.add(f.get(120, java.util.concurrent.TimeUnit.SECONDS));
+      }
+      // Cancel three of them: a job still queued or running is cancelled at its next step
+      // boundary; one that already finished is deleted instead (OpenAI's DELETE semantics).
+      java.util.Set<String> cancelled = new java.util.HashSet<>();
+      java.util.Set<String> deleted = new java.util.HashSet<>();
+      for (String id : ids.subList(9, 12)) {
+        HttpResponse<String> d =
+            http.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/videos/" + id)).DELETE().build(),
+                HttpResponse.BodyHandlers.ofString());
+        assertEquals(200, d.statusCode(), d.body());
+        (JSON.readTree(d.body()).get("object").asText().equals("video.deleted")
+                ? deleted
+                : cancelled)
+            .add(id);
+      }
+      for (var f : images) {
+        assertEquals(1, f.get(120, java.util.concurrent.TimeUnit.SECONDS).get("data").size());
+      }
+      long deadline = System.nanoTime() + Duration.ofSeconds(180).toNanos();
+      for (int i = 0; i < ids.size(); i++) {
+        String id = ids.get(i);
+        if (deleted.contains(id)) {
+          continue;
+        }
+        JsonNode job = get(base + "/v1/videos/" + id);
+        while (job.get("status").asText().matches("queued|in_progress")
+            && System.nanoTime() < deadline) {
+          Thread.sleep(50);
+          job = get(base + "/v1/videos/" + id);
+        }
+        String status = job.get("status").asText();
+        if (cancelled.contains(id)) {
+          assertEquals("cancelled", status, job::toString);
+          continue;
+        }
+        assertEquals("completed", status, job::toString);
+        HttpResponse<byte[]> content =
+            http.send(
+                HttpRequest.newBuilder(URI.create(base + "/v1/videos/" + id + "/content")).build(),
+                HttpResponse.BodyHandlers.ofByteArray());
+        assertEquals(200, content.statusCode());
+        DiffusionParams p =
+            new DiffusionParams(
+                2 + i % 3, 3.0, 100 + i, 32, 32, 5, 8, "", Optional.empty(), Optional.empty());
+        assertArrayEquals(
+            decoded(alone(serving.engine(), TaskType.T2V, p, ".mp4")),
+            decoded(content.body()),
+            "video " + i);
+      }
+      assertTrue(serving.engine().stats().cancelled() >= cancelled.size());
     }
   }
 

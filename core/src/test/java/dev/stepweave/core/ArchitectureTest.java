@@ -1,20 +1,50 @@
 package dev.stepweave.core;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import com.tngtech.archunit.base.DescribedPredicate;
 import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.domain.JavaMethodCall;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import com.tngtech.archunit.lang.ArchRule;
+import dev.stepweave.tensor.Backend;
+import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 
 /**
  * The dependency rules inside {@code core} (DESIGN.md): the model plane describes models and must
- * not know how they are run; the runtime executes loops but defines no model math; nothing in the
- * engine reaches for products (server, CLI) or post-training.
+ * not know how they are run; the runtime executes loops but defines no model math; requests,
+ * caches, extensions and programs are below the engine, never above it; nothing in the engine
+ * reaches for products (server, CLI) or post-training.
+ *
+ * <p>Every rule fails on an empty match ({@code archunit.properties}), and {@link
+ * #everyCorePackageARuleNamesHoldsClasses} fails when a package named here is renamed or gone, so
+ * no rule can pass by checking nothing.
  */
 class ArchitectureTest {
+  static final String CARD = "dev.stepweave.core.card..";
+  static final String LOOP = "dev.stepweave.core.loop..";
+  static final String POLICY = "dev.stepweave.core.loop.policy..";
+  static final String RUNTIME = "dev.stepweave.core.runtime..";
+  static final String REQUEST = "dev.stepweave.core.request..";
+  static final String CACHE = "dev.stepweave.core.cache..";
+  static final String EXTEND = "dev.stepweave.core.extend..";
+  static final String PROGRAM = "dev.stepweave.core.program..";
+  static final String PARITY = "dev.stepweave.core.parity..";
+  static final String MEMORY = "dev.stepweave.core.memory..";
+
+  /**
+   * What the runtime may ask of a backend: where it runs, how much memory it has, a tensor back on
+   * the host (checkpoints) and whether a step's output is finite (the non-finite check). Every
+   * other method computes, and computing is the model's business.
+   */
+  static final Set<String> BACKEND_CALLS_OF_THE_RUNTIME =
+      Set.of("device", "name", "deviceMemory", "download", "isFinite", "isFiniteOnHost");
+
   private static JavaClasses core;
 
   @BeforeAll
@@ -26,8 +56,17 @@ class ArchitectureTest {
   }
 
   private static void check(ArchRule rule) {
-    // Packages appear as issues land; an empty rule is a rule not yet exercised, not a failure.
-    rule.allowEmptyShould(true).check(core);
+    rule.allowEmptyShould(false).check(core);
+  }
+
+  @Test
+  void everyCorePackageARuleNamesHoldsClasses() {
+    for (String pkg :
+        List.of(CARD, LOOP, POLICY, RUNTIME, REQUEST, CACHE, EXTEND, PROGRAM, PARITY, MEMORY)) {
+      assertTrue(
+          core.stream().anyMatch(c -> c.getPackageName().startsWith(pkg.replace("..", ""))),
+          pkg + " holds no class: a rule naming it checks nothing");
+    }
   }
 
   @Test
@@ -35,14 +74,10 @@ class ArchitectureTest {
     check(
         noClasses()
             .that()
-            .resideInAPackage("dev.stepweave.core.card..")
+            .resideInAPackage(CARD)
             .should()
             .dependOnClassesThat()
-            .resideInAnyPackage(
-                "dev.stepweave.core.runtime..",
-                "dev.stepweave.core.request..",
-                "dev.stepweave.server..",
-                "dev.stepweave.cli.."));
+            .resideInAnyPackage(RUNTIME, REQUEST, "dev.stepweave.server..", "dev.stepweave.cli.."));
   }
 
   @Test
@@ -50,10 +85,22 @@ class ArchitectureTest {
     check(
         noClasses()
             .that()
-            .resideInAPackage("dev.stepweave.core.runtime..")
+            .resideInAPackage(RUNTIME)
             .should()
             .dependOnClassesThat()
-            .resideInAnyPackage("dev.stepweave.models..", "dev.stepweave.tensor.cpu.."));
+            .resideInAnyPackage("dev.stepweave.models..", "dev.stepweave.tensor.cpu..", POLICY));
+  }
+
+  @Test
+  void runtimeCallsNoBackendComputeMethod() {
+    // The step bodies behind BatchableCall/WorkCall compute; the runtime only invokes them.
+    DescribedPredicate<JavaMethodCall> compute =
+        DescribedPredicate.describe(
+            "a Backend method other than " + BACKEND_CALLS_OF_THE_RUNTIME,
+            call ->
+                call.getTargetOwner().isAssignableTo(Backend.class)
+                    && !BACKEND_CALLS_OF_THE_RUNTIME.contains(call.getName()));
+    check(noClasses().that().resideInAPackage(RUNTIME).should().callMethodWhere(compute));
   }
 
   @Test
@@ -61,10 +108,57 @@ class ArchitectureTest {
     check(
         noClasses()
             .that()
-            .resideInAPackage("dev.stepweave.core.loop..")
+            .resideInAPackage(LOOP)
             .should()
             .dependOnClassesThat()
-            .resideInAnyPackage("dev.stepweave.core.runtime..", "dev.stepweave.server.."));
+            .resideInAnyPackage(RUNTIME, PROGRAM, "dev.stepweave.server.."));
+  }
+
+  @Test
+  void requestsAreDataBelowTheEngine() {
+    // A request crosses the product boundary: it may name card types, never the machinery.
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(REQUEST)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(RUNTIME, LOOP, EXTEND, CACHE, PROGRAM));
+  }
+
+  @Test
+  void cachesKnowOnlyTheirKeysAndValues() {
+    // Callers compose a CacheKey from what they know; the cache itself knows no loop or request.
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(CACHE)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(RUNTIME, LOOP, REQUEST, EXTEND, PROGRAM));
+  }
+
+  @Test
+  void extensionsDoNotDriveTheEngine() {
+    // Plugins are assembled into loops and observe steps; scheduling stays the runtime's.
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(EXTEND)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(RUNTIME, PROGRAM));
+  }
+
+  @Test
+  void programsDoNotKnowTheEngineThatRunsThem() {
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(PROGRAM)
+            .should()
+            .dependOnClassesThat()
+            .resideInAPackage(RUNTIME));
   }
 
   @Test
@@ -74,7 +168,11 @@ class ArchitectureTest {
             .should()
             .dependOnClassesThat()
             .resideInAnyPackage(
-                "dev.stepweave.training..", "dev.stepweave.server..", "dev.stepweave.cli.."));
+                "dev.stepweave.training..",
+                "dev.stepweave.server..",
+                "dev.stepweave.cli..",
+                "dev.stepweave.media..",
+                "org.jcodec.."));
   }
 
   @Test
@@ -87,12 +185,14 @@ class ArchitectureTest {
     check(
         noClasses()
             .that()
-            .resideInAPackage("dev.stepweave.core.memory..")
+            .resideInAPackage(MEMORY)
             .should()
             .dependOnClassesThat()
             .resideInAnyPackage(
-                "dev.stepweave.core.runtime..",
-                "dev.stepweave.core.request..",
+                RUNTIME,
+                REQUEST,
+                PROGRAM,
+                EXTEND,
                 "dev.stepweave.server..",
                 "dev.stepweave.cli.."));
   }

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
@@ -43,14 +41,11 @@ class CheckpointResumeGpuTest {
     var params =
         new DiffusionParams(
             4, 5.0, 1234, 32, 32, 9, 8, "blurry", Optional.empty(), Optional.empty());
-    return new Request(
-        "gpu-resume-test",
-        TaskType.T2V,
-        List.of(new ModalPart.Text("a red ball bouncing")),
-        params,
-        OutputSpec.DEFAULT,
-        Map.of("text_encode", Map.of("max_sequence_length", "16")),
-        false);
+    return Request.builder(TaskType.T2V, params)
+        .id("gpu-resume-test")
+        .prompt("a red ball bouncing")
+        .nodeOverrides(Map.of("text_encode", Map.of("max_sequence_length", "16")))
+        .build();
   }
 
   @Test

@@ -1,7 +1,7 @@
 package dev.stepweave.server;
 
-import dev.stepweave.core.media.Mp4Writer;
-import dev.stepweave.core.media.PngWriter;
+import dev.stepweave.media.Mp4Writer;
+import dev.stepweave.media.PngWriter;
 import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
 import java.nio.file.Files;

@@ -8,8 +8,6 @@ import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.InvalidRequestException;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
 import dev.stepweave.core.runtime.Engine;
@@ -179,16 +177,12 @@ final class Jobs implements AutoCloseable {
     }
     String id = JobIds.next(prefix);
     Request request =
-        new Request(
-            id,
-            task,
-            List.of(new ModalPart.Text(g.prompt())),
-            g.params(),
-            OutputSpec.DEFAULT,
-            Map.of(),
-            false,
-            g.plugins(),
-            g.exact());
+        Request.builder(task, g.params())
+            .id(id)
+            .prompt(g.prompt())
+            .plugins(g.plugins())
+            .exact(g.exact())
+            .build();
     RequestHandle handle;
     try {
       handle = engine.submit(request);

@@ -96,9 +96,7 @@ class EventStreamTest {
                   throw new IllegalStateException(e);
                 }
               });
-      while (h.get("/v1/videos/" + id).json().get("progress").asInt() == 0) {
-        Harness.sleep(5);
-      }
+      h.awaitProgress(id);
       h.delete("/v1/videos/" + id);
       List<Sse> events = stream.get();
       assertEquals("request.cancelled", events.get(events.size() - 2).event());

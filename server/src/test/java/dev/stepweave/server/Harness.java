@@ -7,17 +7,15 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
-import dev.stepweave.core.media.Mp4Reader;
-import dev.stepweave.core.media.Mp4Writer;
-import dev.stepweave.core.media.PngWriter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.media.Mp4Writer;
+import dev.stepweave.media.PngWriter;
 import java.io.IOException;
 import java.net.URI;
 import java.net.http.HttpClient;
@@ -26,10 +24,10 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /** A server on loopback over a {@link PatternModel}, and an HTTP client for it. */
 final class Harness implements AutoCloseable {
@@ -130,15 +128,24 @@ final class Harness implements AutoCloseable {
 
   /** Polls until the video is terminal; returns its last video object. */
   JsonNode awaitTerminal(String id) {
+    return await(id, v -> TERMINAL.contains(v.get("status").asText()), "finish");
+  }
+
+  /** Polls until the video has run at least one step; returns its video object then. */
+  JsonNode awaitProgress(String id) {
+    return await(id, v -> v.get("progress").asInt() > 0, "make progress");
+  }
+
+  private JsonNode await(String id, Predicate<JsonNode> reached, String what) {
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (System.nanoTime() < deadline) {
       JsonNode v = get("/v1/videos/" + id).json();
-      if (TERMINAL.contains(v.get("status").asText())) {
+      if (reached.test(v)) {
         return v;
       }
-      sleep(10);
+      sleep(5);
     }
-    return fail("video " + id + " did not finish");
+    return fail("video " + id + " did not " + what);
   }
 
   static void sleep(long ms) {
@@ -189,16 +196,7 @@ final class Harness implements AutoCloseable {
       throws Exception {
     try (Engine alone = new Engine(new PatternModel(), EngineConfig.defaults(), cached())) {
       Request r =
-          new Request(
-              "serial-" + p.seed(),
-              task,
-              List.of(new ModalPart.Text(prompt)),
-              p,
-              OutputSpec.DEFAULT,
-              Map.of(),
-              false,
-              plugins,
-              false);
+          Request.builder(task, p).id("serial-" + p.seed()).prompt(prompt).plugins(plugins).build();
       return alone.submit(r).result().get();
     }
   }
@@ -219,8 +217,13 @@ final class Harness implements AutoCloseable {
         Optional.empty());
   }
 
+  /**
+   * Drains before stopping, so every job a test started has reached a terminal state and closed its
+   * output file before the test's temporary folder is removed.
+   */
   @Override
   public void close() {
+    server.drain();
     server.stop();
     engine.close();
   }

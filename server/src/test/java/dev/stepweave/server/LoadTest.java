@@ -38,9 +38,10 @@ class LoadTest {
   @Test
   void concurrentMixedRequestsAllFinishAndMatchSerialRuns() throws Exception {
     int clients = 24;
-    ExecutorService pool = Executors.newFixedThreadPool(clients);
     CountDownLatch go = new CountDownLatch(1);
-    try (Harness h = new Harness(tmp.resolve("artifacts"))) {
+    // Closed in reverse order: the pool waits for its clients, then the harness drains their jobs.
+    try (Harness h = new Harness(tmp.resolve("artifacts"));
+        ExecutorService pool = Executors.newFixedThreadPool(clients)) {
       List<Future<Outcome>> futures = new ArrayList<>();
       for (int i = 0; i < clients; i++) {
         int n = i;
@@ -103,8 +104,6 @@ class LoadTest {
       assertTrue(metrics.contains("stepweave_requests_completed_total 21"), metrics);
       assertTrue(metrics.contains("stepweave_requests_cancelled_total 5"), metrics);
       assertTrue(metrics.contains("stepweave_pending_jobs 0"), metrics);
-    } finally {
-      pool.shutdownNow();
     }
   }
 
@@ -131,9 +130,7 @@ class LoadTest {
     }
     String when = n < 13 ? "queued" : "midway";
     if (when.equals("midway")) {
-      while (h.get("/v1/videos/" + id).json().get("progress").asInt() == 0) {
-        Harness.sleep(2);
-      }
+      h.awaitProgress(id);
     }
     assertEquals(200, h.delete("/v1/videos/" + id).status());
     return new Outcome(id, when, prompt, 1000 + n, List.of());

@@ -147,9 +147,7 @@ class VideosApiTest {
   @Test
   void deleteCancelsARunningJobAndForgetsAFinishedOne() {
     String running = h.createVideo(Map.of("prompt", "slow river", "num_inference_steps", 100));
-    while (h.get("/v1/videos/" + running).json().get("progress").asInt() == 0) {
-      Harness.sleep(5);
-    }
+    h.awaitProgress(running);
     JsonNode cancelled = h.delete("/v1/videos/" + running).json();
     assertEquals("cancelled", cancelled.get("status").asText(), cancelled::toString);
     assertEquals("cancelled", h.awaitTerminal(running).get("status").asText());

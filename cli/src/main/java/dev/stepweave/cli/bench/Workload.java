@@ -2,13 +2,10 @@ package dev.stepweave.cli.bench;
 
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import java.util.ArrayList;
 import java.util.Collections;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import java.util.Random;
 
@@ -65,14 +62,10 @@ public record Workload(Mix mix, List<Request> requests) {
         params = params(pick(VIDEO_STEPS, rnd), requestSeed, VIDEO_SIZE, VIDEO_SIZE, frames);
       }
       out.add(
-          new Request(
-              prefix + "-" + i,
-              params.frames() == 1 ? TaskType.T2I : TaskType.T2V,
-              List.of(new ModalPart.Text(prompt)),
-              params,
-              OutputSpec.DEFAULT,
-              Map.of(),
-              false));
+          Request.builder(params.frames() == 1 ? TaskType.T2I : TaskType.T2V, params)
+              .id(prefix + "-" + i)
+              .prompt(prompt)
+              .build());
     }
     return new Workload(mix, out);
   }

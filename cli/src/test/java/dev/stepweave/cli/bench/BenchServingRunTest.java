@@ -7,15 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
-import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
@@ -43,14 +40,13 @@ class BenchServingRunTest {
   }
 
   private static Request image(String id, String prompt, long seed, int steps) {
-    return new Request(
-        id,
-        TaskType.T2I,
-        List.of(new ModalPart.Text(prompt)),
-        new DiffusionParams(steps, 5.0, seed, 32, 32, 1, 8, "", Optional.empty(), Optional.empty()),
-        OutputSpec.DEFAULT,
-        Map.of(),
-        false);
+    return Request.builder(
+            TaskType.T2I,
+            new DiffusionParams(
+                steps, 5.0, seed, 32, 32, 1, 8, "", Optional.empty(), Optional.empty()))
+        .id(id)
+        .prompt(prompt)
+        .build();
   }
 
   @Test

@@ -66,7 +66,10 @@ public record CacheKey(
     return new Builder(modelId, componentId);
   }
 
-  /** Builds a key field by field; optional fields default to "not applicable". */
+  /**
+   * Builds a key field by field, each named at the call site (fifteen positional fields, most of
+   * them strings, would be easy to swap unnoticed); fields not set default to "not applicable".
+   */
   public static final class Builder {
     private final String modelId;
     private final String componentId;
@@ -134,7 +137,7 @@ public record CacheKey(
       return this;
     }
 
-    public Builder seed(Long v) {
+    public Builder seed(long v) {
       seed = v;
       return this;
     }
@@ -144,7 +147,7 @@ public record CacheKey(
       return this;
     }
 
-    public Builder step(Integer v) {
+    public Builder step(int v) {
       stepIndex = v;
       return this;
     }

@@ -10,6 +10,9 @@ package dev.stepweave.core.request;
 public record OutputSpec(boolean latents, int previews) {
   public static final OutputSpec DEFAULT = new OutputSpec(false, 0);
 
+  /** The main artifact and the final latents, no previews. */
+  public static final OutputSpec WITH_LATENTS = new OutputSpec(true, 0);
+
   public OutputSpec {
     if (previews < 0) {
       throw new InvalidRequestException("previews must be >= 0, got " + previews);

@@ -42,28 +42,29 @@ public record Request(
     plugins = plugins == null ? Map.of() : Map.copyOf(plugins);
   }
 
-  /** A request that turns on no plugins and is not exact. */
-  public Request(
-      String id,
-      TaskType task,
-      List<ModalPart> inputs,
-      DiffusionParams params,
-      OutputSpec output,
-      Map<String, Map<String, String>> nodeOverrides,
-      boolean overrideRecipe) {
-    this(id, task, inputs, params, output, nodeOverrides, overrideRecipe, Map.of(), false);
-  }
-
   /** A text-to-video (or, with one frame and {@link TaskType#T2I}, text-to-image) request. */
   public static Request text(TaskType task, String prompt, DiffusionParams params) {
-    return new Request(
-        UUID.randomUUID().toString(),
-        task,
-        List.of(new ModalPart.Text(prompt)),
-        params,
-        OutputSpec.DEFAULT,
-        Map.of(),
-        false);
+    return builder(task, params).prompt(prompt).build();
+  }
+
+  /**
+   * Starts a request for {@code task} with {@code params}: a random id, no inputs, the default
+   * output, no overrides or plugins, the recipe enforced, not exact.
+   */
+  public static Builder builder(TaskType task, DiffusionParams params) {
+    return new Builder(task, params);
+  }
+
+  /** A builder holding this request's fields, to derive a request that differs in a few. */
+  public Builder toBuilder() {
+    return new Builder(task, params)
+        .id(id)
+        .inputs(inputs)
+        .output(output)
+        .nodeOverrides(nodeOverrides)
+        .overrideRecipe(overrideRecipe)
+        .plugins(plugins)
+        .exact(exact);
   }
 
   /** The prompt (the first text input). */
@@ -97,26 +98,67 @@ public record Request(
     return this;
   }
 
-  public Request withOutput(OutputSpec spec) {
-    return new Request(
-        id, task, inputs, params, spec, nodeOverrides, overrideRecipe, plugins, exact);
-  }
+  /** Names every optional field at the call site, so no bare {@code true, false} reaches it. */
+  public static final class Builder {
+    private final TaskType task;
+    private final DiffusionParams params;
+    private String id = UUID.randomUUID().toString();
+    private List<ModalPart> inputs = List.of();
+    private OutputSpec output = OutputSpec.DEFAULT;
+    private Map<String, Map<String, String>> nodeOverrides = Map.of();
+    private boolean overrideRecipe;
+    private Map<String, Map<String, String>> plugins = Map.of();
+    private boolean exact;
 
-  public Request withOverrideRecipe(boolean override) {
-    return new Request(id, task, inputs, params, output, nodeOverrides, override, plugins, exact);
-  }
+    private Builder(TaskType task, DiffusionParams params) {
+      this.task = task;
+      this.params = params;
+    }
 
-  public Request withNodeOverrides(Map<String, Map<String, String>> overrides) {
-    return new Request(id, task, inputs, params, output, overrides, overrideRecipe, plugins, exact);
-  }
+    public Builder id(String requestId) {
+      id = requestId;
+      return this;
+    }
 
-  public Request withPlugins(Map<String, Map<String, String>> pluginParams) {
-    return new Request(
-        id, task, inputs, params, output, nodeOverrides, overrideRecipe, pluginParams, exact);
-  }
+    /** The inputs, the prompt first. */
+    public Builder inputs(List<ModalPart> parts) {
+      inputs = parts;
+      return this;
+    }
 
-  public Request withExact(boolean isExact) {
-    return new Request(
-        id, task, inputs, params, output, nodeOverrides, overrideRecipe, plugins, isExact);
+    /** A prompt as the only input. */
+    public Builder prompt(String text) {
+      return inputs(List.of(new ModalPart.Text(text)));
+    }
+
+    public Builder output(OutputSpec spec) {
+      output = spec;
+      return this;
+    }
+
+    public Builder nodeOverrides(Map<String, Map<String, String>> overrides) {
+      nodeOverrides = overrides;
+      return this;
+    }
+
+    public Builder overrideRecipe(boolean override) {
+      overrideRecipe = override;
+      return this;
+    }
+
+    public Builder plugins(Map<String, Map<String, String>> pluginParams) {
+      plugins = pluginParams;
+      return this;
+    }
+
+    public Builder exact(boolean isExact) {
+      exact = isExact;
+      return this;
+    }
+
+    public Request build() {
+      return new Request(
+          id, task, inputs, params, output, nodeOverrides, overrideRecipe, plugins, exact);
+    }
   }
 }

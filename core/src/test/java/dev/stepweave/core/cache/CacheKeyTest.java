@@ -23,7 +23,7 @@ class CacheKeyTest {
         .layout("contiguous")
         .scheduler("unipc")
         .guidance("classic:5.0")
-        .seed(42L)
+        .seed(42)
         .inputs(Map.of("input_ids", "abc"))
         .step(3)
         .contract("1")

@@ -63,11 +63,12 @@ class ExtensionsTest {
   }
 
   static Request request(Map<String, Map<String, String>> plugins) {
-    return Request.text(
+    return Request.builder(
             TaskType.T2V,
-            "a cat",
             new DiffusionParams(4, 1.0, 1, 64, 64, 5, 8, "", Optional.empty(), Optional.empty()))
-        .withPlugins(plugins);
+        .prompt("a cat")
+        .plugins(plugins)
+        .build();
   }
 
   static final Extensions DEPLOYED =
@@ -138,7 +139,10 @@ class ExtensionsTest {
         "plugins",
         () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of(), "blocks_b", Map.of())), base));
     assertField(
-        "exact", () -> DEPLOYED.admit(request(Map.of("blocks_a", Map.of())).withExact(true), base));
+        "exact",
+        () ->
+            DEPLOYED.admit(
+                request(Map.of("blocks_a", Map.of())).toBuilder().exact(true).build(), base));
   }
 
   @Test
@@ -175,11 +179,11 @@ class ExtensionsTest {
 
   @Test
   void anExactRequestRefusesDistributionAlteringPlugins() {
-    var exact = request(Map.of("blocks_a", Map.of())).withExact(true);
+    var exact = request(Map.of("blocks_a", Map.of())).toBuilder().exact(true).build();
     assertMessage(
         "an exact request refuses plugin 'blocks_a': it alters the output distribution",
         () -> DEPLOYED.admit(exact, card(RecipeSpec.base())));
-    var fine = request(Map.of("exact_ok", Map.of())).withExact(true);
+    var fine = request(Map.of("exact_ok", Map.of())).toBuilder().exact(true).build();
     assertEquals(1, DEPLOYED.admit(fine, card(RecipeSpec.base())).size());
   }
 

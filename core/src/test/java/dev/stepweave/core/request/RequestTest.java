@@ -2,9 +2,11 @@ package dev.stepweave.core.request;
 
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.stepweave.core.card.TaskType;
+import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
 
@@ -58,5 +60,26 @@ class RequestTest {
     assertEquals(
         "sampler must be unipc or euler, got 'ddim'",
         rejection(Request.text(TaskType.T2I, "x", badSampler)));
+  }
+
+  @Test
+  void aBuilderDefaultsEveryOptionalFieldAndToBuilderCopiesThemAll() {
+    Request plain = Request.builder(TaskType.T2V, params(4, 5, 16, 16, 5)).prompt("a cat").build();
+    assertEquals(OutputSpec.DEFAULT, plain.output());
+    assertEquals(Map.of(), plain.nodeOverrides());
+    assertEquals(Map.of(), plain.plugins());
+    assertFalse(plain.overrideRecipe());
+    assertFalse(plain.exact());
+
+    Request full =
+        plain.toBuilder()
+            .output(OutputSpec.WITH_LATENTS)
+            .nodeOverrides(Map.of("vae_decode", Map.of("tile", "off")))
+            .overrideRecipe(true)
+            .plugins(Map.of("dbcache", Map.of()))
+            .exact(true)
+            .build();
+    assertEquals(plain.id(), full.id());
+    assertEquals(full, full.toBuilder().build());
   }
 }

@@ -78,14 +78,14 @@ class CardContractsAtTheEngineTest {
   }
 
   private static Request request(boolean withPlugin, boolean overrideRecipe) {
-    Request r =
-        Request.text(
-                TaskType.T2V,
-                "count",
-                new DiffusionParams(
-                    2, 1, 0, 256, 256, 17, 8, "", Optional.of("euler"), Optional.empty()))
-            .withPlugins(withPlugin ? Map.of("approx", Map.of()) : Map.of());
-    return overrideRecipe ? r.withOverrideRecipe(true) : r;
+    return Request.builder(
+            TaskType.T2V,
+            new DiffusionParams(
+                2, 1, 0, 256, 256, 17, 8, "", Optional.of("euler"), Optional.empty()))
+        .prompt("count")
+        .plugins(withPlugin ? Map.of("approx", Map.of()) : Map.of())
+        .overrideRecipe(overrideRecipe)
+        .build();
   }
 
   @Test

@@ -6,7 +6,6 @@ import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
@@ -151,16 +150,16 @@ final class PipelineCheck {
             meta.getOrDefault("negative_prompt", ""),
             Optional.empty(),
             Optional.empty());
-    return new Request(
-        "verify-" + UUID.randomUUID(),
-        TaskType.T2V,
-        List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)),
-        params,
-        OutputSpec.DEFAULT,
-        Map.of(
-            WanCards.TEXT_ENCODE, Map.of("max_sequence_length", Integer.toString(maxLength)),
-            WanCards.VAE_DECODE, Map.of("tile", "off")),
-        false);
+    return Request.builder(TaskType.T2V, params)
+        .id("verify-" + UUID.randomUUID())
+        .inputs(List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)))
+        .nodeOverrides(
+            Map.of(
+                WanCards.TEXT_ENCODE,
+                Map.of("max_sequence_length", Integer.toString(maxLength)),
+                WanCards.VAE_DECODE,
+                Map.of("tile", "off")))
+        .build();
   }
 
   private String meta(String key) {

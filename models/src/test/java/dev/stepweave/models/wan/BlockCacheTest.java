@@ -60,26 +60,25 @@ class BlockCacheTest {
   static Request request(String id, long seed, Map<String, Map<String, String>> plugins) {
     Request r = ResumeInNewProcessTest.request();
     var p = r.params();
-    return new Request(
-        id,
-        r.task(),
-        r.inputs(),
-        new dev.stepweave.core.request.DiffusionParams(
-            6,
-            p.guidance(),
-            seed,
-            p.width(),
-            p.height(),
-            p.frames(),
-            p.fps(),
-            p.negativePrompt(),
-            p.sampler(),
-            p.shift()),
-        new dev.stepweave.core.request.OutputSpec(true, 0),
-        r.nodeOverrides(),
-        false,
-        plugins,
-        false);
+    return Request.builder(
+            r.task(),
+            new dev.stepweave.core.request.DiffusionParams(
+                6,
+                p.guidance(),
+                seed,
+                p.width(),
+                p.height(),
+                p.frames(),
+                p.fps(),
+                p.negativePrompt(),
+                p.sampler(),
+                p.shift()))
+        .id(id)
+        .inputs(r.inputs())
+        .output(dev.stepweave.core.request.OutputSpec.WITH_LATENTS)
+        .nodeOverrides(r.nodeOverrides())
+        .plugins(plugins)
+        .build();
   }
 
   static GenerationResult run(Request r) throws Exception {
@@ -186,13 +185,14 @@ class BlockCacheTest {
         Map.of("dbcache", Map.of("fn", "1", "threshold", "10", "taylorseer_order", "2"));
     Request a = request("a", 1, taylor);
     Request b =
-        request("b", 2, taylor)
-            .withNodeOverrides(
+        request("b", 2, taylor).toBuilder()
+            .nodeOverrides(
                 Map.of(
                     WanCards.TEXT_ENCODE,
                     Map.of("max_sequence_length", "16"),
                     WanCards.DENOISE,
-                    Map.of("cfg_batched", "true")));
+                    Map.of("cfg_batched", "true")))
+            .build();
     float[] aliceAlone = denoiseInterleaved(List.of(a)).get("a");
     float[] bobAlone = denoiseInterleaved(List.of(b)).get("b");
     Map<String, float[]> together = denoiseInterleaved(List.of(a, b));

@@ -14,7 +14,6 @@ import dev.stepweave.core.loop.policy.CfgPolicy;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.Engine;
@@ -65,25 +64,28 @@ class InterleaveGateTest {
       int steps,
       double cfg,
       Map<String, String> denoise) {
-    return new Request(
-        id,
-        TaskType.T2V,
-        List.of(new ModalPart.Text(prompt)),
-        new DiffusionParams(
-            steps,
-            cfg,
-            seed,
-            width,
-            height,
-            frames,
-            8,
-            "blurry",
-            Optional.empty(),
-            Optional.empty()),
-        OutputSpec.DEFAULT,
-        Map.of(
-            WanCards.TEXT_ENCODE, Map.of("max_sequence_length", "16"), WanCards.DENOISE, denoise),
-        false);
+    return Request.builder(
+            TaskType.T2V,
+            new DiffusionParams(
+                steps,
+                cfg,
+                seed,
+                width,
+                height,
+                frames,
+                8,
+                "blurry",
+                Optional.empty(),
+                Optional.empty()))
+        .id(id)
+        .prompt(prompt)
+        .nodeOverrides(
+            Map.of(
+                WanCards.TEXT_ENCODE,
+                Map.of("max_sequence_length", "16"),
+                WanCards.DENOISE,
+                denoise))
+        .build();
   }
 
   private static List<Request> mix() {
@@ -120,16 +122,14 @@ class InterleaveGateTest {
       // A sixth request with the shape of a and b but NaN starting latents: its first step is
       // non-finite; it fails alone while the others, batched with it, finish unharmed.
       Request poisoned =
-          new Request(
-              "poisoned",
-              TaskType.T2V,
-              List.of(
-                  new ModalPart.Text("poison"),
-                  new ModalPart.Latents(Tensor.full(Float.NaN, 1, 16, 3, 4, 4))),
-              mix().get(0).params(),
-              OutputSpec.DEFAULT,
-              mix().get(0).nodeOverrides(),
-              false);
+          Request.builder(TaskType.T2V, mix().get(0).params())
+              .id("poisoned")
+              .inputs(
+                  List.of(
+                      new ModalPart.Text("poison"),
+                      new ModalPart.Latents(Tensor.full(Float.NaN, 1, 16, 3, 4, 4))))
+              .nodeOverrides(mix().get(0).nodeOverrides())
+              .build();
       RequestHandle bad = engine.submit(poisoned);
       for (int i = 0; i < hs.size(); i++) {
         assertArrayEquals(serial.get(i), frames(hs.get(i)), "request " + mix().get(i).id());

@@ -96,6 +96,12 @@ class ObserversTest {
     latents.setFloat(Float.NaN, 0, 3, 1, 2, 2);
     List<ModalPart> inputs = new ArrayList<>(r.inputs());
     inputs.add(new ModalPart.Latents(latents));
-    return new Request(id, r.task(), inputs, p, r.output(), r.nodeOverrides(), r.overrideRecipe());
+    return Request.builder(r.task(), p)
+        .id(id)
+        .inputs(inputs)
+        .output(r.output())
+        .nodeOverrides(r.nodeOverrides())
+        .overrideRecipe(r.overrideRecipe())
+        .build();
   }
 }

@@ -7,8 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
@@ -39,14 +37,11 @@ class ResumeInNewProcessTest {
     var params =
         new DiffusionParams(
             4, 5.0, 1234, 32, 32, 9, 8, "blurry", Optional.empty(), Optional.empty());
-    return new Request(
-        "resume-test",
-        TaskType.T2V,
-        List.of(new ModalPart.Text("a red ball bouncing")),
-        params,
-        OutputSpec.DEFAULT,
-        Map.of(WanCards.TEXT_ENCODE, Map.of("max_sequence_length", "16")),
-        false);
+    return Request.builder(TaskType.T2V, params)
+        .id("resume-test")
+        .prompt("a red ball bouncing")
+        .nodeOverrides(Map.of(WanCards.TEXT_ENCODE, Map.of("max_sequence_length", "16")))
+        .build();
   }
 
   @Test

@@ -112,7 +112,8 @@ class StepCacheTest {
             InvalidRequestException.class,
             () ->
                 BlockCacheTest.CACHES.admit(
-                    request("exact", 1, Map.of()).withExact(true), BlockCacheTest.model.card()));
+                    request("exact", 1, Map.of()).toBuilder().exact(true).build(),
+                    BlockCacheTest.model.card()));
     assertEquals(
         "an exact request refuses plugin 'stepcache': it alters the output distribution",
         e.getMessage());

@@ -36,8 +36,9 @@ class TextEmbeddingCacheTest {
       }
 
       Request longer =
-          BlockCacheTest.request("longer", 0, Map.of())
-              .withNodeOverrides(Map.of(WanCards.TEXT_ENCODE, Map.of("max_sequence_length", "24")));
+          BlockCacheTest.request("longer", 0, Map.of()).toBuilder()
+              .nodeOverrides(Map.of(WanCards.TEXT_ENCODE, Map.of("max_sequence_length", "24")))
+              .build();
       BlockCacheTest.runLoop(loop, longer, model, BlockCacheTest.context(longer, Map.of()));
       assertEquals(
           4, model.textEmbeddingCache().metrics().misses(), "another length is another key");

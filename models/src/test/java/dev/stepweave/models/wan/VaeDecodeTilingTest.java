@@ -8,8 +8,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
-import dev.stepweave.core.request.ModalPart;
-import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.wan.vae.DecodeTiling;
 import dev.stepweave.models.wan.vae.WanVae;
@@ -19,7 +17,6 @@ import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;
-import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.AfterAll;
@@ -83,13 +80,10 @@ class VaeDecodeTilingTest {
     var params =
         new DiffusionParams(
             2, 5.0, 0, width, height, 5, 16, "", Optional.empty(), Optional.empty());
-    return new Request(
-        "tiling",
-        TaskType.T2V,
-        List.of(new ModalPart.Text("a cat")),
-        params,
-        OutputSpec.DEFAULT,
-        Map.of(WanCards.VAE_DECODE, overrides),
-        false);
+    return Request.builder(TaskType.T2V, params)
+        .id("tiling")
+        .prompt("a cat")
+        .nodeOverrides(Map.of(WanCards.VAE_DECODE, overrides))
+        .build();
   }
 }

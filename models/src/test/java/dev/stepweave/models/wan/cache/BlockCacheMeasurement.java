@@ -6,15 +6,14 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
-import dev.stepweave.core.media.Psnr;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
-import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.media.Psnr;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Tensor;
@@ -139,26 +138,24 @@ class BlockCacheMeasurement {
       throws Exception {
     var d = EmbeddedWan.DEFAULTS;
     Request r =
-        new Request(
-            "measure-" + System.nanoTime(),
-            TaskType.T2V,
-            List.of(new ModalPart.Text("a red ball bouncing on a wooden floor")),
-            new DiffusionParams(
-                STEPS,
-                d.guidance(),
-                42,
-                d.width(),
-                d.height(),
-                d.frames(),
-                d.fps(),
-                "",
-                Optional.empty(),
-                Optional.empty()),
-            new OutputSpec(true, 0),
-            Map.of(),
-            false,
-            plugins,
-            false);
+        Request.builder(
+                TaskType.T2V,
+                new DiffusionParams(
+                    STEPS,
+                    d.guidance(),
+                    42,
+                    d.width(),
+                    d.height(),
+                    d.frames(),
+                    d.fps(),
+                    "",
+                    Optional.empty(),
+                    Optional.empty()))
+            .id("measure-" + System.nanoTime())
+            .prompt("a red ball bouncing on a wooden floor")
+            .output(OutputSpec.WITH_LATENTS)
+            .plugins(plugins)
+            .build();
     return engine.submit(r).result().get(600, TimeUnit.SECONDS);
   }
 

@@ -1,4 +1,4 @@
-package dev.stepweave.core.media;
+package dev.stepweave.media;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;

@@ -1,4 +1,4 @@
-package dev.stepweave.core.media;
+package dev.stepweave.media;
 
 import org.jcodec.codecs.h264.encode.RateControl;
 import org.jcodec.codecs.h264.io.model.SliceType;

@@ -1,4 +1,4 @@
-package dev.stepweave.core.media;
+package dev.stepweave.media;
 
 import dev.stepweave.tensor.Tensor;
 import java.io.IOException;

@@ -1,4 +1,4 @@
-package dev.stepweave.core.media;
+package dev.stepweave.media;
 
 import java.io.IOException;
 import java.nio.file.AtomicMoveNotSupportedException;

@@ -1,4 +1,4 @@
-package dev.stepweave.core.media;
+package dev.stepweave.media;
 
 import org.jcodec.common.model.ColorSpace;
 import org.jcodec.common.model.Picture;
