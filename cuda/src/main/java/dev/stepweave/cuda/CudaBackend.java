@@ -382,6 +382,32 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return downloadRaw(convert(t, DType.F32));
   }
 
+  /**
+   * Scans {@code t} on the device and copies back one flag (4 bytes) instead of the tensor: the
+   * engine checks every step's output of every request this way.
+   */
+  @Override
+  public boolean isFinite(Tensor t) {
+    if (!isHere(t)) {
+      return Backend.isFiniteOnHost(t);
+    }
+    if (!t.dtype().isFloating() || t.numel() == 0) {
+      return true;
+    }
+    Tensor x = t.dtype() == DType.F32 || t.dtype() == DType.BF16 ? t : convert(t, DType.F32);
+    Tensor dense = contiguous(x);
+    Tensor flag = zeros(DType.F32, 1);
+    try (Launch l = kernels.launch("misc.cu", "any_nonfinite_" + code(dense.dtype()))) {
+      l.ptr(address(dense)).i64(dense.numel()).ptr(address(flag));
+      kernels.elementwise(l, dense.numel());
+    }
+    boolean finite = downloadRaw(flag).getFloat(0) == 0f;
+    allocator.release(flag.storage());
+    releaseDerived(dense, x);
+    releaseDerived(x, t);
+    return finite;
+  }
+
   /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
   Tensor downloadRaw(Tensor t) {
     context.refuseDuringCapture("a download of " + t);

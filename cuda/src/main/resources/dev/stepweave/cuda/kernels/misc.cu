@@ -94,3 +94,21 @@ extern "C" __global__ void channel_bias_bf16(bf16_t* y, const float* bias, i64 n
                                              int channels) {
   channel_bias<bf16_t>(y, bias, n, inner, channels);
 }
+
+// *flag = 1 when any of x[0..n) is NaN or ±Inf (all-ones exponent); left as it was otherwise. Every
+// writer writes the same value, so no atomics are needed. The engine's non-finite check: one flag
+// per request comes back instead of the step's output.
+__device__ __forceinline__ bool nonfinite(float v) { return !isfinite(v); }
+__device__ __forceinline__ bool nonfinite(bf16_t v) { return (v & 0x7f80) == 0x7f80; }
+template <typename T>
+__device__ void any_nonfinite(const T* x, i64 n, float* flag) {
+  GRID_STRIDE(i, n) {
+    if (nonfinite(x[i])) *flag = 1.0f;
+  }
+}
+extern "C" __global__ void any_nonfinite_f32(const float* x, i64 n, float* flag) {
+  any_nonfinite<float>(x, n, flag);
+}
+extern "C" __global__ void any_nonfinite_bf16(const bf16_t* x, i64 n, float* flag) {
+  any_nonfinite<bf16_t>(x, n, flag);
+}
