@@ -17,11 +17,11 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
-import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -170,7 +170,7 @@ final class GenerateCommand implements Callable<Integer> {
       description = "Refuse anything that alters the model's output distribution (caches).")
   boolean exact;
 
-  @picocli.CommandLine.Mixin Backends backendOption;
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.Weights;

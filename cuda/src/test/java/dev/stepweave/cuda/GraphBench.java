@@ -5,6 +5,7 @@ import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
