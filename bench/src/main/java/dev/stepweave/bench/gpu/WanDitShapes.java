@@ -1,4 +1,4 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import java.util.LinkedHashMap;

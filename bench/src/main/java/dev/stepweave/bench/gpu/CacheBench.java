@@ -1,11 +1,14 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
 import dev.stepweave.core.extend.ActivePlugin;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.Plugin;
 import dev.stepweave.core.extend.PluginState;
 import dev.stepweave.core.loop.WorkCall;
+import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.core.parity.Tolerance;
+import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.models.wan.cache.BlockCacheRow;
 import dev.stepweave.models.wan.cache.DenoiseHooks;
@@ -139,7 +142,7 @@ public final class CacheBench {
                 o.reused(),
                 o.msPerStep(),
                 base.msPerStep() / o.msPerStep(),
-                RelativeL2.of(gpu.download(o.latents()), gpu.download(base.latents()))));
+                relativeL2(gpu.download(o.latents()), gpu.download(base.latents()))));
   }
 
   /** One request's whole denoise with {@code setting}'s caches, timed. */
@@ -224,5 +227,11 @@ public final class CacheBench {
   private static String reused(Map<String, Long> report, int steps) {
     Long cached = report.get("stepcache.cached_steps");
     return cached == null ? "—" : cached + "/" + steps;
+  }
+
+  /** ‖actual − expected‖₂ / ‖expected‖₂ of two host tensors, as the parity reports measure it. */
+  private static double relativeL2(Tensor actual, Tensor expected) {
+    return Comparison.of("latents", actual, expected, new Tolerance.RelativeL2(1))
+        .relativeL2Error();
   }
 }

@@ -1,6 +1,7 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
 import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.GraphKey;

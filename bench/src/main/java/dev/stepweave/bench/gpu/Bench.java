@@ -1,8 +1,9 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.cuda.driver.CudaLibraries;
 import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.models.wan.transformer.WanTransformer;

@@ -1,5 +1,6 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
+import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.lang.reflect.InvocationHandler;

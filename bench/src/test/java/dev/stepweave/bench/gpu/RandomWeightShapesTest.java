@@ -1,4 +1,4 @@
-package dev.stepweave.cuda;
+package dev.stepweave.bench.gpu;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
