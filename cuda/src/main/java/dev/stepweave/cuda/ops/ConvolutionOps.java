@@ -9,6 +9,7 @@ import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -35,25 +36,10 @@ public final class ConvolutionOps {
   }
 
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    if (x.rank() != 5 || w.rank() != 5 || x.dim(1) != w.dim(1)) {
-      throw new IllegalArgumentException(
-          "conv3d of x " + x + " [B, C, T, H, W] with weight " + w + " [O, C, kt, kh, kw]");
-    }
-    if (stride.length != 3 || padding.length != 3) {
-      throw new IllegalArgumentException(
-          "conv3d stride " + Arrays.toString(stride) + " and padding need 3 entries");
-    }
+    int[] outShape = OpShapes.conv3d(x, w, bias, stride, padding);
     int batch = x.dim(0), c = x.dim(1), t = x.dim(2), hh = x.dim(3), ww = x.dim(4);
     int o = w.dim(0), kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
-    int to = (t + 2 * padding[0] - kt) / stride[0] + 1;
-    int ho = (hh + 2 * padding[1] - kh) / stride[1] + 1;
-    int wo = (ww + 2 * padding[2] - kw) / stride[2] + 1;
-    if (to <= 0 || ho <= 0 || wo <= 0) {
-      throw new IllegalArgumentException("conv3d kernel " + w + " larger than padded input " + x);
-    }
-    if (bias != null && bias.numel() != o) {
-      throw new IllegalArgumentException("conv3d bias " + bias + " for " + o + " channels");
-    }
+    int to = outShape[2], ho = outShape[3], wo = outShape[4];
     if (operands.bf16Mode()) {
       // cuDNN's convolution (BF16 out) when present and it takes the shape; else im2col in F32.
       Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding);

@@ -14,7 +14,6 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
-import java.util.List;
 
 /** Elementwise maps, broadcast binary ops and the fused gated residual and RoPE. */
 public final class ElementwiseOps {
@@ -136,16 +135,8 @@ public final class ElementwiseOps {
   }
 
   public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
-    if (x.rank() != 4 || x.dim(-1) % 2 != 0) {
-      throw new IllegalArgumentException("rope wants [B, L, H, D] with even D, got " + x);
-    }
+    OpShapes.rope(x, cos, sin);
     int l = x.dim(1), h = x.dim(2), half = x.dim(3) / 2;
-    for (Tensor t : List.of(cos, sin)) {
-      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
-        throw new IllegalArgumentException(
-            "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
-      }
-    }
     Tensor xd = operands.activation(x), cf = tensors.f32(cos), sf = tensors.f32(sin);
     Tensor out = tensors.empty(xd.dtype(), x.shape());
     long pairs = out.numel() / 2;

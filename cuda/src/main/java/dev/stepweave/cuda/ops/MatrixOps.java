@@ -27,19 +27,12 @@ public final class MatrixOps {
    * the BF16 mode (written by the GEMM when the weight is BF16 too), else F32.
    */
   public Tensor linear(Tensor x, Tensor w, Tensor bias, boolean gelu) {
-    if (x.rank() < 1 || w.rank() != 2 || x.dim(-1) != w.dim(1)) {
-      throw new IllegalArgumentException("linear of x " + x + " with weight " + w + " [out, in]");
-    }
+    int[] shape = OpShapes.linear(x, w, bias);
     int k = w.dim(1), n = w.dim(0);
-    if (bias != null && bias.numel() != n) {
-      throw new IllegalArgumentException("linear bias " + bias + " for " + n + " outputs");
-    }
     int m = 1;
     for (int i = 0; i < x.rank() - 1; i++) {
       m = Math.multiplyExact(m, x.dim(i));
     }
-    int[] shape = x.shape();
-    shape[shape.length - 1] = n;
     DType outType = operands.keepsBf16(x) ? DType.BF16 : DType.F32;
     if (Tensor.numel(shape) == 0) {
       return tensors.empty(outType, shape);

@@ -71,15 +71,9 @@ public final class MovementOps {
   }
 
   public Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
-    if (x.rank() < 2 || scaleH < 1 || scaleW < 1) {
-      throw new IllegalArgumentException(
-          "upsampleNearest2d of " + x + " by (" + scaleH + ", " + scaleW + ")");
-    }
+    int[] shape = OpShapes.upsampleNearest2d(x, scaleH, scaleW);
     int rank = x.rank();
     int h = x.dim(-2), w = x.dim(-1);
-    int[] shape = x.shape();
-    shape[rank - 2] = h * scaleH;
-    shape[rank - 1] = w * scaleW;
     Tensor out = tensors.empty(DType.F32, shape);
     if (out.numel() == 0) {
       return out;
@@ -96,12 +90,7 @@ public final class MovementOps {
   }
 
   public Tensor embedding(Tensor table, Tensor ids) {
-    if (table.rank() != 2) {
-      throw new IllegalArgumentException("embedding table must be [V, D], got " + table);
-    }
-    if (ids.dtype().isFloating()) {
-      throw new IllegalArgumentException("embedding ids must be integers, got " + ids);
-    }
+    int[] shape = OpShapes.embedding(table, ids);
     int vocab = table.dim(0), d = table.dim(1);
     Tensor idsHere = tensors.onDevice(ids);
     Tensor id64 =
@@ -114,8 +103,6 @@ public final class MovementOps {
             "embedding id " + id + " out of range for a table of " + vocab + " rows");
       }
     }
-    int[] shape = Arrays.copyOf(ids.shape(), ids.rank() + 1);
-    shape[ids.rank()] = d;
     Tensor tf = tensors.f32(table);
     Tensor out = tensors.empty(DType.F32, shape);
     long rows = id64.numel();

@@ -9,10 +9,10 @@ import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.List;
 
 /**
  * The row reductions of norms.cu: layer and RMS norms (plain, modulated, with RoPE), softmax, sums.
@@ -29,13 +29,8 @@ public final class NormOps {
   }
 
   private Tensor optionalRowParam(Tensor p, int n, String what) {
-    if (p == null) {
-      return null;
-    }
-    if (p.numel() != n) {
-      throw new IllegalArgumentException(what + " has " + p.numel() + " elements, expected " + n);
-    }
-    return tensors.f32(p);
+    OpShapes.rowParameter(p, n, what);
+    return p == null ? null : tensors.f32(p);
   }
 
   private static long rows(Tensor x) {
@@ -104,18 +99,9 @@ public final class NormOps {
 
   /** rmsNorm over {@code [B, L, H·D]} rows, then RoPE per head, in one pass (norms.cu). */
   public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    OpShapes.rmsNormRope(x, heads, cos, sin);
     int n = x.dim(-1);
-    if (x.rank() != 3 || heads <= 0 || n % heads != 0 || (n / heads) % 2 != 0) {
-      throw new IllegalArgumentException(
-          "rmsNormRope wants [B, L, H·D] with " + heads + " heads of even D, got " + x);
-    }
     int l = x.dim(1), half = n / heads / 2;
-    for (Tensor t : List.of(cos, sin)) {
-      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
-        throw new IllegalArgumentException(
-            "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
-      }
-    }
     Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
     Tensor xd = operands.activation(x), cf = tensors.f32(cos), sf = tensors.f32(sin);
     Tensor out = tensors.empty(xd.dtype(), x.dim(0), l, heads, n / heads);
@@ -147,11 +133,7 @@ public final class NormOps {
   }
 
   public Tensor sumLastDim(Tensor x) {
-    if (x.rank() == 0) {
-      throw new IllegalArgumentException("sumLastDim of a scalar");
-    }
-    int[] shape = x.shape();
-    shape[shape.length - 1] = 1;
+    int[] shape = OpShapes.sumLastDim(x);
     if (x.dim(-1) == 0) {
       return tensors.zeros(DType.F32, shape);
     }
