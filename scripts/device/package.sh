@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# Builds everything the GPU machine needs into DEST (default: <repo>/.device, git-ignored):
-# the jars of every module with their runtime and test dependencies (one lib/ folder serves the
-# `stepweave` CLI and the cuda module's test classes: the "gpu" group, GpuSuite, Bench), a jlink'd
-# Java 25 runtime, run.sh and, when the diffusers source is given, diffusers.tar.xz for the
-# whole-generation reference (wan_pipeline.py).
+# Builds everything the GPU machine needs into DEST (default: <repo>/.device, git-ignored): the
+# jars of every module with their runtime and test dependencies in one lib/ folder (the
+# `stepweave` CLI, the cuda module's test classes — the "gpu" group, GpuSuite — and the bench
+# module's GPU benchmark mains of dev.stepweave.bench.gpu), a jlink'd Java 25 runtime, run.sh and,
+# when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
+# (wan_pipeline.py).
 # Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
@@ -12,11 +13,13 @@ dest=${1:-$repo/.device}
 diffusers=${2:-}
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
 cd "$repo"
-./mvnw -q -B package -pl cuda,cli -am -DskipTests \
+# Each module writes its classpath (relative paths resolve against the module's directory).
+./mvnw -q -B package -pl cuda,bench,cli -am -DskipTests \
   dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/device.classpath
 rm -rf "$dest/lib"
 mkdir -p "$dest/lib"
-{ cat cuda/target/device.classpath; echo; cat cli/target/device.classpath; } | tr ':' '\n' | sort -u |
+cat cuda/target/device.classpath <(echo) bench/target/device.classpath <(echo) \
+  cli/target/device.classpath | tr ':' '\n' | sort -u |
   while read -r entry || [ -n "$entry" ]; do
     [ -z "$entry" ] && continue
     if [ -d "$entry" ]; then
@@ -27,7 +30,7 @@ mkdir -p "$dest/lib"
       cp "$entry" "$dest/lib/"
     fi
   done
-for module in cuda cli; do # the projects themselves are not on their own classpaths
+for module in cuda bench cli; do # the projects themselves are not on their own classpaths
   ls "$dest/lib/stepweave-$module-"*.jar >/dev/null 2>&1 ||
     "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-$module-classes.jar" -C "$module/target/classes" .
 done

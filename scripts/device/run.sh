@@ -3,8 +3,8 @@
 # runtime, then, each step optional:
 #   TESTS=1 (default)   the "gpu" test group (GpuSuite: CudaBackend vs CpuBackend op by op, kernel
 #                       compilation, the VMM pool, the golden parity suite in F32, BF16 bounds)
-#   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.cuda.Bench (our side)
-#   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.cuda mains, in order
+#   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
+#   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
 #   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU
@@ -40,7 +40,7 @@ fi
 if [ "${BENCH:-all}" != none ]; then
   {
     echo "$header"
-    timeout "${BENCH_TIMEOUT:-420}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.Bench "${BENCH:-all}"
+    timeout "${BENCH_TIMEOUT:-420}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.bench.gpu.Bench "${BENCH:-all}"
     echo "bench exit: $?"
   } 2>&1 | tee "$out/bench.log"
 fi
@@ -51,7 +51,7 @@ for entry in ${MAINS:-}; do
   [ "$entry" != "$main" ] && IFS=, read -r -a args <<< "${entry#*:}"
   {
     echo "$header"
-    timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.cuda.$main" "${args[@]}"
+    timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.bench.gpu.$main" "${args[@]}"
     echo "$main exit: $?"
   } 2>&1 | tee "$out/$main.log"
 done

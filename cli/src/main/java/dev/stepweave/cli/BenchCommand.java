@@ -7,9 +7,9 @@ import dev.stepweave.cli.bench.ServingMode;
 import dev.stepweave.cli.bench.ServingRun;
 import dev.stepweave.cli.bench.Workload;
 import dev.stepweave.core.request.Request;
-import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
+import dev.stepweave.tensor.Precision;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
 import java.nio.file.Path;
@@ -98,7 +98,7 @@ final class BenchCommand {
                 + " (default: ${DEFAULT-VALUE}).")
     int rounds;
 
-    @picocli.CommandLine.Mixin Backends backendOption;
+    @picocli.CommandLine.Mixin BackendOption backendOption;
 
     @Override
     public Integer call() throws Exception {

@@ -12,13 +12,13 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
-import dev.stepweave.cuda.Precision;
 import dev.stepweave.media.Mp4Writer;
 import dev.stepweave.media.PngWriter;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -147,7 +147,7 @@ final class GenerationOptions {
       description = "Refuse anything that alters the model's output distribution (caches).")
   boolean exact;
 
-  @picocli.CommandLine.Mixin Backends backendOption;
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 

@@ -3,12 +3,12 @@ package dev.stepweave.cli;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
-import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.server.ServerConfig;
 import dev.stepweave.server.StepweaveServer;
+import dev.stepweave.tensor.Precision;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -100,7 +100,7 @@ final class ServeCommand implements Callable<Integer> {
       })
   List<String> cacheDefaults = List.of();
 
-  @picocli.CommandLine.Mixin Backends backendOption;
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 

@@ -2,9 +2,9 @@ package dev.stepweave.cli;
 
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
-import dev.stepweave.cuda.Precision;
 import dev.stepweave.models.parity.RecordingVerifier;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Precision;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -43,7 +43,7 @@ final class VerifyCommand implements Callable<Integer> {
       description = "A directory of reference recordings in the golden format.")
   Path reference;
 
-  @picocli.CommandLine.Mixin Backends backendOption;
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @Override
   public Integer call() {

@@ -1,6 +1,8 @@
 package dev.stepweave.cuda;
 
+import dev.stepweave.cuda.driver.CudaLibraries;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.util.function.Consumer;
 

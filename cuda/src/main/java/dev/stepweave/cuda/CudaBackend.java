@@ -1,13 +1,25 @@
 package dev.stepweave.cuda;
 
+import dev.stepweave.cuda.blas.Gemm;
+import dev.stepweave.cuda.driver.CudaContext;
+import dev.stepweave.cuda.graph.CudaGraphs;
+import dev.stepweave.cuda.graph.GraphStats;
+import dev.stepweave.cuda.kernels.KernelCompiler;
+import dev.stepweave.cuda.kernels.Kernels;
+import dev.stepweave.cuda.memory.ComponentPools;
+import dev.stepweave.cuda.memory.DeviceAllocator;
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.cuda.memory.MemoryScope;
+import dev.stepweave.cuda.memory.VirtualMemoryPool;
+import dev.stepweave.cuda.ops.CudaOps;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.DeviceMemory;
 import dev.stepweave.tensor.GraphKey;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
-import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -35,27 +47,26 @@ import java.util.function.Supplier;
  */
 public final class CudaBackend implements Backend, AutoCloseable {
   private final CudaContext context;
-  private final Device device;
-  private final DeviceAllocator allocator;
-  private final Kernels kernels;
-  private final Gemm gemm;
-  private final Ops ops;
-  private final Storage gemmWorkspace;
   private final Precision precision;
-  private final CudaGraphs graphs;
+  private final DeviceAllocator allocator;
   private final ComponentPools pools;
+  private final DeviceTensors tensors;
+  private final Storage gemmWorkspace;
+  private final Gemm gemm;
+  private final CudaOps ops;
+  private final CudaGraphs graphs;
 
   private CudaBackend(CudaContext context, Path kernelCache, Precision precision) {
     this.context = context;
     this.precision = precision;
-    this.device = Device.cuda(context.device());
+    Device device = Device.cuda(context.device());
     this.allocator = new DeviceAllocator(device, context);
     this.pools = new ComponentPools(context, device);
-    this.kernels = new Kernels(context, kernelCache);
+    this.tensors = new DeviceTensors(context, allocator, pools, new Kernels(context, kernelCache));
     this.gemmWorkspace = allocator.allocate(Gemm.workspaceBytes());
     this.gemm = new Gemm(context, gemmWorkspace.segment().address());
-    this.ops = new Ops(this, kernels, gemm);
-    this.graphs = new CudaGraphs(this, allocator);
+    this.ops = new CudaOps(tensors, gemm, precision);
+    this.graphs = new CudaGraphs(tensors, allocator);
   }
 
   /**
@@ -71,6 +82,10 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   public static CudaBackend open(int ordinal, Path kernelCache, Precision precision) {
+    if (precision != Precision.F32 && precision != Precision.BF16) {
+      throw new IllegalArgumentException(
+          "the CUDA backend computes in f32 or bf16, not " + precision.wireName());
+    }
     CudaContext context = CudaContext.open(ordinal);
     return new CudaBackend(context, kernelCache, precision);
   }
@@ -81,6 +96,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   public CudaContext context() {
     return context;
+  }
+
+  /** The device tensors under this backend: what its op families allocate and copy with. */
+  public DeviceTensors tensors() {
+    return tensors;
   }
 
   /** Bytes of device memory held by this backend's allocator (live tensors and cache). */
@@ -149,8 +169,8 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return pools.pool(component).reservedBytes();
   }
 
-  /** {@code component}'s pool (package-private: tests look at its chunk size and range). */
-  VirtualMemoryPool componentPool(String component) {
+  /** {@code component}'s pool (tests look at its chunk size and range). */
+  public VirtualMemoryPool componentPool(String component) {
     return pools.pool(component);
   }
 
@@ -168,7 +188,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   /** Opens a scope (nested in the open one) whose tensors the caller releases; see MemoryScope. */
   public MemoryScope openScope() {
-    return new MemoryScope(allocator.openScope());
+    return MemoryScope.open(allocator);
   }
 
   /**
@@ -246,398 +266,184 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   @Override
   public Device device() {
-    return device;
+    return tensors.device();
   }
 
   @Override
   public String name() {
-    return device + " (" + context.name() + ", " + context.arch() + ")";
+    return device() + " (" + context.name() + ", " + context.arch() + ")";
   }
 
   // ---- memory ---------------------------------------------------------------------------------
 
-  static boolean storable(DType t) {
-    return t == DType.F32 || t == DType.BF16 || t == DType.I64 || t == DType.I32;
-  }
-
-  /**
-   * A fresh contiguous, uninitialised device tensor: from the caching allocator, or while a
-   * component loads ({@link #loadingComponent}) from that component's pool.
-   */
-  Tensor empty(DType dtype, int... shape) {
-    if (!storable(dtype)) {
-      throw new IllegalArgumentException(
-          dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
-    }
-    long bytes = Tensor.numel(shape) * dtype.byteSize();
-    Storage s = pools.isLoading() ? pools.allocate(bytes) : allocator.allocate(bytes);
-    return Tensor.contiguousOver(s, dtype, shape);
-  }
-
-  /** Like {@link #empty}, but always from the caching allocator: a temporary even during a load. */
-  private Tensor emptyTemporary(DType dtype, int... shape) {
-    Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
-    return Tensor.contiguousOver(s, dtype, shape);
-  }
-
-  /**
-   * Like {@link #empty}, but no open {@link MemoryScope} releases it: a cached copy that must live
-   * as long as what it was made from, returned once it is unreachable.
-   */
-  Tensor emptyUnscoped(DType dtype, int... shape) {
-    if (!storable(dtype)) {
-      throw new IllegalArgumentException(dtype + " device storage is not supported");
-    }
-    Storage s = allocator.allocateUnscoped(Tensor.numel(shape) * dtype.byteSize());
-    return Tensor.contiguousOver(s, dtype, shape);
-  }
-
-  /**
-   * Like {@link #emptyUnscoped}, for a copy that lives as long as device tensor {@code original}:
-   * when {@code original} is a component's weight, the copy joins that component's pool (so it is
-   * accounted with it, sleeps with it and is freed with it).
-   */
-  Tensor emptyBeside(Tensor original, DType dtype, int... shape) {
-    if (!storable(dtype)) {
-      throw new IllegalArgumentException(dtype + " device storage is not supported");
-    }
-    long bytes = Tensor.numel(shape) * dtype.byteSize();
-    Storage s = pools.allocateBeside(original.storage().segment().address(), bytes);
-    return s == null ? emptyUnscoped(dtype, shape) : Tensor.contiguousOver(s, dtype, shape);
-  }
-
-  /**
-   * Releases {@code derived}, a temporary an op made from {@code original} (a conversion or an
-   * upload), once the kernels reading it are issued; nothing when it is {@code original} itself.
-   */
-  void releaseDerived(Tensor derived, Tensor original) {
-    if (derived != null && derived.storage() != original.storage()) {
-      allocator.release(derived.storage());
-    }
-  }
-
   @Override
   public Tensor zeros(DType dtype, int... shape) {
-    Tensor t = empty(dtype, shape);
-    fill(t, 0);
-    return t;
-  }
-
-  /** Sets every 4-byte word of contiguous {@code t} to {@code bits}. */
-  void fill(Tensor t, int bits) {
-    if (t.byteSize() % 4 != 0) {
-      throw new IllegalArgumentException("fill of " + t + ": size not a multiple of 4 bytes");
-    }
-    long ptr = address(t);
-    long words = t.byteSize() / 4;
-    long stream = context.stream();
-    Driver.call(
-        "cuMemsetD32Async",
-        () -> (int) Driver.cuMemsetD32Async.invokeExact(ptr, bits, words, stream));
+    return tensors.zeros(dtype, shape);
   }
 
   @Override
   public Tensor upload(Tensor t, DType dtype) {
-    if (isHere(t)) {
-      return convert(t, dtype);
-    }
-    if (t.device().kind() != Device.Kind.CPU) {
-      throw new IllegalArgumentException("cannot upload " + t + " to " + device);
-    }
-    context.refuseDuringCapture("an upload of " + t);
-    Tensor host = t;
-    boolean deviceConvertible = storable(t.dtype()) && t.dtype().isFloating() == dtype.isFloating();
-    if (!deviceConvertible) {
-      host = t.toHost(dtype);
-    } else if (!t.isContiguous()) {
-      host = t.toHost(t.dtype());
-    }
-    // A copy that is converted on the device is staged in a temporary, never in a weight pool.
-    boolean converts = host.dtype() != dtype;
-    Tensor raw =
-        converts ? emptyTemporary(host.dtype(), host.shape()) : empty(host.dtype(), host.shape());
-    if (raw.byteSize() > 0) {
-      MemorySegment src = host.segment();
-      long dst = address(raw);
-      long bytes = raw.byteSize();
-      Driver.call(
-          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
-    }
-    if (!converts) {
-      return raw;
-    }
-    Tensor out = convert(raw, dtype);
-    releaseDerived(raw, out);
-    return out;
+    return tensors.upload(t, dtype);
   }
 
   @Override
   public Tensor download(Tensor t) {
-    if (!isHere(t)) {
-      return t.toHost(DType.F32);
-    }
-    if (!t.dtype().isFloating()) {
-      return downloadRaw(t).toHost(DType.F32);
-    }
-    return downloadRaw(convert(t, DType.F32));
-  }
-
-  /**
-   * Scans {@code t} on the device and copies back one flag (4 bytes) instead of the tensor: the
-   * engine checks every step's output of every request this way.
-   */
-  @Override
-  public boolean isFinite(Tensor t) {
-    if (!isHere(t)) {
-      return Backend.isFiniteOnHost(t);
-    }
-    if (!t.dtype().isFloating() || t.numel() == 0) {
-      return true;
-    }
-    Tensor x = t.dtype() == DType.F32 || t.dtype() == DType.BF16 ? t : convert(t, DType.F32);
-    Tensor dense = contiguous(x);
-    Tensor flag = zeros(DType.F32, 1);
-    try (Launch l = kernels.launch("misc.cu", "any_nonfinite_" + code(dense.dtype()))) {
-      l.ptr(address(dense)).i64(dense.numel()).ptr(address(flag));
-      kernels.elementwise(l, dense.numel());
-    }
-    boolean finite = downloadRaw(flag).getFloat(0) == 0f;
-    allocator.release(flag.storage());
-    releaseDerived(dense, x);
-    releaseDerived(x, t);
-    return finite;
-  }
-
-  /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
-  Tensor downloadRaw(Tensor t) {
-    context.refuseDuringCapture("a download of " + t);
-    context.bind();
-    Tensor dense = contiguous(t);
-    Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
-    if (host.byteSize() > 0) {
-      MemorySegment dst = host.segment();
-      long src = address(dense);
-      long bytes = host.byteSize();
-      Driver.call(
-          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
-    }
-    return host;
+    return tensors.download(t);
   }
 
   @Override
   public Tensor contiguous(Tensor t) {
-    Tensor here = onDevice(t);
-    return here.isContiguous() ? here : convert(here, here.dtype());
+    return tensors.contiguous(t);
   }
 
-  /** A fresh contiguous copy of device tensor {@code t} in {@code dtype}. */
-  Tensor convert(Tensor t, DType dtype) {
-    Tensor out = empty(dtype, t.shape());
-    copy(t, out);
-    return out;
-  }
-
-  /** Copies every element of device view {@code src} into device view {@code dst} (same shape). */
-  void copy(Tensor src, Tensor dst) {
-    long n = src.numel();
-    if (n == 0) {
-      return;
-    }
-    String kernel = "copy_" + code(src.dtype()) + "_" + code(dst.dtype());
-    if (src.dtype().isFloating() != dst.dtype().isFloating()) {
-      throw new IllegalArgumentException("no device conversion from " + src + " to " + dst);
-    }
-    try (Launch l = kernels.launch("copy.cu", kernel)) {
-      l.ptr(address(src))
-          .ptr(address(dst))
-          .struct(Index8.of(l.arena(), src.shape(), src.strides(), dst.strides()))
-          .i64(n);
-      kernels.elementwise(l, n);
-    }
-  }
-
-  static String code(DType t) {
-    return switch (t) {
-      case F32 -> "f32";
-      case BF16 -> "bf16";
-      case I64 -> "i64";
-      case I32 -> "i32";
-      default -> throw new IllegalArgumentException(t + " device storage is not supported");
-    };
-  }
-
-  boolean isHere(Tensor t) {
-    return t.device().equals(device);
-  }
-
-  /** {@code t} itself when on this device; a host tensor is uploaded in a storable dtype. */
-  Tensor onDevice(Tensor t) {
-    if (isHere(t)) {
-      return t;
-    }
-    DType keep = storable(t.dtype()) ? t.dtype() : DType.F32;
-    return upload(t, keep);
-  }
-
-  /** {@code t} as contiguous F32 on this device (itself when it already is). */
-  Tensor f32(Tensor t) {
-    Tensor here = onDevice(t);
-    return here.dtype() == DType.F32 && here.isContiguous() ? here : convert(here, DType.F32);
-  }
-
-  /** {@code t} as F32 on this device, any strides (a view of it when it already is F32). */
-  Tensor f32View(Tensor t) {
-    Tensor here = onDevice(t);
-    return here.dtype() == DType.F32 ? here : convert(here, DType.F32);
-  }
-
-  /** Device address of the first element of view {@code t}. */
-  static long address(Tensor t) {
-    return t.storage().segment().address() + t.offset() * t.dtype().byteSize();
-  }
-
-  // ---- compute (see Ops) -----------------------------------------------------------------------
+  // ---- compute (see CudaOps) -------------------------------------------------------------------
 
   @Override
   public Tensor linear(Tensor x, Tensor w, Tensor bias) {
-    return ops.linear(x, w, bias, false);
+    return ops.matrix().linear(x, w, bias, false);
   }
 
   @Override
   public Tensor matmul(Tensor a, Tensor b) {
-    return ops.matmul(a, b);
+    return ops.matrix().matmul(a, b);
   }
 
   @Override
   public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
-    return ops.attention(q, k, v, bias, scale);
+    return ops.attention().attention(q, k, v, bias, scale);
   }
 
   /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */
-  String attentionPath(Tensor q, Tensor k, Tensor v) {
-    return ops.attentionPath(q, k, v);
+  public String attentionPath(Tensor q, Tensor k, Tensor v) {
+    return ops.attention().attentionPath(q, k, v);
   }
 
   /** Bias-free attention through our flash kernel even where cuDNN would run (F32 result). */
-  Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
-    return ops.flashAttention(q, k, v, scale);
+  public Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
+    return ops.attention().flashAttention(q, k, v, scale);
   }
 
   @Override
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    return ops.conv3d(x, w, bias, stride, padding);
+    return ops.convolution().conv3d(x, w, bias, stride, padding);
   }
 
   /** Which implementation runs {@link #conv3d} of these arguments, in words. */
-  String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    return ops.conv3dPath(x, w, bias, stride, padding);
+  public String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return ops.convolution().conv3dPath(x, w, bias, stride, padding);
   }
 
   /** Every convolution shape seen so far and what ran it (BF16 mode), one per line. */
-  String conv3dPaths() {
-    return ops.conv3dPaths();
+  public String conv3dPaths() {
+    return ops.convolution().conv3dPaths();
   }
 
   @Override
   public Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
-    return ops.layerNorm(x, weight, bias, eps);
+    return ops.norms().layerNorm(x, weight, bias, eps);
   }
 
   @Override
   public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
-    return ops.rmsNorm(x, weight, eps);
+    return ops.norms().rmsNorm(x, weight, eps);
   }
 
   @Override
   public Tensor l2Normalize(Tensor x, int dim, float eps) {
-    return ops.l2Normalize(x, dim, eps);
+    return ops.norms().l2Normalize(x, dim, eps);
   }
 
   @Override
   public Tensor softmax(Tensor x) {
-    return ops.softmax(x);
+    return ops.norms().softmax(x);
   }
 
   @Override
   public Tensor gelu(Tensor x, boolean tanhApproximation) {
-    return ops.map(x, tanhApproximation ? Ops.GELU_TANH : Ops.GELU_ERF, 0, 0);
+    return ops.elementwise().gelu(x, tanhApproximation);
   }
 
   @Override
   public Tensor silu(Tensor x) {
-    return ops.map(x, Ops.SILU, 0, 0);
+    return ops.elementwise().silu(x);
   }
 
   @Override
   public Tensor unary(Tensor x, UnaryOp op) {
-    return ops.map(x, op.ordinal(), 0, 0);
+    return ops.elementwise().unary(x, op);
   }
 
   @Override
   public Tensor binary(Tensor a, Tensor b, BinaryOp op) {
-    return ops.binary(a, b, op);
+    return ops.elementwise().binary(a, b, op);
   }
 
   @Override
   public Tensor affine(Tensor x, float scale, float shift) {
-    return ops.map(x, Ops.AFFINE, scale, shift);
+    return ops.elementwise().affine(x, scale, shift);
   }
 
   @Override
   public Tensor clamp(Tensor x, float min, float max) {
-    return ops.map(x, Ops.CLAMP, min, max);
+    return ops.elementwise().clamp(x, min, max);
   }
 
   @Override
   public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
-    return ops.rope(x, cos, sin);
+    return ops.elementwise().rope(x, cos, sin);
   }
 
   @Override
   public Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
-    return ops.modulatedLayerNorm(x, shift, scale, eps);
+    return ops.norms().modulatedLayerNorm(x, shift, scale, eps);
   }
 
   @Override
   public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
-    return ops.rmsNormRope(x, weight, eps, heads, cos, sin);
+    return ops.norms().rmsNormRope(x, weight, eps, heads, cos, sin);
   }
 
   @Override
   public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
-    return ops.gatedResidual(x, y, gate);
+    return ops.elementwise().gatedResidual(x, y, gate);
   }
 
   @Override
   public Tensor linearGeluTanh(Tensor x, Tensor w, Tensor bias) {
     return precision == Precision.BF16
-        ? ops.linear(x, w, bias, true)
+        ? ops.matrix().linear(x, w, bias, true)
         : gelu(linear(x, w, bias), true);
   }
 
   @Override
   public Tensor concat(List<Tensor> parts, int dim) {
-    return ops.concat(parts, dim);
+    return ops.movement().concat(parts, dim);
   }
 
   @Override
   public Tensor pad(Tensor x, int[] pads, float value) {
-    return ops.pad(x, pads, value);
+    return ops.movement().pad(x, pads, value);
   }
 
   @Override
   public Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
-    return ops.upsampleNearest2d(x, scaleH, scaleW);
+    return ops.movement().upsampleNearest2d(x, scaleH, scaleW);
   }
 
   @Override
   public Tensor embedding(Tensor table, Tensor ids) {
-    return ops.embedding(table, ids);
+    return ops.movement().embedding(table, ids);
   }
 
   @Override
   public Tensor sumLastDim(Tensor x) {
-    return ops.sumLastDim(x);
+    return ops.norms().sumLastDim(x);
+  }
+
+  /** On the device: one flag comes back instead of the tensor. */
+  @Override
+  public boolean isFinite(Tensor t) {
+    return tensors.isHere(t) ? ops.norms().isFinite(t) : Backend.isFiniteOnHost(t);
   }
 
   @Override

@@ -1,6 +1,7 @@
 package dev.stepweave.cuda;
 
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 
 /**
  * One attention shape of the GPU attention tests: random [B, L, H, D] host queries, keys and values

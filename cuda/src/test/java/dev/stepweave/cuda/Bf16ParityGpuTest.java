@@ -7,6 +7,7 @@ import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;

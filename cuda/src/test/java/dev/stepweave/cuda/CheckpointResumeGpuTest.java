@@ -11,6 +11,7 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.SafetensorsFile;

@@ -12,11 +12,14 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.cuda.memory.VirtualMemoryPool;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.ComponentMemory;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
 import java.nio.file.Path;
@@ -104,9 +107,9 @@ class ComponentPoolsGpuTest {
         long bytes = 0;
         for (Tensor t : tensors) {
           assertEquals(gpu.device(), t.device());
-          assertTrue(pool.contains(CudaBackend.address(t)), t + " is outside " + tag);
+          assertTrue(pool.contains(DeviceTensors.address(t)), t + " is outside " + tag);
           for (String other : tags.subList(0, tags.size() - 1)) {
-            assertFalse(gpu.componentPool(other).contains(CudaBackend.address(t)));
+            assertFalse(gpu.componentPool(other).contains(DeviceTensors.address(t)));
           }
           bytes += t.byteSize();
         }
@@ -183,18 +186,20 @@ class ComponentPoolsGpuTest {
     VirtualMemoryPool pool = gpu.componentPool(tag);
     try {
       long used = pool.usedBytes();
-      Tensor copy = gpu.emptyBeside(w, DType.BF16, w.shape());
-      gpu.copy(w, copy);
-      assertTrue(pool.contains(CudaBackend.address(copy)));
+      Tensor copy = gpu.tensors().emptyBeside(w, DType.BF16, w.shape());
+      gpu.tensors().copy(w, copy);
+      assertTrue(pool.contains(DeviceTensors.address(copy)));
       assertTrue(pool.usedBytes() >= used + copy.byteSize());
       Tensor loose = gpu.upload(data, DType.F32);
-      assertFalse(pool.contains(CudaBackend.address(gpu.emptyBeside(loose, DType.BF16, 4))));
+      assertFalse(
+          pool.contains(DeviceTensors.address(gpu.tensors().emptyBeside(loose, DType.BF16, 4))));
       float[] expected = gpu.download(copy).toFloatArray();
       gpu.sleepComponent(tag);
       assertEquals(0, gpu.reservedBytes(tag));
       var e =
           assertThrows(
-              IllegalStateException.class, () -> gpu.emptyBeside(w, DType.BF16, w.shape()));
+              IllegalStateException.class,
+              () -> gpu.tensors().emptyBeside(w, DType.BF16, w.shape()));
       assertTrue(e.getMessage().contains("asleep"), e.getMessage());
       gpu.wakeComponent(tag);
       assertArrayEquals(data.toFloatArray(), gpu.download(w).toFloatArray());

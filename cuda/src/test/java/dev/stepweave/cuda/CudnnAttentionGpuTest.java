@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.RandomWeights;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 

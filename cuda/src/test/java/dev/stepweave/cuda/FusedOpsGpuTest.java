@@ -8,6 +8,7 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.RandomWeights;
 import java.util.List;
 import java.util.function.Function;
 import org.junit.jupiter.api.Tag;

@@ -2,15 +2,17 @@ package dev.stepweave.cuda;
 
 import static org.junit.jupiter.api.Assumptions.assumeTrue;
 
+import dev.stepweave.tensor.Precision;
+
 /** The one CUDA backend the GPU tests share (opening a context and loading kernels costs time). */
-final class Gpu {
+public final class Gpu {
   private static Backends.Availability availability;
   private static CudaBackend bf16;
 
   private Gpu() {}
 
   /** The shared backend; the test is skipped, with the reason, when there is no usable GPU. */
-  static synchronized CudaBackend backend() {
+  public static synchronized CudaBackend backend() {
     if (availability == null) {
       availability = Backends.availability();
     }
@@ -19,7 +21,7 @@ final class Gpu {
   }
 
   /** A second backend in {@link Precision#BF16} on the same device. */
-  static synchronized CudaBackend bf16() {
+  public static synchronized CudaBackend bf16() {
     backend();
     if (bf16 == null) {
       bf16 = CudaBackend.open(0, Precision.BF16);

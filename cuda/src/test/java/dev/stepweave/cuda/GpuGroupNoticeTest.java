@@ -2,6 +2,7 @@ package dev.stepweave.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
+import dev.stepweave.cuda.driver.CudaLibraries;
 import org.junit.jupiter.api.Test;
 
 /**

@@ -5,8 +5,11 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
@@ -24,11 +27,11 @@ class MemoryScopeGpuTest {
     try (MemoryScope scope = gpu.openScope()) {
       Tensor kept = gpu.upload(host, DType.F32);
       Tensor dead = gpu.affine(kept, 2f, 0f);
-      long deadAddress = CudaBackend.address(dead);
+      long deadAddress = DeviceTensors.address(dead);
       scope.releaseExcept(kept);
       long reserved = gpu.reservedBytes();
       Tensor next = gpu.zeros(DType.F32, 7, 3001);
-      assertEquals(deadAddress, CudaBackend.address(next), "the released block is reused");
+      assertEquals(deadAddress, DeviceTensors.address(next), "the released block is reused");
       assertEquals(reserved, gpu.reservedBytes(), "no new device memory for the reused block");
       assertArrayEquals(host.toFloatArray(), gpu.download(kept).toFloatArray());
     }
@@ -44,9 +47,9 @@ class MemoryScopeGpuTest {
         kept = gpu.upload(host, DType.F32);
         inner.releaseExcept(kept);
       }
-      long address = CudaBackend.address(kept);
+      long address = DeviceTensors.address(kept);
       outer.releaseExcept();
-      assertEquals(address, CudaBackend.address(gpu.zeros(DType.F32, 7, 3301)), "outer released");
+      assertEquals(address, DeviceTensors.address(gpu.zeros(DType.F32, 7, 3301)), "outer released");
     }
   }
 
@@ -60,12 +63,12 @@ class MemoryScopeGpuTest {
         gpu.scoped(
             () -> {
               Tensor dead = gpu.affine(input, 2f, 0f);
-              deadAddress[0] = CudaBackend.address(dead);
+              deadAddress[0] = DeviceTensors.address(dead);
               return gpu.affine(dead, 1f, 1f);
             });
     Tensor next = gpu.zeros(DType.F32, 7, 3601);
-    assertEquals(deadAddress[0], CudaBackend.address(next), "the body's temporary is reused");
-    assertNotEquals(CudaBackend.address(input), CudaBackend.address(next), "the input is kept");
+    assertEquals(deadAddress[0], DeviceTensors.address(next), "the body's temporary is reused");
+    assertNotEquals(DeviceTensors.address(input), DeviceTensors.address(next), "the input is kept");
     assertArrayEquals(host.toFloatArray(), gpu.download(input).toFloatArray());
     assertArrayEquals(
         twicePlusOne(host), gpu.download(result).toFloatArray(), "the result is intact");
@@ -88,10 +91,10 @@ class MemoryScopeGpuTest {
             3,
             (i, h) -> {
               Tensor out = gpu.affine(h, 1f, 1f);
-              addresses[i] = CudaBackend.address(out);
+              addresses[i] = DeviceTensors.address(out);
               return out;
             });
-    assertEquals(addresses[2], CudaBackend.address(result));
+    assertEquals(addresses[2], DeviceTensors.address(result));
     // Step 0's result was released after step 1, step 1's after step 2: of the three results
     // only the last is live. Live bytes count whole allocator blocks (a little more than the
     // tensor); without the release the growth would be three blocks.

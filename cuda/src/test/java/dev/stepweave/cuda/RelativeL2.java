@@ -3,10 +3,10 @@ package dev.stepweave.cuda;
 import dev.stepweave.tensor.Tensor;
 
 /** The bf16 mode's accuracy measure: ‖actual − expected‖₂ / ‖expected‖₂ over host tensors. */
-final class RelativeL2 {
+public final class RelativeL2 {
   private RelativeL2() {}
 
-  static double of(Tensor actual, Tensor expected) {
+  public static double of(Tensor actual, Tensor expected) {
     float[] a = actual.toFloatArray(), e = expected.toFloatArray();
     if (a.length != e.length) {
       throw new IllegalArgumentException("comparing " + actual + " with " + expected);

@@ -2,11 +2,13 @@ package dev.stepweave.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.cuda.memory.DeviceAllocator;
 import dev.stepweave.models.wan.vae.DecodeState;
 import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;

@@ -128,4 +128,149 @@ public final class OpShapes {
     }
     return new int[] {b, q.dim(1), h, v.dim(3)};
   }
+
+  /**
+   * Checks x {@code [..., in]}, weight {@code [out, in]} and bias {@code [out]} (or null) of {@code
+   * x @ w^T + bias} and returns the output shape {@code [..., out]}.
+   */
+  public static int[] linear(Tensor x, Tensor w, Tensor bias) {
+    if (x.rank() < 1 || w.rank() != 2 || x.dim(-1) != w.dim(1)) {
+      throw new IllegalArgumentException("linear of x " + x + " with weight " + w + " [out, in]");
+    }
+    int n = w.dim(0);
+    if (bias != null && bias.numel() != n) {
+      throw new IllegalArgumentException("linear bias " + bias + " for " + n + " outputs");
+    }
+    int[] shape = x.shape();
+    shape[shape.length - 1] = n;
+    return shape;
+  }
+
+  /**
+   * Checks x {@code [B, C, T, H, W]}, weight {@code [O, C, kt, kh, kw]}, bias {@code [O]} (or
+   * null), 3 positive strides and 3 non-negative paddings, and returns the output shape {@code [B,
+   * O, To, Ho, Wo]}.
+   */
+  public static int[] conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    if (x.rank() != 5 || w.rank() != 5) {
+      throw new IllegalArgumentException(
+          "conv3d wants x [B, C, T, H, W] and w [O, C, kt, kh, kw]; got " + x + " and " + w);
+    }
+    if (stride.length != 3 || padding.length != 3) {
+      throw new IllegalArgumentException(
+          "conv3d stride "
+              + Arrays.toString(stride)
+              + " and padding "
+              + Arrays.toString(padding)
+              + " must have 3 entries");
+    }
+    int channels = x.dim(1);
+    int outChannels = w.dim(0);
+    int[] kernel = {w.dim(2), w.dim(3), w.dim(4)};
+    if (w.dim(1) != channels) {
+      throw new IllegalArgumentException(
+          "conv3d weight " + w + " expects " + w.dim(1) + " input channels, x has " + channels);
+    }
+    int[] out = {x.dim(0), outChannels, 0, 0, 0};
+    for (int a = 0; a < 3; a++) {
+      if (stride[a] < 1 || padding[a] < 0) {
+        throw new IllegalArgumentException(
+            "conv3d stride "
+                + Arrays.toString(stride)
+                + " must be positive and padding "
+                + Arrays.toString(padding)
+                + " non-negative");
+      }
+      int in = x.dim(2 + a);
+      if (in + 2 * padding[a] < kernel[a]) {
+        throw new IllegalArgumentException(
+            "conv3d kernel " + Arrays.toString(kernel) + " larger than padded input " + x);
+      }
+      out[2 + a] = (in + 2 * padding[a] - kernel[a]) / stride[a] + 1;
+    }
+    if (bias != null && bias.numel() != outChannels) {
+      throw new IllegalArgumentException(
+          "conv3d bias " + bias + " does not match " + outChannels + " output channels");
+    }
+    return out;
+  }
+
+  /** Checks x {@code [B, L, H, D]} with even D and its RoPE tables cos, sin {@code [L, D/2]}. */
+  public static void rope(Tensor x, Tensor cos, Tensor sin) {
+    if (x.rank() != 4 || x.dim(3) % 2 != 0) {
+      throw new IllegalArgumentException("rope wants x [B, L, H, D] with even D, got " + x);
+    }
+    ropeTables(x, cos, sin, x.dim(3) / 2);
+  }
+
+  /**
+   * Checks {@code rmsNormRope}'s x {@code [B, L, H·D]} for {@code heads} heads of even D and its
+   * RoPE tables cos, sin {@code [L, D/2]}.
+   */
+  public static void rmsNormRope(Tensor x, int heads, Tensor cos, Tensor sin) {
+    int n = x.rank() == 0 ? 0 : x.dim(-1);
+    if (x.rank() != 3 || heads <= 0 || n % heads != 0 || (n / heads) % 2 != 0) {
+      throw new IllegalArgumentException(
+          "rmsNormRope wants [B, L, H·D] with " + heads + " heads of even D, got " + x);
+    }
+    ropeTables(x, cos, sin, n / heads / 2);
+  }
+
+  private static void ropeTables(Tensor x, Tensor cos, Tensor sin, int half) {
+    int l = x.dim(1);
+    for (Tensor t : List.of(cos, sin)) {
+      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
+        throw new IllegalArgumentException(
+            "rope table " + t + " must be [L, D/2] = [" + l + ", " + half + "] for " + x);
+      }
+    }
+  }
+
+  /** Checks {@code upsampleNearest2d}'s arguments and returns the shape with H and W scaled. */
+  public static int[] upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    if (x.rank() < 2 || scaleH < 1 || scaleW < 1) {
+      throw new IllegalArgumentException(
+          "upsampleNearest2d of " + x + " by (" + scaleH + ", " + scaleW + ")");
+    }
+    int[] shape = x.shape();
+    shape[shape.length - 2] *= scaleH;
+    shape[shape.length - 1] *= scaleW;
+    return shape;
+  }
+
+  /**
+   * Checks a table {@code [V, D]} and integer ids (their range is the backend's to check, where the
+   * ids are readable) and returns the output shape {@code [..ids, D]}.
+   */
+  public static int[] embedding(Tensor table, Tensor ids) {
+    if (table.rank() != 2) {
+      throw new IllegalArgumentException("embedding table must be [V, D], got " + table);
+    }
+    if (ids.dtype().isFloating()) {
+      throw new IllegalArgumentException("embedding ids must be integers, got " + ids);
+    }
+    int[] shape = Arrays.copyOf(ids.shape(), ids.rank() + 1);
+    shape[ids.rank()] = table.dim(1);
+    return shape;
+  }
+
+  /**
+   * Checks that a norm's optional per-row parameter {@code what} (null: none) has {@code n}
+   * elements.
+   */
+  public static void rowParameter(Tensor p, int n, String what) {
+    if (p != null && p.numel() != n) {
+      throw new IllegalArgumentException(what + " has " + p.numel() + " elements, expected " + n);
+    }
+  }
+
+  /** The shape of {@code sumLastDim(x)}: the last dimension becomes 1 (a scalar is refused). */
+  public static int[] sumLastDim(Tensor x) {
+    if (x.rank() == 0) {
+      throw new IllegalArgumentException("sumLastDim of a scalar");
+    }
+    int[] shape = x.shape();
+    shape[shape.length - 1] = 1;
+    return shape;
+  }
 }

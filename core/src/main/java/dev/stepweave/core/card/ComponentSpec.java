@@ -1,5 +1,6 @@
 package dev.stepweave.core.card;
 
+import dev.stepweave.tensor.Precision;
 import java.util.Objects;
 
 /**

@@ -2,6 +2,7 @@ package dev.stepweave.core.card;
 
 import static dev.stepweave.core.card.CardProblem.Code.*;
 
+import dev.stepweave.tensor.Precision;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;

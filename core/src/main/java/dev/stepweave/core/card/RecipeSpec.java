@@ -1,5 +1,6 @@
 package dev.stepweave.core.card;
 
+import dev.stepweave.tensor.Precision;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;

@@ -1,9 +1,9 @@
 package dev.stepweave.core.extend;
 
-import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.tensor.Precision;
 
 /**
  * One call the scheduler ran: one work unit, or a batch of work units of one kind and shape that

@@ -17,7 +17,7 @@ public interface ModelInstance {
   Backend backend();
 
   /** The precision this instance computes in. */
-  default dev.stepweave.core.card.Precision precision() {
+  default dev.stepweave.tensor.Precision precision() {
     return card().precision().defaultPrecision();
   }
 

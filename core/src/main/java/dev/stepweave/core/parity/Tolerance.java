@@ -21,4 +21,17 @@ public sealed interface Tolerance {
       return "max_abs<=" + bound;
     }
   }
+
+  /** ‖actual − expected‖₂ / ‖expected‖₂ ≤ bound (reduced-precision runs against F32 references). */
+  record RelativeL2(double bound) implements Tolerance {
+    @Override
+    public boolean accepts(double maxAbsError, double relativeL2Error) {
+      return relativeL2Error <= bound;
+    }
+
+    @Override
+    public String toString() {
+      return "rel_l2<=" + bound;
+    }
+  }
 }

@@ -1,10 +1,10 @@
 package dev.stepweave.core.runtime;
 
-import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.loop.BatchableCall;
 import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.tensor.Precision;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;

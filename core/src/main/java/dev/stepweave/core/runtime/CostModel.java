@@ -1,11 +1,11 @@
 package dev.stepweave.core.runtime;
 
-import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.CallInfo;
 import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.ShapeSignature;
+import dev.stepweave.tensor.Precision;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.tensor.Precision;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;

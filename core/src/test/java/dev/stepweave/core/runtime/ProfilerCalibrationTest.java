@@ -3,7 +3,6 @@ package dev.stepweave.core.runtime;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
@@ -14,6 +13,7 @@ import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.tensor.Precision;
 import java.time.Duration;
 import java.util.Optional;
 import java.util.concurrent.TimeUnit;

@@ -6,7 +6,6 @@ import static org.junit.jupiter.api.Assertions.assertNotNull;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
-import dev.stepweave.core.card.Precision;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.ResourceRequest;
@@ -14,6 +13,7 @@ import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.memory.Reservation;
+import dev.stepweave.tensor.Precision;
 import java.time.Instant;
 import java.util.List;
 import org.junit.jupiter.api.Test;

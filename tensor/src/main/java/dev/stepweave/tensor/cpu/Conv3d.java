@@ -1,9 +1,9 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 
 /**
  * 3-D convolution as GEMM: for one output time slice the input patches are unfolded into a {@code
@@ -18,46 +18,12 @@ final class Conv3d {
   }
 
   Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    if (x.rank() != 5 || w.rank() != 5) {
-      throw new IllegalArgumentException(
-          "conv3d wants x [B, C, T, H, W] and w [O, C, kt, kh, kw]; got " + x + " and " + w);
-    }
-    if (stride.length != 3 || padding.length != 3) {
-      throw new IllegalArgumentException(
-          "conv3d stride "
-              + Arrays.toString(stride)
-              + " and padding "
-              + Arrays.toString(padding)
-              + " must have 3 entries");
-    }
+    int[] outShape = OpShapes.conv3d(x, w, bias, stride, padding);
     int batch = x.dim(0), channels = x.dim(1);
     int[] in = {x.dim(2), x.dim(3), x.dim(4)};
     int outChannels = w.dim(0);
     int[] kernel = {w.dim(2), w.dim(3), w.dim(4)};
-    if (w.dim(1) != channels) {
-      throw new IllegalArgumentException(
-          "conv3d weight " + w + " expects " + w.dim(1) + " input channels, x has " + channels);
-    }
-    int[] outSize = new int[3];
-    for (int a = 0; a < 3; a++) {
-      if (stride[a] < 1 || padding[a] < 0) {
-        throw new IllegalArgumentException(
-            "conv3d stride "
-                + Arrays.toString(stride)
-                + " must be positive and padding "
-                + Arrays.toString(padding)
-                + " non-negative");
-      }
-      outSize[a] = (in[a] + 2 * padding[a] - kernel[a]) / stride[a] + 1;
-      if (in[a] + 2 * padding[a] < kernel[a]) {
-        throw new IllegalArgumentException(
-            "conv3d kernel " + Arrays.toString(kernel) + " larger than padded input " + x);
-      }
-    }
-    if (bias != null && bias.numel() != outChannels) {
-      throw new IllegalArgumentException(
-          "conv3d bias " + bias + " does not match " + outChannels + " output channels");
-    }
+    int[] outSize = {outShape[2], outShape[3], outShape[4]};
     MemorySegment xs = Dense.segment(x);
     MemorySegment ws = Dense.segment(w);
     Matrix perChannel = bias == null ? null : Matrix.rowVector(Dense.segment(bias));

@@ -71,13 +71,8 @@ public final class CpuBackend implements Backend {
 
   @Override
   public Tensor linear(Tensor x, Tensor w, Tensor bias) {
-    if (x.rank() < 1 || w.rank() != 2 || x.dim(-1) != w.dim(1)) {
-      throw new IllegalArgumentException("linear of x " + x + " with weight " + w + " [out, in]");
-    }
+    OpShapes.linear(x, w, bias);
     int k = w.dim(1), n = w.dim(0);
-    if (bias != null && bias.numel() != n) {
-      throw new IllegalArgumentException("linear bias " + bias + " for " + n + " outputs");
-    }
     Tensor xf = Dense.f32(x);
     Tensor wf = Dense.f32(w);
     int m = 1;

@@ -1,5 +1,6 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteOrder;
@@ -43,13 +44,8 @@ final class Norms {
   }
 
   private static MemorySegment optional(Tensor t, int n, String what) {
-    if (t == null) {
-      return null;
-    }
-    if (t.numel() != n) {
-      throw new IllegalArgumentException(what + " has " + t.numel() + " elements, expected " + n);
-    }
-    return Dense.segment(t);
+    OpShapes.rowParameter(t, n, what);
+    return t == null ? null : Dense.segment(t);
   }
 
   Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {

@@ -1,5 +1,6 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 
@@ -14,16 +15,8 @@ final class Rope {
   }
 
   Tensor rope(Tensor x, Tensor cos, Tensor sin) {
-    if (x.rank() != 4 || x.dim(3) % 2 != 0) {
-      throw new IllegalArgumentException("rope wants x [B, L, H, D] with even D, got " + x);
-    }
+    OpShapes.rope(x, cos, sin);
     int b = x.dim(0), l = x.dim(1), h = x.dim(2), half = x.dim(3) / 2;
-    for (Tensor t : new Tensor[] {cos, sin}) {
-      if (t.rank() != 2 || t.dim(0) != l || t.dim(1) != half) {
-        throw new IllegalArgumentException(
-            "rope cos/sin must be [L, D/2] = [" + l + ", " + half + "], got " + t);
-      }
-    }
     MemorySegment xs = Dense.segment(x);
     MemorySegment cs = Dense.segment(cos);
     MemorySegment ss = Dense.segment(sin);

@@ -3,7 +3,6 @@ package dev.stepweave.tensor.cpu;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
-import java.util.Arrays;
 import java.util.List;
 
 /** Operations that move elements without arithmetic: concat, pad, upsample, embedding lookup. */
@@ -86,15 +85,8 @@ final class Shapes {
   }
 
   Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
-    if (x.rank() < 2 || scaleH < 1 || scaleW < 1) {
-      throw new IllegalArgumentException(
-          "upsampleNearest2d of " + x + " by (" + scaleH + ", " + scaleW + ")");
-    }
-    int[] shape = x.shape();
-    int rank = shape.length;
-    int h = shape[rank - 2], w = shape[rank - 1];
-    shape[rank - 2] = h * scaleH;
-    shape[rank - 1] = w * scaleW;
+    int[] shape = OpShapes.upsampleNearest2d(x, scaleH, scaleW);
+    int h = x.dim(-2), w = x.dim(-1);
     MemorySegment src = Dense.segment(x);
     Tensor out = Dense.output(shape);
     MemorySegment o = out.segment();
@@ -117,12 +109,7 @@ final class Shapes {
   }
 
   Tensor embedding(Tensor table, Tensor ids) {
-    if (table.rank() != 2) {
-      throw new IllegalArgumentException("embedding table must be [V, D], got " + table);
-    }
-    if (ids.dtype().isFloating()) {
-      throw new IllegalArgumentException("embedding ids must be integers, got " + ids);
-    }
+    int[] shape = OpShapes.embedding(table, ids);
     int vocab = table.dim(0), d = table.dim(1);
     long[] index = ids.toLongArray();
     for (long id : index) {
@@ -132,8 +119,6 @@ final class Shapes {
       }
     }
     MemorySegment src = Dense.segment(table);
-    int[] shape = Arrays.copyOf(ids.shape(), ids.rank() + 1);
-    shape[ids.rank()] = d;
     Tensor out = Dense.output(shape);
     MemorySegment o = out.segment();
     pool.forRange(
@@ -148,12 +133,8 @@ final class Shapes {
   }
 
   Tensor sumLastDim(Tensor x) {
-    if (x.rank() == 0) {
-      throw new IllegalArgumentException("sumLastDim of a scalar");
-    }
+    int[] shape = OpShapes.sumLastDim(x);
     int n = x.dim(-1);
-    int[] shape = x.shape();
-    shape[shape.length - 1] = 1;
     MemorySegment src = Dense.segment(x);
     Tensor out = Dense.output(shape);
     MemorySegment o = out.segment();

@@ -1,0 +1,253 @@
+package dev.stepweave.cuda.blas;
+
+import static dev.stepweave.cuda.blas.CublasLt.call;
+
+import dev.stepweave.cuda.driver.CudaContext;
+import dev.stepweave.cuda.driver.CudaException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.HashMap;
+import java.util.Map;
+
+/**
+ * Row-major GEMMs through cuBLASLt: {@code C[M,N] = op(A)[M,K] · op(B)[K,N] (+ bias[N]) (then GELU,
+ * tanh approximation)}, F32 or BF16 inputs, F32 accumulation, F32 or (from BF16 inputs) BF16
+ * output; the bias has the output's type. cuBLASLt is column-major, so the call computes {@code Cᵀ
+ * = op(B)ᵀ · op(A)ᵀ}: a row-major matrix is the column-major transpose of itself with the same
+ * leading dimension. One plan (descriptors and chosen algorithm) is cached per shape; the bias
+ * pointer is set per call.
+ */
+public final class Gemm implements AutoCloseable {
+  private static final long WORKSPACE_BYTES = 32L << 20;
+
+  /** How the output is finished. */
+  public enum Epilogue {
+    NONE,
+    BIAS,
+    GELU_TANH,
+    GELU_TANH_BIAS;
+
+    boolean hasBias() {
+      return this == BIAS || this == GELU_TANH_BIAS;
+    }
+  }
+
+  /**
+   * One GEMM's shape. A is stored row-major as [M,K] (or [K,M] when transposed) with leading
+   * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided. A and
+   * B are BF16 when {@code bf16}, else F32; C is BF16 when {@code bf16Out} (BF16 inputs only).
+   */
+  public record Shape(
+      int m,
+      int n,
+      int k,
+      boolean transA,
+      long lda,
+      boolean transB,
+      long ldb,
+      long ldc,
+      int batch,
+      long strideA,
+      long strideB,
+      long strideC,
+      boolean bf16,
+      boolean bf16Out,
+      Epilogue epilogue) {
+    public Shape {
+      if (bf16Out && !bf16) {
+        throw new IllegalArgumentException("a BF16 GEMM output needs BF16 inputs");
+      }
+    }
+  }
+
+  private record Plan(long desc, long aLayout, long bLayout, long cLayout, MemorySegment algo) {}
+
+  private final CudaContext context;
+  private final long handle;
+  private final long workspace;
+  private final Arena arena = Arena.ofShared();
+  private final Map<Shape, Plan> plans = new HashMap<>();
+  private final MemorySegment one;
+  private final MemorySegment zero;
+
+  public Gemm(CudaContext context, long workspace) {
+    this.context = context;
+    this.workspace = workspace;
+    MemorySegment h = arena.allocate(ValueLayout.JAVA_LONG);
+    call("cublasLtCreate", () -> (int) CublasLt.cublasLtCreate.invokeExact(h));
+    this.handle = h.get(ValueLayout.JAVA_LONG, 0);
+    this.one = arena.allocateFrom(ValueLayout.JAVA_FLOAT, 1f);
+    this.zero = arena.allocateFrom(ValueLayout.JAVA_FLOAT, 0f);
+  }
+
+  /** The size of the workspace (device memory the caller keeps alive) cuBLASLt may use. */
+  public static long workspaceBytes() {
+    return WORKSPACE_BYTES;
+  }
+
+  public void run(Shape s, long a, long b, long c, long bias) {
+    Plan p = plans.computeIfAbsent(s, this::plan);
+    if (s.epilogue().hasBias()) {
+      try (Arena tmp = Arena.ofConfined()) {
+        MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
+        setDesc(p.desc(), CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
+      }
+    }
+    // cuBLASLt's A is our B and its B is our A (see the class comment).
+    long stream = context.stream();
+    long ws = workspace;
+    long wsBytes = WORKSPACE_BYTES;
+    call(
+        "cublasLtMatmul",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmul.invokeExact(
+                    handle,
+                    p.desc(),
+                    one,
+                    b,
+                    p.bLayout(),
+                    a,
+                    p.aLayout(),
+                    zero,
+                    c,
+                    p.cLayout(),
+                    c,
+                    p.cLayout(),
+                    p.algo(),
+                    ws,
+                    wsBytes,
+                    stream));
+  }
+
+  private Plan plan(Shape s) {
+    int inType = s.bf16() ? CublasLt.CUDA_R_16BF : CublasLt.CUDA_R_32F;
+    MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
+    call(
+        "cublasLtMatmulDescCreate",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmulDescCreate.invokeExact(
+                    out, CublasLt.CUBLAS_COMPUTE_32F, CublasLt.CUDA_R_32F));
+    long desc = out.get(ValueLayout.JAVA_LONG, 0);
+    // Column-major view: cuBLAS-A = our B; our B stored [K,N] row-major is col-major [N,K] = the
+    // operand itself (no transpose); stored [N,K] it needs a transpose. Same for cuBLAS-B = our A.
+    int opA = s.transB() ? CublasLt.CUBLAS_OP_T : CublasLt.CUBLAS_OP_N;
+    int opB = s.transA() ? CublasLt.CUBLAS_OP_T : CublasLt.CUBLAS_OP_N;
+    setDesc(
+        desc, CublasLt.CUBLASLT_MATMUL_DESC_TRANSA, arena.allocateFrom(ValueLayout.JAVA_INT, opA));
+    setDesc(
+        desc, CublasLt.CUBLASLT_MATMUL_DESC_TRANSB, arena.allocateFrom(ValueLayout.JAVA_INT, opB));
+    int epilogue =
+        switch (s.epilogue()) {
+          case NONE -> CublasLt.CUBLASLT_EPILOGUE_DEFAULT;
+          case BIAS -> CublasLt.CUBLASLT_EPILOGUE_BIAS;
+          case GELU_TANH -> CublasLt.CUBLASLT_EPILOGUE_GELU;
+          case GELU_TANH_BIAS -> CublasLt.CUBLASLT_EPILOGUE_GELU_BIAS;
+        };
+    setDesc(
+        desc,
+        CublasLt.CUBLASLT_MATMUL_DESC_EPILOGUE,
+        arena.allocateFrom(ValueLayout.JAVA_INT, epilogue));
+    int outType = s.bf16Out() ? CublasLt.CUDA_R_16BF : CublasLt.CUDA_R_32F;
+    if (s.epilogue().hasBias()) {
+      // The default (-1) also means "the output's type"; stated so the pairing is explicit.
+      setDesc(
+          desc,
+          CublasLt.CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
+          arena.allocateFrom(ValueLayout.JAVA_INT, outType));
+    }
+    // cuBLAS-B layout (our B): rows x cols as stored column-major.
+    long bLayout =
+        s.transB()
+            ? layout(inType, s.k(), s.n(), s.ldb(), s)
+            : layout(inType, s.n(), s.k(), s.ldb(), s);
+    long aLayout =
+        s.transA()
+            ? layout(inType, s.m(), s.k(), s.lda(), s)
+            : layout(inType, s.k(), s.m(), s.lda(), s);
+    long cLayout = layout(outType, s.n(), s.m(), s.ldc(), s);
+    setBatch(bLayout, s.batch(), s.strideB());
+    setBatch(aLayout, s.batch(), s.strideA());
+    setBatch(cLayout, s.batch(), s.strideC());
+
+    MemorySegment pref = arena.allocate(ValueLayout.JAVA_LONG);
+    call(
+        "cublasLtMatmulPreferenceCreate",
+        () -> (int) CublasLt.cublasLtMatmulPreferenceCreate.invokeExact(pref));
+    long preference = pref.get(ValueLayout.JAVA_LONG, 0);
+    MemorySegment wsBytes = arena.allocateFrom(ValueLayout.JAVA_LONG, WORKSPACE_BYTES);
+    call(
+        "cublasLtMatmulPreferenceSetAttribute",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmulPreferenceSetAttribute.invokeExact(
+                    preference, CublasLt.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, wsBytes, 8L));
+    MemorySegment result = arena.allocate(CublasLt.HEURISTIC_RESULT_BYTES, 8);
+    MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
+    call(
+        "cublasLtMatmulAlgoGetHeuristic",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmulAlgoGetHeuristic.invokeExact(
+                    handle,
+                    desc,
+                    bLayout,
+                    aLayout,
+                    cLayout,
+                    cLayout,
+                    preference,
+                    1,
+                    result,
+                    count));
+    if (count.get(ValueLayout.JAVA_INT, 0) == 0) {
+      throw new CudaException("cublasLtMatmulAlgoGetHeuristic", 0, "no algorithm for " + s);
+    }
+    // The algorithm is the first 64 bytes of the heuristic result.
+    return new Plan(desc, aLayout, bLayout, cLayout, result.asSlice(0, 64));
+  }
+
+  private long layout(int type, long rows, long cols, long ld, Shape s) {
+    MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
+    call(
+        "cublasLtMatrixLayoutCreate",
+        () -> (int) CublasLt.cublasLtMatrixLayoutCreate.invokeExact(out, type, rows, cols, ld));
+    return out.get(ValueLayout.JAVA_LONG, 0);
+  }
+
+  private void setBatch(long layout, int batch, long stride) {
+    if (batch == 1) {
+      return;
+    }
+    MemorySegment count = arena.allocateFrom(ValueLayout.JAVA_INT, batch);
+    MemorySegment offset = arena.allocateFrom(ValueLayout.JAVA_LONG, stride);
+    call(
+        "cublasLtMatrixLayoutSetAttribute",
+        () ->
+            (int)
+                CublasLt.cublasLtMatrixLayoutSetAttribute.invokeExact(
+                    layout, CublasLt.CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, count, 4L));
+    call(
+        "cublasLtMatrixLayoutSetAttribute",
+        () ->
+            (int)
+                CublasLt.cublasLtMatrixLayoutSetAttribute.invokeExact(
+                    layout, CublasLt.CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, offset, 8L));
+  }
+
+  private static void setDesc(long desc, int attribute, MemorySegment value) {
+    long size = value.byteSize();
+    call(
+        "cublasLtMatmulDescSetAttribute",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmulDescSetAttribute.invokeExact(desc, attribute, value, size));
+  }
+
+  @Override
+  public void close() {
+    call("cublasLtDestroy", () -> (int) CublasLt.cublasLtDestroy.invokeExact(handle));
+    arena.close();
+  }
+}

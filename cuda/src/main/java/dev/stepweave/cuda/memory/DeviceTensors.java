@@ -1,0 +1,256 @@
+package dev.stepweave.cuda.memory;
+
+import dev.stepweave.cuda.driver.CudaContext;
+import dev.stepweave.cuda.driver.Driver;
+import dev.stepweave.cuda.kernels.Index8;
+import dev.stepweave.cuda.kernels.Kernels;
+import dev.stepweave.cuda.kernels.Launch;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Storage;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+
+/**
+ * The device tensors of one backend: where a new one's memory comes from (the caching allocator, or
+ * a component's pool while it loads), and the copies every op builds on — between views and dtypes
+ * on the device, and to and from the host. Storage dtypes are F32, BF16, I64 and I32.
+ */
+public final class DeviceTensors {
+  private final CudaContext context;
+  private final Device device;
+  private final DeviceAllocator allocator;
+  private final ComponentPools pools;
+  private final Kernels kernels;
+
+  public DeviceTensors(
+      CudaContext context, DeviceAllocator allocator, ComponentPools pools, Kernels kernels) {
+    this.context = context;
+    this.device = Device.cuda(context.device());
+    this.allocator = allocator;
+    this.pools = pools;
+    this.kernels = kernels;
+  }
+
+  public CudaContext context() {
+    return context;
+  }
+
+  public Device device() {
+    return device;
+  }
+
+  public Kernels kernels() {
+    return kernels;
+  }
+
+  public static boolean storable(DType t) {
+    return t == DType.F32 || t == DType.BF16 || t == DType.I64 || t == DType.I32;
+  }
+
+  /**
+   * A fresh contiguous, uninitialised device tensor: from the caching allocator, or while a
+   * component loads ({@link ComponentPools#loading}) from that component's pool.
+   */
+  public Tensor empty(DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(
+          dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
+    }
+    long bytes = Tensor.numel(shape) * dtype.byteSize();
+    Storage s = pools.isLoading() ? pools.allocate(bytes) : allocator.allocate(bytes);
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /** Like {@link #empty}, but always from the caching allocator: a temporary even during a load. */
+  private Tensor emptyTemporary(DType dtype, int... shape) {
+    Storage s = allocator.allocate(Tensor.numel(shape) * dtype.byteSize());
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Like {@link #empty}, but no open {@link MemoryScope} releases it: a cached copy that must live
+   * as long as what it was made from, returned once it is unreachable.
+   */
+  public Tensor emptyUnscoped(DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(dtype + " device storage is not supported");
+    }
+    Storage s = allocator.allocateUnscoped(Tensor.numel(shape) * dtype.byteSize());
+    return Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Like {@link #emptyUnscoped}, for a copy that lives as long as device tensor {@code original}:
+   * when {@code original} is a component's weight, the copy joins that component's pool (so it is
+   * accounted with it, sleeps with it and is freed with it).
+   */
+  public Tensor emptyBeside(Tensor original, DType dtype, int... shape) {
+    if (!storable(dtype)) {
+      throw new IllegalArgumentException(dtype + " device storage is not supported");
+    }
+    long bytes = Tensor.numel(shape) * dtype.byteSize();
+    Storage s = pools.allocateBeside(original.storage().segment().address(), bytes);
+    return s == null ? emptyUnscoped(dtype, shape) : Tensor.contiguousOver(s, dtype, shape);
+  }
+
+  /**
+   * Releases {@code derived}, a temporary an op made from {@code original} (a conversion or an
+   * upload), once the kernels reading it are issued; nothing when it is {@code original} itself.
+   */
+  public void releaseDerived(Tensor derived, Tensor original) {
+    if (derived != null && derived.storage() != original.storage()) {
+      allocator.release(derived.storage());
+    }
+  }
+
+  public Tensor zeros(DType dtype, int... shape) {
+    Tensor t = empty(dtype, shape);
+    fill(t, 0);
+    return t;
+  }
+
+  /** Sets every 4-byte word of contiguous {@code t} to {@code bits}. */
+  public void fill(Tensor t, int bits) {
+    if (t.byteSize() % 4 != 0) {
+      throw new IllegalArgumentException("fill of " + t + ": size not a multiple of 4 bytes");
+    }
+    long ptr = address(t);
+    long words = t.byteSize() / 4;
+    long stream = context.stream();
+    Driver.call(
+        "cuMemsetD32Async",
+        () -> (int) Driver.cuMemsetD32Async.invokeExact(ptr, bits, words, stream));
+  }
+
+  public Tensor upload(Tensor t, DType dtype) {
+    if (isHere(t)) {
+      return convert(t, dtype);
+    }
+    if (t.device().kind() != Device.Kind.CPU) {
+      throw new IllegalArgumentException("cannot upload " + t + " to " + device);
+    }
+    context.refuseDuringCapture("an upload of " + t);
+    Tensor host = t;
+    boolean deviceConvertible = storable(t.dtype()) && t.dtype().isFloating() == dtype.isFloating();
+    if (!deviceConvertible) {
+      host = t.toHost(dtype);
+    } else if (!t.isContiguous()) {
+      host = t.toHost(t.dtype());
+    }
+    // A copy that is converted on the device is staged in a temporary, never in a weight pool.
+    boolean converts = host.dtype() != dtype;
+    Tensor raw =
+        converts ? emptyTemporary(host.dtype(), host.shape()) : empty(host.dtype(), host.shape());
+    if (raw.byteSize() > 0) {
+      MemorySegment src = host.segment();
+      long dst = address(raw);
+      long bytes = raw.byteSize();
+      Driver.call(
+          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
+    }
+    if (!converts) {
+      return raw;
+    }
+    Tensor out = convert(raw, dtype);
+    releaseDerived(raw, out);
+    return out;
+  }
+
+  public Tensor download(Tensor t) {
+    if (!isHere(t)) {
+      return t.toHost(DType.F32);
+    }
+    if (!t.dtype().isFloating()) {
+      return downloadRaw(t).toHost(DType.F32);
+    }
+    return downloadRaw(convert(t, DType.F32));
+  }
+
+  /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
+  public Tensor downloadRaw(Tensor t) {
+    context.refuseDuringCapture("a download of " + t);
+    context.bind();
+    Tensor dense = contiguous(t);
+    Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
+    if (host.byteSize() > 0) {
+      MemorySegment dst = host.segment();
+      long src = address(dense);
+      long bytes = host.byteSize();
+      Driver.call(
+          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
+    }
+    return host;
+  }
+
+  public Tensor contiguous(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.isContiguous() ? here : convert(here, here.dtype());
+  }
+
+  /** A fresh contiguous copy of device tensor {@code t} in {@code dtype}. */
+  public Tensor convert(Tensor t, DType dtype) {
+    Tensor out = empty(dtype, t.shape());
+    copy(t, out);
+    return out;
+  }
+
+  /** Copies every element of device view {@code src} into device view {@code dst} (same shape). */
+  public void copy(Tensor src, Tensor dst) {
+    long n = src.numel();
+    if (n == 0) {
+      return;
+    }
+    String kernel = "copy_" + code(src.dtype()) + "_" + code(dst.dtype());
+    if (src.dtype().isFloating() != dst.dtype().isFloating()) {
+      throw new IllegalArgumentException("no device conversion from " + src + " to " + dst);
+    }
+    try (Launch l = kernels.launch("copy.cu", kernel)) {
+      l.ptr(address(src))
+          .ptr(address(dst))
+          .struct(Index8.of(l.arena(), src.shape(), src.strides(), dst.strides()))
+          .i64(n);
+      kernels.elementwise(l, n);
+    }
+  }
+
+  public static String code(DType t) {
+    return switch (t) {
+      case F32 -> "f32";
+      case BF16 -> "bf16";
+      case I64 -> "i64";
+      case I32 -> "i32";
+      default -> throw new IllegalArgumentException(t + " device storage is not supported");
+    };
+  }
+
+  public boolean isHere(Tensor t) {
+    return t.device().equals(device);
+  }
+
+  /** {@code t} itself when on this device; a host tensor is uploaded in a storable dtype. */
+  public Tensor onDevice(Tensor t) {
+    if (isHere(t)) {
+      return t;
+    }
+    DType keep = storable(t.dtype()) ? t.dtype() : DType.F32;
+    return upload(t, keep);
+  }
+
+  /** {@code t} as contiguous F32 on this device (itself when it already is). */
+  public Tensor f32(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.dtype() == DType.F32 && here.isContiguous() ? here : convert(here, DType.F32);
+  }
+
+  /** {@code t} as F32 on this device, any strides (a view of it when it already is F32). */
+  public Tensor f32View(Tensor t) {
+    Tensor here = onDevice(t);
+    return here.dtype() == DType.F32 ? here : convert(here, DType.F32);
+  }
+
+  /** Device address of the first element of view {@code t}. */
+  public static long address(Tensor t) {
+    return t.storage().segment().address() + t.offset() * t.dtype().byteSize();
+  }
+}

@@ -1,0 +1,156 @@
+package dev.stepweave.cuda.ops;
+
+import static dev.stepweave.cuda.ops.Operands.addr;
+import static dev.stepweave.cuda.ops.Operands.pack;
+import static dev.stepweave.cuda.ops.Operands.packable;
+import static dev.stepweave.cuda.ops.Operands.rows;
+
+import dev.stepweave.cuda.kernels.Index8;
+import dev.stepweave.cuda.kernels.Kernels;
+import dev.stepweave.cuda.kernels.Launch;
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
+import dev.stepweave.tensor.Tensor;
+import java.util.Arrays;
+
+/** Elementwise maps, broadcast binary ops and the fused gated residual and RoPE. */
+public final class ElementwiseOps {
+  // Extra map codes of elementwise.cu, after Backend.UnaryOp's ordinals.
+  private static final int GELU_ERF = 20;
+  private static final int GELU_TANH = 21;
+  private static final int SILU = 22;
+  private static final int AFFINE = 23;
+  private static final int CLAMP = 24;
+
+  private final Operands operands;
+  private final DeviceTensors tensors;
+  private final Kernels kernels;
+
+  ElementwiseOps(Operands operands) {
+    this.operands = operands;
+    this.tensors = operands.tensors();
+    this.kernels = tensors.kernels();
+  }
+
+  public Tensor unary(Tensor x, Backend.UnaryOp op) {
+    return map(x, op.ordinal(), 0, 0);
+  }
+
+  public Tensor gelu(Tensor x, boolean tanhApproximation) {
+    return map(x, tanhApproximation ? GELU_TANH : GELU_ERF, 0, 0);
+  }
+
+  public Tensor silu(Tensor x) {
+    return map(x, SILU, 0, 0);
+  }
+
+  public Tensor affine(Tensor x, float scale, float shift) {
+    return map(x, AFFINE, scale, shift);
+  }
+
+  public Tensor clamp(Tensor x, float min, float max) {
+    return map(x, CLAMP, min, max);
+  }
+
+  Tensor add(Tensor a, Tensor b) {
+    return binary(a, b, Backend.BinaryOp.ADD);
+  }
+
+  private Tensor map(Tensor x, int op, float a, float b) {
+    Tensor xd = operands.activation(x);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    long n = out.numel();
+    if (n > 0) {
+      try (Launch l = kernels.launch("elementwise.cu", "unary_" + DeviceTensors.code(xd.dtype()))) {
+        l.ptr(addr(xd)).ptr(addr(out)).i64(n).i32(op).f32(a).f32(b);
+        kernels.elementwise(l, n);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    return out;
+  }
+
+  public Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
+    int[] shape = OpShapes.broadcast(a.shape(), b.shape());
+    boolean bf16 = operands.keepsBf16(a) && operands.keepsBf16(b);
+    Tensor av = (bf16 ? tensors.onDevice(a) : tensors.f32View(a)).expand(shape);
+    Tensor bv = (bf16 ? tensors.onDevice(b) : tensors.f32View(b)).expand(shape);
+    Tensor out = tensors.empty(bf16 ? DType.BF16 : DType.F32, shape);
+    long n = out.numel();
+    if (n > 0) {
+      String code = DeviceTensors.code(out.dtype());
+      if (av.isContiguous() && bv.isContiguous() && packable(n, av, bv, out)) {
+        try (Launch l = kernels.launch("elementwise.cu", "binary_packed_" + code)) {
+          l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out)).i64(n).i32(op.ordinal());
+          kernels.elementwise(l, n / pack(out));
+        }
+      } else {
+        try (Launch l = kernels.launch("elementwise.cu", "binary_" + code)) {
+          l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
+          l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n);
+          l.i32(op.ordinal());
+          kernels.elementwise(l, n);
+        }
+      }
+    }
+    tensors.releaseDerived(av, a);
+    tensors.releaseDerived(bv, b);
+    return out;
+  }
+
+  /** {@code x + y · gate} in one pass; the result has x's dtype in the BF16 mode. */
+  public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
+    if (!Arrays.equals(x.shape(), y.shape())) {
+      throw new IllegalArgumentException(
+          "gatedResidual of x " + x + " and y " + y + " (one shape)");
+    }
+    boolean bf16 = operands.keepsBf16(x) && operands.keepsBf16(y);
+    Tensor xd = bf16 ? operands.bf16(x) : tensors.f32(x);
+    Tensor yd = bf16 ? operands.bf16(y) : tensors.f32(y);
+    RowVectors g = operands.rowVectors(x.shape(), gate);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    long rows = rows(x);
+    if (out.numel() > 0) {
+      boolean packed = packable(x.dim(-1), xd, yd, out);
+      String kernel =
+          (packed ? "gated_residual_packed_" : "gated_residual_") + DeviceTensors.code(out.dtype());
+      try (Launch l = kernels.launch("elementwise.cu", kernel)) {
+        l.ptr(addr(xd)).ptr(addr(yd)).ptr(addr(g.data().get(0))).ptr(addr(out));
+        l.i64(rows).i32(x.dim(-1)).i64(g.groupStride()).i64(g.rowsPerGroup());
+        kernels.elementwise(l, packed ? out.numel() / pack(out) : out.numel());
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    tensors.releaseDerived(yd, y);
+    g.release(tensors, gate);
+    if (operands.keepsBf16(x) && out.dtype() != DType.BF16) {
+      // A BF16 x with an F32 y: computed in F32, stored as x's dtype.
+      Tensor converted = tensors.convert(out, DType.BF16);
+      tensors.releaseDerived(out, converted);
+      return converted;
+    }
+    return out;
+  }
+
+  public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
+    OpShapes.rope(x, cos, sin);
+    int l = x.dim(1), h = x.dim(2), half = x.dim(3) / 2;
+    Tensor xd = operands.activation(x), cf = tensors.f32(cos), sf = tensors.f32(sin);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    long pairs = out.numel() / 2;
+    if (pairs > 0) {
+      // A pack holds pack/2 pairs, which must not straddle a head.
+      boolean packed = packable(2 * half, xd, out) && half % (pack(xd) / 2) == 0;
+      String kernel = (packed ? "rope_packed_" : "rope_") + DeviceTensors.code(xd.dtype());
+      try (Launch launch = kernels.launch("misc.cu", kernel)) {
+        launch.ptr(addr(xd)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
+        launch.i64(pairs).i32(l).i32(h).i32(half);
+        kernels.elementwise(launch, packed ? pairs / (pack(xd) / 2) : pairs);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    return out;
+  }
+}

@@ -1,0 +1,104 @@
+package dev.stepweave.cuda.ops;
+
+import static dev.stepweave.cuda.ops.Operands.addr;
+
+import dev.stepweave.cuda.blas.Gemm;
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
+import dev.stepweave.tensor.Tensor;
+
+/** Matrix products: {@code linear} (with its fused bias and GELU epilogues) and {@code matmul}. */
+public final class MatrixOps {
+  private final Operands operands;
+  private final DeviceTensors tensors;
+  private final Gemm gemm;
+  private final ElementwiseOps elementwise;
+
+  MatrixOps(Operands operands, Gemm gemm, ElementwiseOps elementwise) {
+    this.operands = operands;
+    this.tensors = operands.tensors();
+    this.gemm = gemm;
+    this.elementwise = elementwise;
+  }
+
+  /**
+   * {@code x @ w^T + bias}, then GELU (tanh) when {@code gelu}. The result is BF16 for a BF16 x in
+   * the BF16 mode (written by the GEMM when the weight is BF16 too), else F32.
+   */
+  public Tensor linear(Tensor x, Tensor w, Tensor bias, boolean gelu) {
+    int[] shape = OpShapes.linear(x, w, bias);
+    int k = w.dim(1), n = w.dim(0);
+    int m = 1;
+    for (int i = 0; i < x.rank() - 1; i++) {
+      m = Math.multiplyExact(m, x.dim(i));
+    }
+    DType outType = operands.keepsBf16(x) ? DType.BF16 : DType.F32;
+    if (Tensor.numel(shape) == 0) {
+      return tensors.empty(outType, shape);
+    }
+    if (k == 0) {
+      Tensor zero = tensors.zeros(DType.F32, shape);
+      Tensor r = bias == null ? zero : elementwise.add(zero, bias);
+      r = gelu ? elementwise.gelu(r, true) : r;
+      return r.dtype() == outType ? r : tensors.convert(r, outType);
+    }
+    boolean bf16 = tensors.onDevice(w).dtype() == DType.BF16;
+    boolean bf16Out = bf16 && outType == DType.BF16;
+    Tensor xd = bf16 ? operands.bf16(x) : tensors.f32(x);
+    Tensor wd = bf16 ? tensors.contiguous(w) : tensors.f32(w);
+    Tensor bd = bias == null ? null : bf16Out ? operands.bf16(bias) : tensors.f32(bias);
+    Tensor out = tensors.empty(bf16Out ? DType.BF16 : DType.F32, shape);
+    Gemm.Epilogue epilogue =
+        bd == null
+            ? (gelu ? Gemm.Epilogue.GELU_TANH : Gemm.Epilogue.NONE)
+            : (gelu ? Gemm.Epilogue.GELU_TANH_BIAS : Gemm.Epilogue.BIAS);
+    Gemm.Shape s =
+        new Gemm.Shape(m, n, k, false, k, true, k, n, 1, 0, 0, 0, bf16, bf16Out, epilogue);
+    gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
+    tensors.releaseDerived(xd, x);
+    tensors.releaseDerived(wd, w);
+    if (bias != null) {
+      tensors.releaseDerived(bd, bias);
+    }
+    if (out.dtype() != outType) {
+      // A BF16 x with F32 weights: the GEMM ran in F32.
+      Tensor converted = tensors.convert(out, outType);
+      tensors.releaseDerived(out, converted);
+      return converted;
+    }
+    return out;
+  }
+
+  public Tensor matmul(Tensor a, Tensor b) {
+    int[] batch = OpShapes.matmulBatch(a, b);
+    int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
+    Tensor av = tensors.f32(tensors.onDevice(a).expand(OpShapes.withMatrix(batch, m, k)));
+    Tensor bv = tensors.f32(tensors.onDevice(b).expand(OpShapes.withMatrix(batch, k, n)));
+    int[] outShape = OpShapes.withMatrix(batch, m, n);
+    long count = Tensor.numel(batch);
+    if (count == 0 || m == 0 || n == 0 || k == 0) {
+      return tensors.zeros(DType.F32, outShape);
+    }
+    Tensor out = tensors.empty(DType.F32, outShape);
+    Gemm.Shape s =
+        new Gemm.Shape(
+            m,
+            n,
+            k,
+            false,
+            k,
+            false,
+            n,
+            n,
+            Math.toIntExact(count),
+            (long) m * k,
+            (long) k * n,
+            (long) m * n,
+            false,
+            false,
+            Gemm.Epilogue.NONE);
+    gemm.run(s, addr(av), addr(bv), addr(out), 0L);
+    return out;
+  }
+}

@@ -1,0 +1,195 @@
+package dev.stepweave.cuda.ops;
+
+import static dev.stepweave.cuda.ops.Operands.addr;
+import static dev.stepweave.cuda.ops.Operands.pack;
+import static dev.stepweave.cuda.ops.Operands.packable;
+import static dev.stepweave.cuda.ops.Operands.rows;
+
+import dev.stepweave.cuda.kernels.Kernels;
+import dev.stepweave.cuda.kernels.Launch;
+import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.OpShapes;
+import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+
+/**
+ * The row reductions of norms.cu: layer and RMS norms (plain, modulated, with RoPE), softmax, sums.
+ */
+public final class NormOps {
+  private final Operands operands;
+  private final DeviceTensors tensors;
+  private final Kernels kernels;
+
+  NormOps(Operands operands) {
+    this.operands = operands;
+    this.tensors = operands.tensors();
+    this.kernels = tensors.kernels();
+  }
+
+  private Tensor optionalRowParam(Tensor p, int n, String what) {
+    OpShapes.rowParameter(p, n, what);
+    return p == null ? null : tensors.f32(p);
+  }
+
+  private static long rows(Tensor x) {
+    int n = x.rank() == 0 ? 1 : x.dim(-1);
+    return n == 0 ? 0 : x.numel() / n;
+  }
+
+  public Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+    int n = x.dim(-1);
+    Tensor w = optionalRowParam(weight, n, "layerNorm weight");
+    Tensor b = optionalRowParam(bias, n, "layerNorm bias");
+    return layerNorm(x, w, b, null, null, eps);
+  }
+
+  /** {@code layerNorm(x) · (1 + scale) + shift} in one pass (norms.cu's RowModulation). */
+  public Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
+    return layerNorm(x, null, null, shift, scale, eps);
+  }
+
+  private Tensor layerNorm(Tensor x, Tensor w, Tensor b, Tensor shift, Tensor scale, float eps) {
+    int n = x.dim(-1);
+    Tensor xd = operands.activation(x);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    RowVectors mod = shift == null ? null : operands.rowVectors(x.shape(), shift, scale);
+    if (rows(x) > 0) {
+      boolean packed = packable(n, xd, out);
+      String kernel =
+          (packed ? "layer_norm_packed_" : "layer_norm_") + DeviceTensors.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        MemorySegment m = l.arena().allocate(32, 8);
+        if (mod != null) {
+          m.set(ValueLayout.JAVA_LONG, 0, addr(mod.data().get(0)));
+          m.set(ValueLayout.JAVA_LONG, 8, addr(mod.data().get(1)));
+          m.set(ValueLayout.JAVA_LONG, 16, mod.groupStride());
+          m.set(ValueLayout.JAVA_LONG, 24, mod.rowsPerGroup());
+        } else {
+          m.set(ValueLayout.JAVA_LONG, 24, 1L);
+        }
+        l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(b)).struct(m).ptr(addr(out)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), packed ? n / pack(xd) : n);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    if (mod != null) {
+      mod.release(tensors, shift, scale);
+    }
+    return out;
+  }
+
+  public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
+    int n = x.dim(-1);
+    Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
+    Tensor xd = operands.activation(x);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    if (rows(x) > 0) {
+      boolean packed = packable(n, xd, out);
+      String kernel = (packed ? "rms_norm_packed_" : "rms_norm_") + DeviceTensors.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        l.ptr(addr(xd)).ptr(addr(w)).ptr(addr(out)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), packed ? n / pack(xd) : n);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    return out;
+  }
+
+  /** rmsNorm over {@code [B, L, H·D]} rows, then RoPE per head, in one pass (norms.cu). */
+  public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    OpShapes.rmsNormRope(x, heads, cos, sin);
+    int n = x.dim(-1);
+    int l = x.dim(1), half = n / heads / 2;
+    Tensor w = optionalRowParam(weight, n, "rmsNorm weight");
+    Tensor xd = operands.activation(x), cf = tensors.f32(cos), sf = tensors.f32(sin);
+    Tensor out = tensors.empty(xd.dtype(), x.dim(0), l, heads, n / heads);
+    if (rows(x) > 0) {
+      // Packs hold whole pairs of one head when D/2 is a multiple of pack/2; else pairs.
+      boolean packed = packable(n, xd, out) && half % (pack(xd) / 2) == 0;
+      String kernel =
+          (packed ? "rms_norm_rope_packed_" : "rms_norm_rope_") + DeviceTensors.code(xd.dtype());
+      try (Launch launch = kernels.launch("norms.cu", kernel)) {
+        launch.ptr(addr(xd)).ptr(addr(w)).ptr(addr(cf)).ptr(addr(sf)).ptr(addr(out));
+        launch.i32(n).i32(l).i32(half).f32(eps);
+        kernels.rows(launch, rows(x), n / (packed ? pack(xd) : 2));
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    return out;
+  }
+
+  public Tensor softmax(Tensor x) {
+    Tensor xf = tensors.f32(x);
+    Tensor out = tensors.empty(DType.F32, x.shape());
+    if (rows(x) > 0) {
+      try (Launch l = kernels.launch("norms.cu", "softmax_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i32(x.dim(-1));
+        kernels.rows(l, rows(x), x.dim(-1));
+      }
+    }
+    return out;
+  }
+
+  /**
+   * Whether device tensor {@code t} has no NaN or ±Inf: one grid-stride scan writes a flag and only
+   * that flag (4 bytes) comes back, not the tensor (the engine checks every step's output of every
+   * request this way).
+   */
+  public boolean isFinite(Tensor t) {
+    if (!t.dtype().isFloating() || t.numel() == 0) {
+      return true;
+    }
+    Tensor x =
+        t.dtype() == DType.F32 || t.dtype() == DType.BF16 ? t : tensors.convert(t, DType.F32);
+    Tensor dense = tensors.contiguous(x);
+    Tensor flag = tensors.zeros(DType.F32, 1);
+    try (Launch l =
+        kernels.launch("misc.cu", "any_nonfinite_" + DeviceTensors.code(dense.dtype()))) {
+      l.ptr(addr(dense)).i64(dense.numel()).ptr(addr(flag));
+      kernels.elementwise(l, dense.numel());
+    }
+    boolean finite = tensors.downloadRaw(flag).getFloat(0) == 0f;
+    tensors.releaseDerived(flag, t);
+    tensors.releaseDerived(dense, x);
+    tensors.releaseDerived(x, t);
+    return finite;
+  }
+
+  public Tensor sumLastDim(Tensor x) {
+    int[] shape = OpShapes.sumLastDim(x);
+    if (x.dim(-1) == 0) {
+      return tensors.zeros(DType.F32, shape);
+    }
+    Tensor xf = tensors.f32(x);
+    Tensor out = tensors.empty(DType.F32, shape);
+    if (out.numel() > 0) {
+      try (Launch l = kernels.launch("norms.cu", "sum_last_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i32(x.dim(-1));
+        kernels.rows(l, out.numel(), x.dim(-1));
+      }
+    }
+    return out;
+  }
+
+  public Tensor l2Normalize(Tensor x, int dim, float eps) {
+    int a = x.axis(dim);
+    long outer = 1, inner = 1;
+    for (int i = 0; i < a; i++) {
+      outer *= x.dim(i);
+    }
+    for (int i = a + 1; i < x.rank(); i++) {
+      inner *= x.dim(i);
+    }
+    Tensor xf = tensors.f32(x);
+    Tensor out = tensors.empty(DType.F32, x.shape());
+    if (out.numel() > 0) {
+      try (Launch l = kernels.launch("norms.cu", "l2_normalize_f32")) {
+        l.ptr(addr(xf)).ptr(addr(out)).i64(outer).i32(x.dim(a)).i64(inner).f32(eps);
+        kernels.elementwise(l, outer * inner);
+      }
+    }
+    return out;
+  }
+}

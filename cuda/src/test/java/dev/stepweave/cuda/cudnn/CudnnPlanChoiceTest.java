@@ -1,0 +1,140 @@
+package dev.stepweave.cuda.cudnn;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
+
+import dev.stepweave.cuda.cudnn.CudnnConvolution.Key;
+import dev.stepweave.cuda.cudnn.CudnnConvolution.Variant;
+import dev.stepweave.cuda.cudnn.CudnnRuntime.Candidates;
+import dev.stepweave.cuda.cudnn.CudnnRuntime.Plan;
+import dev.stepweave.cuda.cudnn.CudnnRuntime.Timed;
+import dev.stepweave.cuda.driver.CudaException;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.Test;
+
+/**
+ * How a convolution's engine is chosen, without a GPU: the candidates are mode A's configurations
+ * that finalize, in the heuristics' order, at most a limit of them and none over the workspace cap;
+ * the measurement keeps the fastest (best of its runs), passes over plans that fail, and prefers
+ * the heuristics' order on ties.
+ */
+class CudnnPlanChoiceTest {
+  private static final Key CONV3 = CudnnConvolutionGraphTest.CONV3;
+
+  /** Mode A offers {@code configs} configurations; plans need {@code workspaces} in turn. */
+  private static RecordingGraphApi heuristics(int configs, Long... workspaces) {
+    RecordingGraphApi api = new RecordingGraphApi();
+    api.getAnswer = () -> configs;
+    api.int64Values.put(
+        Cudnn.CUDNN_ATTR_EXECUTION_PLAN_WORKSPACE_SIZE, new ArrayDeque<>(List.of(workspaces)));
+    api.int64Values.put(
+        Cudnn.CUDNN_ATTR_ENGINE_GLOBAL_INDEX, new ArrayDeque<>(List.of(11L, 12L, 13L, 14L)));
+    return api;
+  }
+
+  private static long plansBuilt(RecordingGraphApi api) {
+    return api.calls.stream()
+        .filter(c -> c.equals("finish " + Cudnn.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR))
+        .count();
+  }
+
+  @Test
+  void candidatesSkipPlansOverTheWorkspaceCapAndKeepTheHeuristicsOrder() {
+    RecordingGraphApi api = heuristics(3, 0L, 2L << 30, 4096L);
+    List<String> refusals = new ArrayList<>();
+    try (CudnnDescriptors g = new CudnnDescriptors(api)) {
+      CudnnDescriptor graph =
+          CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW_BIAS_FUSED);
+      Candidates c =
+          CudnnRuntime.candidates(
+              g,
+              graph,
+              CudnnConvolution.TUNED_CONFIGS,
+              CudnnConvolution.MAX_WORKSPACE,
+              refusals,
+              "fused");
+      assertEquals(List.of("11", "12"), c.plans().stream().map(Plan::engine).toList());
+      assertEquals(List.of(0L, 4096L), c.plans().stream().map(Plan::workspaceBytes).toList());
+      assertEquals(1, c.overWorkspace());
+    }
+    assertEquals(List.of(), refusals);
+    assertEquals(3, plansBuilt(api));
+  }
+
+  @Test
+  void candidatesStopAtTheLimit() {
+    RecordingGraphApi api = heuristics(5, 0L, 0L, 0L, 0L, 0L);
+    try (CudnnDescriptors g = new CudnnDescriptors(api)) {
+      CudnnDescriptor graph =
+          CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
+      Candidates c = CudnnRuntime.candidates(g, graph, 2, Long.MAX_VALUE, new ArrayList<>(), "x");
+      assertEquals(2, c.plans().size());
+    }
+    assertEquals(2, plansBuilt(api));
+  }
+
+  @Test
+  void whenEveryPlanIsOverTheCapTheShapeIsRefusedWithTheReason() {
+    RecordingGraphApi api = heuristics(1, 2L << 30, 2L << 30);
+    List<String> refusals = new ArrayList<>();
+    try (CudnnDescriptors g = new CudnnDescriptors(api)) {
+      CudnnDescriptor graph =
+          CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
+      Candidates c =
+          CudnnRuntime.candidates(
+              g, graph, 8, CudnnConvolution.MAX_WORKSPACE, refusals, Variant.NCDHW.label);
+      assertEquals(List.of(), c.plans());
+      // Mode A's one configuration, then the fallback list's.
+      assertEquals(2, c.overWorkspace());
+    }
+    assertEquals(List.of("NCDHW: every plan needs more than 1073741824 B of workspace"), refusals);
+  }
+
+  @Test
+  void theFastestPlanWinsByItsBestRun() {
+    Plan a = plan("11"), b = plan("12"), c = plan("13");
+    // b's first run is slow (lazy loading), its second the fastest of all.
+    Map<Plan, float[]> runs =
+        Map.of(a, new float[] {2f, 2f}, b, new float[] {9f, 1.5f}, c, new float[] {1.75f, 3f});
+    Map<Plan, int[]> calls = Map.of(a, new int[1], b, new int[1], c, new int[1]);
+    Timed t = CudnnRuntime.fastest(List.of(a, b, c), 2, p -> runs.get(p)[calls.get(p)[0]++]);
+    assertSame(b, t.plan());
+    assertEquals(1.5f, t.ms());
+    assertEquals(
+        List.of("engine 11 2.000 ms", "engine 12 1.500 ms", "engine 13 1.750 ms"), t.times());
+    assertEquals(2, calls.get(a)[0]);
+  }
+
+  @Test
+  void tiesKeepTheHeuristicsOrderAndFailingPlansArePassedOver() {
+    Plan a = plan("11"), b = plan("12"), c = plan("13");
+    Timed t =
+        CudnnRuntime.fastest(
+            List.of(a, b, c),
+            1,
+            p -> {
+              if (p == a) {
+                throw new CudaException("cudnnBackendExecute", 3000, "not supported");
+              }
+              return 1f;
+            });
+    assertSame(b, t.plan());
+    assertEquals(3, t.times().size());
+    assertEquals(true, t.times().getFirst().startsWith("engine 11 failed: "));
+    assertNull(
+        CudnnRuntime.fastest(
+            List.of(a),
+            2,
+            p -> {
+              throw new CudaException("cudnnBackendExecute", 3000, "not supported");
+            }));
+  }
+
+  private static Plan plan(String engine) {
+    return new Plan(null, null, 0, engine);
+  }
+}
