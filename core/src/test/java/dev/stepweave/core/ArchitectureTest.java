@@ -39,11 +39,19 @@ class ArchitectureTest {
 
   /**
    * What the runtime may ask of a backend: where it runs, how much memory it has, a tensor back on
-   * the host (checkpoints) and whether a step's output is finite (the non-finite check). Every
-   * other method computes, and computing is the model's business.
+   * the host (checkpoints), whether a step's output is finite (the non-finite check) and to wait
+   * for the device (to time a call). Every other method computes, and computing is the model's
+   * business.
    */
   static final Set<String> BACKEND_CALLS_OF_THE_RUNTIME =
-      Set.of("device", "name", "deviceMemory", "download", "isFinite", "isFiniteOnHost");
+      Set.of(
+          "device",
+          "name",
+          "deviceMemory",
+          "download",
+          "isFinite",
+          "isFiniteOnHost",
+          "synchronize");
 
   private static JavaClasses core;
 

@@ -260,6 +260,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   /** Waits for all issued work. */
+  @Override
   public void synchronize() {
     context.synchronize();
   }

@@ -33,6 +33,12 @@ public interface Backend {
   /** Copies a tensor (from any device this backend can read) onto this device, as {@code dtype}. */
   Tensor upload(Tensor t, DType dtype);
 
+  /**
+   * Returns once everything issued on this backend has finished (a device backend runs
+   * asynchronously; the engine waits here to time a call). The CPU computes synchronously: nothing.
+   */
+  default void synchronize() {}
+
   /** Copies a tensor of this device into a contiguous F32 CPU tensor. */
   Tensor download(Tensor t);
 

@@ -202,6 +202,10 @@ final class EngineCore {
       List<BatchExecutor.Outcome> outcomes;
       try {
         outcomes = BatchExecutor.run(members);
+        if (onDevice(outcomes)) {
+          // A device runs the call asynchronously: its time is known once the device is done.
+          model.backend().synchronize();
+        }
       } catch (PoolFatalException | Error e) {
         model = recovery.recover(model, e, loops.running(), this::fail);
         publishRunning();
@@ -289,6 +293,17 @@ final class EngineCore {
         || (t.device().kind() == Device.Kind.CPU
             ? Backend.isFiniteOnHost(t)
             : model.backend().isFinite(t));
+  }
+
+  private static boolean onDevice(List<BatchExecutor.Outcome> outcomes) {
+    for (BatchExecutor.Outcome o : outcomes) {
+      if (o instanceof BatchExecutor.Ok ok
+          && ok.result().output() != null
+          && ok.result().output().device().kind() != Device.Kind.CPU) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /** The backend of the instance the pool serves now. */

@@ -158,6 +158,7 @@ public final class CudnnConvolution implements AutoCloseable {
   private final CudnnRuntime cudnn;
   private final Bf16Weights weights;
   private final Map<Key, Choice> choices = new LinkedHashMap<>();
+  private PlanChoices timedBefore;
 
   public CudnnConvolution(DeviceTensors tensors, CudnnRuntime cudnn) {
     this.tensors = tensors;
@@ -339,6 +340,9 @@ public final class CudnnConvolution implements AutoCloseable {
         how = "heuristics' first; every timed plan failed";
       } else {
         plan = timed.plan();
+        timedBefore()
+            .record(
+                key + "/" + choice.variant().label, choice.untimed().indexOf(plan), plan.engine());
         how =
             String.format(
                 "fastest of %d timed: %.3f ms [%s]",
@@ -419,6 +423,15 @@ public final class CudnnConvolution implements AutoCloseable {
                 + " configuration(s) over the "
                 + MAX_WORKSPACE
                 + " B workspace cap passed over";
+    String stored = key + "/" + variant.label;
+    var earlier = timedBefore().lookup(stored, i -> plans.get(i).engine(), plans.size());
+    if (plans.size() > 1 && earlier.isPresent()) {
+      Plan plan = plans.get(earlier.get());
+      String how =
+          "fastest of " + plans.size() + " when an earlier process timed them (on-disk choice)";
+      return new Choice(
+          plan, variant, describe(variant, key, plan, how, passedOver), List.of(), passedOver);
+    }
     if (plans.size() == 1) {
       return new Choice(
           plans.getFirst(),
@@ -434,6 +447,20 @@ public final class CudnnConvolution implements AutoCloseable {
         describe(variant, key, plans.getFirst(), how, passedOver),
         plans,
         passedOver);
+  }
+
+  /** The choices earlier processes timed, beside the compiled kernels (read on first use). */
+  private PlanChoices timedBefore() {
+    if (timedBefore == null) {
+      timedBefore =
+          PlanChoices.open(
+              tensors.kernels().cacheDir(),
+              "cudnn-conv",
+              tensors.context().name(),
+              tensors.context().arch(),
+              cudnn.version());
+    }
+    return timedBefore;
   }
 
   /** Destroys the cached plans (the runtime owns the handle). */

@@ -20,13 +20,20 @@ public final class Kernels {
   private final CudaContext context;
   private final Map<String, Long> functions = new HashMap<>();
   private final Map<String, KernelModule> modules = new HashMap<>();
+  private final Path cacheDir;
 
   public Kernels(CudaContext context, Path cacheDir) {
     this.context = context;
+    this.cacheDir = cacheDir;
     KernelCompiler compiler = new KernelCompiler(context.arch(), cacheDir);
     for (String file : FILES) {
       modules.put(file, KernelModule.load(compiler.cubin(file)));
     }
+  }
+
+  /** Where compiled kernels (and other per-device choices, such as cuDNN plans) are kept. */
+  public Path cacheDir() {
+    return cacheDir;
   }
 
   /** A launch of kernel {@code name} from {@code file}. */
