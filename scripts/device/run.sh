@@ -12,7 +12,7 @@
 #                                                 checkpoint (wan_pipeline.py make): diffusers'
 #                                                 WanPipeline (needs .device/diffusers.tar.xz), then
 #                                                 `stepweave generate --backend cuda` twice, each in
-#                                                 a fresh process
+#                                                 a fresh process, then `bench generate --repeat 3`
 # Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -86,6 +86,10 @@ if [ -n "${PIPELINE:-}" ]; then
           --steps "$steps" --guidance 5 --seed 42 -o "/tmp/out-$frames.mp4"
         echo "OURS generate $spec process $run exit $? wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s"
       done
+      timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
+        bench generate "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" \
+        --frames "$frames" --steps "$steps" --guidance 5 --seed 42 --repeat 3 -o "/tmp/bench-$frames.mp4"
+      echo "OURS bench generate $spec exit $?"
     done
   } 2>&1 | tee "$out/pipeline.log"
 fi

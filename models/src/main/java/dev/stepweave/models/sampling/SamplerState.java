@@ -5,6 +5,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.UnaryOperator;
 
 /**
  * Everything a sampler carries from one step of one generation to the next. Immutable: a step
@@ -102,24 +103,28 @@ public record SamplerState(
   }
 
   /**
-   * Rebuilds a state from {@link #tensors()} and {@link #scalars()}.
+   * Rebuilds a state from {@link #tensors()} and {@link #scalars()}, host tensors as a checkpoint
+   * holds them: the schedule is read on the host, the history and last sample go through {@code
+   * toDevice} onto the sampler's backend.
    *
    * @throws IllegalArgumentException naming the missing or malformed entry
    */
-  public static SamplerState restore(Map<String, Tensor> tensors, Map<String, String> scalars) {
+  public static SamplerState restore(
+      Map<String, Tensor> tensors, Map<String, String> scalars, UnaryOperator<Tensor> toDevice) {
     SamplerSchedule schedule =
         new SamplerSchedule(
             require(tensors, TIMESTEPS).toFloatArray(), require(tensors, SIGMAS).toFloatArray());
     int historySize = integer(scalars, HISTORY_SIZE);
     List<Tensor> history = new ArrayList<>(historySize);
     for (int i = 0; i < historySize; i++) {
-      history.add(require(tensors, HISTORY + i));
+      history.add(toDevice.apply(require(tensors, HISTORY + i)));
     }
+    Tensor last = tensors.get(LAST_SAMPLE);
     return new SamplerState(
         schedule,
         integer(scalars, STEP_INDEX),
         history,
-        tensors.get(LAST_SAMPLE),
+        last == null ? null : toDevice.apply(last),
         integer(scalars, LOWER_ORDER_COUNT),
         integer(scalars, LAST_ORDER));
   }

@@ -309,7 +309,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         .forEach(
             (k, v) -> {
               if (k.startsWith("sampler.")) {
-                samplerTensors.put(k.substring("sampler.".length()), restored(ops, v));
+                samplerTensors.put(k.substring("sampler.".length()), v);
               } else if (k.startsWith(PLUGIN)) {
                 pluginTensors.put(k.substring(PLUGIN.length()), v);
               }
@@ -331,7 +331,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     Tensor uncond = data.tensors().get("uncond");
     return new State(
         restored(ops, data.tensors().get(LATENTS)),
-        SamplerState.restore(samplerTensors, scalars),
+        SamplerState.restore(samplerTensors, scalars, t -> restored(ops, t)),
         restored(ops, data.tensors().get("cond")),
         uncond == null ? null : restored(ops, uncond),
         request,

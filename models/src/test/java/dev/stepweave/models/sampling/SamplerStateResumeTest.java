@@ -61,7 +61,7 @@ class SamplerStateResumeTest {
         Tensor t = read.load(name);
         copies.put(name, Tensor.of(t.toFloatArray(), t.shape())); // outlive the mapping
       }
-      return SamplerState.restore(copies, read.metadata());
+      return SamplerState.restore(copies, read.metadata(), t -> t);
     }
   }
 
