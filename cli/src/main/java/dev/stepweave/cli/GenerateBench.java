@@ -98,6 +98,16 @@ final class GenerateBench implements Callable<Integer> {
         runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
       }
       print(out, wan, load, firstWritten, runs);
+      wan.backend()
+          .deviceMemory()
+          .ifPresent(
+              m ->
+                  out.printf(
+                      Locale.ROOT,
+                      "device memory after the last run: %.1f GB held by the allocator, %.1f GB"
+                          + " free on the device%n",
+                      m.allocatorBytes() / 1e9,
+                      m.freeBytes() / 1e9));
       out.println("wrote " + target.toAbsolutePath());
       return StepweaveCli.ExitCodes.OK;
     }

@@ -39,6 +39,13 @@ public interface Backend {
    */
   default void synchronize() {}
 
+  /**
+   * Gives cached device memory that no live tensor uses back to the device when the backend holds
+   * more of it than its policy keeps: for the end of a pass whose peak is far above what follows (a
+   * VAE decode). The CPU's memory is the JVM's: nothing.
+   */
+  default void trim() {}
+
   /** Copies a tensor of this device into a contiguous F32 CPU tensor. */
   Tensor download(Tensor t);
 

@@ -162,6 +162,8 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     // WanPipeline's postprocess: x/2 + 0.5, clamped to [0, 1], channels last.
     Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
     Tensor host = ops.download(ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0)));
+    // The decode's peak (tens of GB at 480p×81 on a GPU) is over: give back what it left cached.
+    ops.trim();
     var provenance = WanProvenance.of(model, s.request(), id());
     Artifact artifact =
         s.request().task() == TaskType.T2I
