@@ -4,6 +4,9 @@ import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.stream.IntStream;
 import org.jcodec.codecs.h264.H264Encoder;
 import org.jcodec.common.Codec;
 import org.jcodec.common.MuxerTrack;
@@ -14,7 +17,6 @@ import org.jcodec.common.io.NIOUtils;
 import org.jcodec.common.model.ColorSpace;
 import org.jcodec.common.model.Packet;
 import org.jcodec.common.model.Packet.FrameType;
-import org.jcodec.common.model.Picture;
 import org.jcodec.common.model.Size;
 import org.jcodec.containers.mp4.muxer.MP4Muxer;
 
@@ -62,6 +64,17 @@ public final class Mp4Writer {
   }
 
   private static void encode(Path file, Tensor frames, int fps) throws IOException {
+    encode(file, frames, fps, true);
+  }
+
+  /**
+   * Encodes the video group of pictures by group of pictures: each group starts with a key frame
+   * and references nothing before it, so its frames can be coded apart from the others' — in
+   * parallel when {@code parallel} — and muxed in order. Each group's encoder starts as a
+   * sequential encoder stands at a key frame, so the file is byte for byte the one a single encoder
+   * writes (a test holds this).
+   */
+  static void encode(Path file, Tensor frames, int fps, boolean parallel) throws IOException {
     int sourceHeight = frames.dim(1);
     int sourceWidth = frames.dim(2);
     int height = sourceHeight & ~1;
@@ -70,11 +83,20 @@ public final class Mp4Writer {
       throw new IllegalArgumentException(
           "video frames of " + sourceHeight + "x" + sourceWidth + " are too small for H.264");
     }
-    H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
-    encoder.setKeyInterval(KEY_FRAME_INTERVAL);
-    // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
-    // parameter sets and start-code escaping.
-    ByteBuffer out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
+    int count = frames.dim(0);
+    int groups = (count + KEY_FRAME_INTERVAL - 1) / KEY_FRAME_INTERVAL;
+    IntStream indices = IntStream.range(0, groups);
+    List<List<EncodedFrame>> coded =
+        (parallel ? indices.parallel() : indices)
+            .mapToObj(
+                g ->
+                    encodeGroup(
+                        frames,
+                        g * KEY_FRAME_INTERVAL,
+                        Math.min(count, (g + 1) * KEY_FRAME_INTERVAL),
+                        height,
+                        width))
+            .toList();
     try (FileChannelWrapper channel = NIOUtils.writableChannel(file.toFile())) {
       MP4Muxer muxer = MP4Muxer.createMP4MuxerToChannel(channel);
       MuxerTrack track =
@@ -82,23 +104,43 @@ public final class Mp4Writer {
               Codec.H264,
               VideoCodecMeta.createSimpleVideoCodecMeta(
                   new Size(width, height), ColorSpace.YUV420J));
-      for (int f = 0; f < frames.dim(0); f++) {
-        float[] rgb = cropToEven(RgbFrames.frame(frames, f), sourceHeight, sourceWidth);
-        Picture picture = Bt709.toYuv420(rgb, height, width);
-        out.clear();
-        EncodedFrame encoded = encoder.encodeFrame(picture, out);
-        track.addFrame(
-            Packet.createPacket(
-                encoded.getData(),
-                f,
-                fps,
-                1,
-                f,
-                encoded.isKeyFrame() ? FrameType.KEY : FrameType.INTER,
-                null));
+      int f = 0;
+      for (List<EncodedFrame> group : coded) {
+        for (EncodedFrame encoded : group) {
+          track.addFrame(
+              Packet.createPacket(
+                  encoded.getData(),
+                  f,
+                  fps,
+                  1,
+                  f,
+                  encoded.isKeyFrame() ? FrameType.KEY : FrameType.INTER,
+                  null));
+          f++;
+        }
       }
       muxer.finish();
     }
+  }
+
+  /** Frames {@code from} to {@code to - 1} (a key frame first) coded by an encoder of their own. */
+  private static List<EncodedFrame> encodeGroup(
+      Tensor frames, int from, int to, int height, int width) {
+    H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
+    encoder.setKeyInterval(KEY_FRAME_INTERVAL);
+    // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
+    // parameter sets and start-code escaping.
+    ByteBuffer out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
+    List<EncodedFrame> coded = new ArrayList<>(to - from);
+    for (int f = from; f < to; f++) {
+      float[] rgb = cropToEven(RgbFrames.frame(frames, f), frames.dim(1), frames.dim(2));
+      out.clear();
+      EncodedFrame encoded = encoder.encodeFrame(Bt709.toYuv420(rgb, height, width), out);
+      ByteBuffer data = encoded.getData();
+      ByteBuffer copy = ByteBuffer.allocate(data.remaining()).put(data.duplicate()).flip();
+      coded.add(new EncodedFrame(copy, encoded.isKeyFrame()));
+    }
+    return coded;
   }
 
   private static float[] cropToEven(float[] rgb, int height, int width) {
