@@ -13,6 +13,8 @@
 #                                                 WanPipeline (needs .device/diffusers.tar.xz), then
 #                                                 `stepweave generate --backend cuda` twice, each in
 #                                                 a fresh process, then `bench generate --repeat 3`
+#                                                 (PIPELINE_PROCESSES, PIPELINE_RUNS: how many; diffusers
+#                                                 runs one warm-up and PIPELINE_RUNS-1 timed runs)
 # Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -77,9 +79,10 @@ if [ -n "${PIPELINE:-}" ]; then
     for spec in $PIPELINE; do
       IFS=: read -r size frames steps <<< "$spec"
       timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$PWD/scripts/device/wan_pipeline.py" time "$ckpt" \
-        --size "$size" --frames "$frames" --steps "$steps" --guidance 5 --repeat 2 \
+        --size "$size" --frames "$frames" --steps "$steps" --guidance 5 \
+        --repeat "$(( ${PIPELINE_RUNS:-3} - 1 ))" \
         || echo "diffusers $spec failed"
-      for run in 1 2; do
+      for run in $(seq 1 "${PIPELINE_PROCESSES:-2}"); do
         start=$(date +%s.%N)
         timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \
           "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" --frames "$frames" \
@@ -88,7 +91,8 @@ if [ -n "${PIPELINE:-}" ]; then
       done
       timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
         bench generate "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" \
-        --frames "$frames" --steps "$steps" --guidance 5 --seed 42 --repeat 3 -o "/tmp/bench-$frames.mp4"
+        --frames "$frames" --steps "$steps" --guidance 5 --seed 42 --repeat "${PIPELINE_RUNS:-3}" \
+        -o "/tmp/bench-$frames.mp4"
       echo "OURS bench generate $spec exit $?"
     done
   } 2>&1 | tee "$out/pipeline.log"

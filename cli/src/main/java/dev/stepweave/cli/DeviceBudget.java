@@ -23,8 +23,8 @@ final class DeviceBudget {
   Double headroomGib;
 
   /**
-   * {@code config} with the memory budget of {@code model}'s device, after one line saying how it
-   * was made; on the CPU, {@code config} as it is.
+   * {@code config} with the memory budget and the measured rates of {@code model}'s device, each
+   * after one line saying how it was made; on the CPU, {@code config} as it is.
    */
   EngineConfig apply(EngineConfig config, ModelInstance model, PrintWriter err) {
     Optional<MemoryBudget> budget = MemoryBudget.measure(model, headroom());
@@ -33,9 +33,18 @@ final class DeviceBudget {
           err.println(b.describe());
           err.flush();
         });
-    return budget
-        .map(b -> config.toBuilder().memoryBudgetBytes(b.requestBytes()).build())
-        .orElse(config);
+    EngineConfig.Builder out = config.toBuilder();
+    budget.ifPresent(b -> out.memoryBudgetBytes(b.requestBytes()));
+    model
+        .backend()
+        .deviceRates()
+        .ifPresent(
+            r -> {
+              err.println("cost model seeded with the device's rates: " + r.how());
+              err.flush();
+              out.deviceFlopsPerMilli(r.flopsPerMilli()).deviceBytesPerMilli(r.bytesPerMilli());
+            });
+    return out.build();
   }
 
   /** Fails on a bad option value, before anything slow (loading the model) starts. */

@@ -98,6 +98,7 @@ final class GenerateBench implements Callable<Integer> {
         runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
       }
       print(out, wan, load, firstWritten, runs);
+      printCostModel(out, engine);
       wan.backend()
           .deviceMemory()
           .ifPresent(
@@ -156,6 +157,40 @@ final class GenerateBench implements Callable<Integer> {
           kinds);
     }
     out.println("(seconds; wall = the loop's wall time, steps = its measured device calls)");
+  }
+
+  /**
+   * The cost model against what was measured: per work kind and shape, the static prediction (the
+   * unit's FLOPs and bytes at the seeded device rates), the calibrated one after these runs, and
+   * the measured mean.
+   */
+  private static void printCostModel(PrintWriter out, Engine engine) {
+    var model = engine.costModel();
+    out.printf(
+        Locale.ROOT,
+        "cost model (seed %.1f TFLOP/s, %.0f GB/s): static / calibrated / measured mean ms per"
+            + " call%n",
+        model.flopsPerMilli() / 1e9,
+        model.bytesPerMilli() / 1e6);
+    for (Profiler.CallMeasurement m : engine.profiler().callMeasurements()) {
+      model.entries().stream()
+          .filter(
+              e ->
+                  e.key().kind() == m.kind()
+                      && e.key().shape().equals(m.shape())
+                      && e.key().batchSize() == m.batchSize())
+          .forEach(
+              e ->
+                  out.printf(
+                      Locale.ROOT,
+                      "  %-15s x%d %10.2f / %8.2f / %8.2f  (%d calls)%n",
+                      m.kind().name().toLowerCase(Locale.ROOT),
+                      m.batchSize(),
+                      e.staticMillis(),
+                      e.predictedMillis(),
+                      m.totalNanos() / 1e6 / m.count(),
+                      m.count()));
+    }
   }
 
   private static void row(

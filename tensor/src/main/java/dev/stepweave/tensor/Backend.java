@@ -34,6 +34,15 @@ public interface Backend {
   Tensor upload(Tensor t, DType dtype);
 
   /**
+   * The device's rates, measured once (a device backend times a GEMM and a copy on first call): the
+   * cost model's seed. Empty where no measurement is meaningful (the CPU: its engine keeps the
+   * configured rates).
+   */
+  default Optional<DeviceRates> deviceRates() {
+    return Optional.empty();
+  }
+
+  /**
    * Returns once everything issued on this backend has finished (a device backend runs
    * asynchronously; the engine waits here to time a call). The CPU computes synchronously: nothing.
    */
