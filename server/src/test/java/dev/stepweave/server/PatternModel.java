@@ -305,7 +305,7 @@ final class PatternModel implements ModelInstance {
         Map.of(TaskType.T2V, program, TaskType.T2I, program),
         RecipeSpec.base(),
         new ParitySpec(ConsistencyRung.C1, List.of(), Map.of()),
-        Map.of(CACHE.id(), new CacheContract(CACHE.id(), "step", true)),
+        Map.of(CACHE.id(), CacheContract.distributionAltering(CACHE.id(), "step")),
         ParallelismContract.single(),
         new PrecisionContract(Set.of(Precision.F32), Precision.F32),
         new CheckpointManifest(

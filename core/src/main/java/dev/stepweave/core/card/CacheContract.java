@@ -14,4 +14,14 @@ public record CacheContract(String id, String kind, boolean distributionAltering
     Objects.requireNonNull(id, "cache id");
     Objects.requireNonNull(kind, "cache kind");
   }
+
+  /** A cache whose reuse returns what computing would (a feature cache keyed by its inputs). */
+  public static CacheContract exact(String id, String kind) {
+    return new CacheContract(id, kind, false);
+  }
+
+  /** A cache whose reuse changes the output distribution (block and step skipping). */
+  public static CacheContract distributionAltering(String id, String kind) {
+    return new CacheContract(id, kind, true);
+  }
 }

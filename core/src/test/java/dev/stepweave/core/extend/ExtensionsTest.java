@@ -53,9 +53,9 @@ class ExtensionsTest {
         c.recipe(),
         c.parity(),
         Map.of(
-            "blocks_a", new CacheContract("blocks_a", "residual", true),
-            "blocks_b", new CacheContract("blocks_b", "residual", true),
-            "exact_ok", new CacheContract("exact_ok", "step", false)),
+            "blocks_a", CacheContract.distributionAltering("blocks_a", "residual"),
+            "blocks_b", CacheContract.distributionAltering("blocks_b", "residual"),
+            "exact_ok", CacheContract.exact("exact_ok", "step")),
         c.parallelism(),
         c.precision(),
         c.checkpoint(),

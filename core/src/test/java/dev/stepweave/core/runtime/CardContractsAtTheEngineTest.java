@@ -70,7 +70,7 @@ class CardContractsAtTheEngineTest {
         c.capabilities(),
         c.recipe(),
         c.parity(),
-        Map.of("approx", new CacheContract("approx", "residual", true)),
+        Map.of("approx", CacheContract.distributionAltering("approx", "residual")),
         c.parallelism(),
         c.precision(),
         c.checkpoint(),
