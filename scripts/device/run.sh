@@ -14,7 +14,8 @@
 #                                                 `stepweave generate --backend cuda` twice, each in
 #                                                 a fresh process, then `bench generate --repeat 3`
 #                                                 (PIPELINE_PROCESSES, PIPELINE_RUNS: how many; diffusers
-#                                                 runs one warm-up and PIPELINE_RUNS-1 timed runs)
+#                                                 runs one warm-up and PIPELINE_RUNS-1 timed runs;
+#                                                 PIPELINE_REFERENCE=0 leaves diffusers out)
 # Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -78,10 +79,12 @@ if [ -n "${PIPELINE:-}" ]; then
     "$py" "$PWD/scripts/device/wan_pipeline.py" make "$ckpt" || echo "make failed"
     for spec in $PIPELINE; do
       IFS=: read -r size frames steps <<< "$spec"
-      timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$PWD/scripts/device/wan_pipeline.py" time "$ckpt" \
-        --size "$size" --frames "$frames" --steps "$steps" --guidance 5 \
-        --repeat "$(( ${PIPELINE_RUNS:-3} - 1 ))" \
-        || echo "diffusers $spec failed"
+      if [ "${PIPELINE_REFERENCE:-1}" = 1 ]; then
+        timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$PWD/scripts/device/wan_pipeline.py" time "$ckpt" \
+          --size "$size" --frames "$frames" --steps "$steps" --guidance 5 \
+          --repeat "$(( ${PIPELINE_RUNS:-3} - 1 ))" \
+          || echo "diffusers $spec failed"
+      fi
       for run in $(seq 1 "${PIPELINE_PROCESSES:-2}"); do
         start=$(date +%s.%N)
         timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \

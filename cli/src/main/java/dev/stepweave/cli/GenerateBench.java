@@ -99,6 +99,15 @@ final class GenerateBench implements Callable<Integer> {
       }
       print(out, wan, load, firstWritten, runs);
       printCostModel(out, engine);
+      var cp = engine.stats().checkpoints();
+      out.printf(
+          Locale.ROOT,
+          "recovery checkpoints: %d captures, %.1f MB copied to the host in %.3f s, %.1f MB of"
+              + " earlier copies reused%n",
+          cp.captures(),
+          cp.bytesCopied() / 1e6,
+          cp.copyTime().toNanos() / 1e9,
+          cp.bytesReused() / 1e6);
       wan.backend()
           .deviceMemory()
           .ifPresent(

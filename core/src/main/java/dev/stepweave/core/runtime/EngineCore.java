@@ -279,7 +279,9 @@ final class EngineCore {
           if (!isFinite(result.output())) {
             throw new NonFiniteStepException(run.id(), plan.loopId(), plan.stepIndex());
           }
+          CheckpointStats before = run.checkpointStats();
           run.advance(result, config.recoveryCheckpoints(), this::backend);
+          metrics.addCheckpoints(run.checkpointStats().minus(before));
         } catch (RuntimeException e) {
           fail(run, e);
         }

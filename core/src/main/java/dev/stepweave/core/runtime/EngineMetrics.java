@@ -18,6 +18,7 @@ final class EngineMetrics {
   private final Map<WorkKind, HistogramRecorder> stepSeconds = new EnumMap<>(WorkKind.class);
   private final HistogramRecorder batchSizes = new HistogramRecorder(1, 2, 4, 8, 16, 32, 64);
   private final HistogramRecorder costError = new HistogramRecorder(0.05, 0.1, 0.25, 0.5, 1, 2, 5);
+  private CheckpointStats checkpoints = CheckpointStats.NONE;
 
   EngineMetrics() {
     for (WorkKind k : WorkKind.values()) {
@@ -35,6 +36,11 @@ final class EngineMetrics {
     }
   }
 
+  /** What the checkpoints of one step cost (scheduler thread). */
+  synchronized void addCheckpoints(CheckpointStats step) {
+    checkpoints = checkpoints.plus(step);
+  }
+
   EngineStats stats(int queued, int running, boolean accepting) {
     Map<WorkKind, Histogram> steps = new EnumMap<>(WorkKind.class);
     stepSeconds.forEach((k, h) -> steps.put(k, h.snapshot()));
@@ -49,6 +55,11 @@ final class EngineMetrics {
         steps,
         batchSizes.snapshot(),
         costError.snapshot(),
+        checkpointsSoFar(),
         accepting);
+  }
+
+  private synchronized CheckpointStats checkpointsSoFar() {
+    return checkpoints;
   }
 }

@@ -19,6 +19,7 @@ import java.util.Map;
  * @param batchSizes work units per executed batch
  * @param costPredictionError |predicted − measured| / measured of the cost model, per executed
  *     batch
+ * @param checkpoints what recovery checkpoints and checkpoint sinks have cost
  * @param accepting whether new requests are admitted (false while draining or re-initialising)
  */
 public record EngineStats(
@@ -32,6 +33,7 @@ public record EngineStats(
     Map<WorkKind, Histogram> stepSeconds,
     Histogram batchSizes,
     Histogram costPredictionError,
+    CheckpointStats checkpoints,
     boolean accepting) {
   public EngineStats {
     stepSeconds = Map.copyOf(stepSeconds);

@@ -31,6 +31,7 @@ final class HostCheckpoints {
   private long bytesCopied;
   private long bytesReused;
   private long copyNanos;
+  private long captures;
 
   /**
    * What capturing {@code current} (with {@code finished}) would cost now, in seconds: its tensors
@@ -80,22 +81,14 @@ final class HostCheckpoints {
         new SerializedState(
             current.loopId(), onHost(current.tensors(), backend, next), current.json());
     copies = next;
+    captures++;
     return new ProgramCheckpoint(requestId, hostFinished, hostCurrent);
   }
 
-  /** F32 bytes copied from the device so far. */
-  long bytesCopied() {
-    return bytesCopied;
-  }
-
-  /** F32 bytes whose earlier host copy a capture reused instead of copying again. */
-  long bytesReused() {
-    return bytesReused;
-  }
-
-  /** Time spent copying so far. */
-  java.time.Duration copyTime() {
-    return java.time.Duration.ofNanos(copyNanos);
+  /** What this run's captures have cost so far. */
+  CheckpointStats stats() {
+    return new CheckpointStats(
+        captures, bytesCopied, bytesReused, java.time.Duration.ofNanos(copyNanos));
   }
 
   private Map<String, Tensor> onHost(

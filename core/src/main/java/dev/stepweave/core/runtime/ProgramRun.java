@@ -190,13 +190,9 @@ final class ProgramRun {
     return capture.capture(request.id(), finished, stepper.serialize(), backend);
   }
 
-  /** Device bytes this run's checkpoints copied to the host, and bytes they reused. */
-  long checkpointBytesCopied() {
-    return capture.bytesCopied();
-  }
-
-  long checkpointBytesReused() {
-    return capture.bytesReused();
+  /** What this run's checkpoints have cost so far. */
+  CheckpointStats checkpointStats() {
+    return capture.stats();
   }
 
   /**

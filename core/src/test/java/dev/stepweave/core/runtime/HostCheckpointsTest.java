@@ -89,8 +89,9 @@ class HostCheckpointsTest {
     ProgramCheckpoint next = capture.capture("r", finished, second, () -> gpu);
     assertEquals(List.of(latents2), downloaded, "only what changed is copied");
     assertSame(hostText, next.finished().get("text_encode").tensors().get("embeds"));
-    assertEquals((3 + 2 + 2) * 4L, capture.bytesCopied());
-    assertEquals(3 * 4L, capture.bytesReused());
+    assertEquals((3 + 2 + 2) * 4L, capture.stats().bytesCopied());
+    assertEquals(2, capture.stats().captures());
+    assertEquals(3 * 4L, capture.stats().bytesReused());
     assertEquals(0, capture.predictedSeconds(finished, second), "nothing new to copy");
   }
 
