@@ -10,6 +10,7 @@ import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
+import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
@@ -58,29 +59,19 @@ class CheckpointResumeGpuTest {
     try (WanModel model = WanModel.load(TINY, Gpu.bf16());
         Engine engine = new Engine(model)) {
       whole =
-          engine
-              .submit(
+          frames(
+              engine.submit(
                   request(),
                   cp -> {
                     Path f = dir.resolve("step" + checkpoints.size() + ".safetensors");
                     cp.write(f);
                     checkpoints.add(f);
                     loops.add(cp.current().loopId());
-                  })
-              .result()
-              .get(120, TimeUnit.SECONDS)
-              .artifact(Artifact.VideoArtifact.class)
-              .frames();
+                  }));
       assertEquals(9, loops.size(), "2 encoder chunks, 4 denoising steps, 3 latent frames");
       for (int i : new int[] {1, 4, 7}) {
         ProgramCheckpoint from = ProgramCheckpoint.read(checkpoints.get(i));
-        Tensor resumed =
-            engine
-                .resume(request(), from, null)
-                .result()
-                .get(120, TimeUnit.SECONDS)
-                .artifact(Artifact.VideoArtifact.class)
-                .frames();
+        Tensor resumed = frames(engine.resume(request(), from, null));
         assertArrayEquals(
             whole.toFloatArray(),
             resumed.toFloatArray(),
@@ -115,19 +106,22 @@ class CheckpointResumeGpuTest {
     }
   }
 
+  /** The frames of a run, once it has finished. */
+  static Tensor frames(RequestHandle handle) throws Exception {
+    return handle
+        .result()
+        .get(120, TimeUnit.SECONDS)
+        .artifact(Artifact.VideoArtifact.class)
+        .frames();
+  }
+
   /** The child process: resume one checkpoint on the GPU and write the frames. */
   public static final class ResumeMain {
     public static void main(String[] args) throws Exception {
       try (WanModel model = WanModel.load(TINY, CudaBackend.open(0, Precision.BF16));
           Engine engine = new Engine(model)) {
         ProgramCheckpoint from = ProgramCheckpoint.read(Path.of(args[0]));
-        Tensor frames =
-            engine
-                .resume(request(), from, null)
-                .result()
-                .get(120, TimeUnit.SECONDS)
-                .artifact(Artifact.VideoArtifact.class)
-                .frames();
+        Tensor frames = frames(engine.resume(request(), from, null));
         Safetensors.write(Path.of(args[1]), Map.of("frames", frames), Map.of());
       }
       System.exit(Files.exists(Path.of(args[1])) ? 0 : 1);
