@@ -15,6 +15,8 @@ import dev.stepweave.core.card.PrecisionContract;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.io.CheckpointException;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -90,6 +92,19 @@ public final class WanCards {
               + dir.pipelineClass()
               + "' is not supported (only WanPipeline, text-to-video)");
     }
+    checkAttributes(index, dir);
+    for (var e : dir.components().entrySet()) {
+      if (!COMPONENT_CLASSES.containsKey(e.getKey())) {
+        throw new CheckpointException(
+            index
+                + ": component '"
+                + e.getKey()
+                + "' ("
+                + e.getValue().className()
+                + ") is not supported yet"
+                + UNSUPPORTED_COMPONENTS.getOrDefault(e.getKey(), ""));
+      }
+    }
     Map<String, ComponentSpec> components = new LinkedHashMap<>();
     for (var e : COMPONENT_CLASSES.entrySet()) {
       String id = e.getKey();
@@ -111,8 +126,62 @@ public final class WanCards {
       components.put(
           id, new ComponentSpec(id, kindOf(id), id, declared.className(), Precision.F32));
     }
+    // The configs' every field the components do not implement is refused here, naming the file,
+    // before any weights load (loading reads them again).
+    WanTransformerConfig.read(dir.component("transformer").configFile());
+    WanVaeConfig.read(dir.component("vae").configFile());
     String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
     return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);
+  }
+
+  /** What a component this import does not implement would be for, in its refusal. */
+  private static final Map<String, String> UNSUPPORTED_COMPONENTS =
+      Map.of(
+          "transformer_2", " (the second expert of Wan2.2 A14B; running without it would be wrong)",
+          "image_encoder", " (image conditioning, Wan2.1 I2V)",
+          "image_processor", " (image conditioning, Wan2.1 I2V)");
+
+  /**
+   * Refuses every pipeline attribute of {@code model_index.json} the Wan T2V import does not
+   * implement: a Wan2.2 checkpoint loaded as Wan2.1 would generate without a word, and wrongly.
+   */
+  private static void checkAttributes(Path index, DiffusersDirectory dir) {
+    for (var e : dir.attributes().entrySet()) {
+      String name = e.getKey();
+      var value = e.getValue();
+      switch (name) {
+        case "_class_name", "_diffusers_version", "_name_or_path" -> {}
+        case "boundary_ratio" -> {
+          if (!value.isNull()) {
+            throw new CheckpointException(
+                index
+                    + ": boundary_ratio "
+                    + value
+                    + " (two experts switched by timestep, Wan2.2 A14B) is not supported yet");
+          }
+        }
+        case "expand_timesteps" -> {
+          if (!value.isBoolean()) {
+            throw new CheckpointException(
+                index + ": expand_timesteps must be true or false, got " + value);
+          }
+          if (value.booleanValue()) {
+            throw new CheckpointException(
+                index
+                    + ": expand_timesteps=true (per-token timesteps, Wan2.2 TI2V) is not supported"
+                    + " yet");
+          }
+        }
+        default ->
+            throw new CheckpointException(
+                index
+                    + ": field '"
+                    + name
+                    + "' ("
+                    + value
+                    + ") is not implemented by the Wan import");
+      }
+    }
   }
 
   /** A Wan T2V card over the standard components with the given recipe. */

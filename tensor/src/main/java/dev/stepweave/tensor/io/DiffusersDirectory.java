@@ -27,6 +27,7 @@ public final class DiffusersDirectory {
   private final Path dir;
   private final String pipelineClass;
   private final SortedMap<String, ComponentClass> components;
+  private final SortedMap<String, JsonNode> attributes;
 
   /** The library and class that {@code model_index.json} names for a component. */
   public record ComponentClass(String library, String className) {}
@@ -49,10 +50,14 @@ public final class DiffusersDirectory {
   }
 
   private DiffusersDirectory(
-      Path dir, String pipelineClass, SortedMap<String, ComponentClass> components) {
+      Path dir,
+      String pipelineClass,
+      SortedMap<String, ComponentClass> components,
+      SortedMap<String, JsonNode> attributes) {
     this.dir = dir;
     this.pipelineClass = pipelineClass;
     this.components = Collections.unmodifiableSortedMap(components);
+    this.attributes = Collections.unmodifiableSortedMap(attributes);
   }
 
   /**
@@ -67,9 +72,11 @@ public final class DiffusersDirectory {
     }
     JsonNode root = JsonFiles.readObject(indexFile);
     SortedMap<String, ComponentClass> components = new TreeMap<>();
+    SortedMap<String, JsonNode> attributes = new TreeMap<>();
     for (Map.Entry<String, JsonNode> e : root.properties()) {
       if (e.getKey().startsWith("_") || !e.getValue().isArray()) {
-        continue; // pipeline attributes such as _class_name or boundary_ratio
+        attributes.put(e.getKey(), e.getValue()); // _class_name, boundary_ratio, …
+        continue;
       }
       ComponentClass type = componentClass(indexFile, e.getKey(), e.getValue());
       if (type == null) {
@@ -87,7 +94,10 @@ public final class DiffusersDirectory {
     }
     JsonNode className = root.get("_class_name");
     return new DiffusersDirectory(
-        dir, className != null && className.isTextual() ? className.textValue() : "", components);
+        dir,
+        className != null && className.isTextual() ? className.textValue() : "",
+        components,
+        attributes);
   }
 
   /** {@code [library, class]}, or null for {@code [null, null]}. */
@@ -107,6 +117,14 @@ public final class DiffusersDirectory {
   }
 
   /** The pipeline class ({@code _class_name}), e.g. "WanPipeline"; empty when absent. */
+  /**
+   * Every entry of {@code model_index.json} that is not a component, by name ({@code _class_name},
+   * {@code boundary_ratio}, …): an importer checks each, so none is silently ignored.
+   */
+  public SortedMap<String, JsonNode> attributes() {
+    return attributes;
+  }
+
   public String pipelineClass() {
     return pipelineClass;
   }

@@ -81,6 +81,10 @@ public record WanTransformerConfig(
     requireNull(json, "image_dim", "image-to-video (image_dim) is not supported yet");
     requireNull(
         json, "added_kv_proj_dim", "image-to-video (added_kv_proj_dim) is not supported yet");
+    requireNull(
+        json,
+        "pos_embed_seq_len",
+        "a learned image-token position embedding (pos_embed_seq_len) is not supported yet");
     JsonNode patch = required(json, "patch_size");
     if (!patch.isArray() || patch.size() != 3) {
       throw new IllegalArgumentException("patch_size must be an array of 3 integers, got " + patch);
