@@ -72,14 +72,15 @@ final class GenerateBench implements Callable<Integer> {
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(dir, generate.openBackend(err));
         Engine engine = generate.engine(wan, err)) {
-      double load = seconds(System.nanoTime() - loadStart);
+      Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
+      double load = loadTime.toNanos() / 1e9;
       long seed = generate.seedOrRandom();
       List<Run> runs = new ArrayList<>();
       double firstWritten = 0;
       for (int i = 0; i < repeat; i++) {
         Request request = generate.request(wan.card(), seed);
         if (i == 0) {
-          GenerateCommand.printCard(out, wan.card(), wan, request, Duration.ofNanos(0));
+          GenerateCommand.printCard(out, wan.card(), wan, request, loadTime);
         }
         Map<WorkKind, Long> before = stepNanos(engine.profiler());
         long t0 = System.nanoTime();
@@ -141,7 +142,7 @@ final class GenerateBench implements Callable<Integer> {
         k -> head.append(' ').append(k.name().toLowerCase(Locale.ROOT)).append(" steps |"));
     head.append(" write | whole run |");
     out.println(head);
-    out.println(head.toString().replaceAll("[^|]", "-").replace("|-", "|-"));
+    out.println(head.toString().replaceAll("[^|]", "-"));
     for (int i = 0; i < runs.size(); i++) {
       row(out, i == 0 ? "1 (cold)" : Integer.toString(i + 1), runs.get(i), loops, kinds);
     }

@@ -12,6 +12,7 @@ import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.cuda.memory.VirtualMemoryPool;
 import dev.stepweave.cuda.ops.CudaOps;
+import dev.stepweave.cuda.ops.RateProbe;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
@@ -269,56 +270,20 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Frees the allocator's cached blocks when they exceed {@link #TRIM_KEEP_BYTES}. */
   @Override
   public void trim() {
-    if (allocator.reservedBytes() - allocator.liveBytes() > TRIM_KEEP_BYTES) {
-      allocator.releaseCached();
-    }
+    allocator.trim(TRIM_KEEP_BYTES);
   }
 
   private DeviceRates rates;
 
-  /**
-   * Times, once per backend, an 8192³ GEMM in the activation dtype and a 1 GiB device copy (best of
-   * three after a warm-up, CUDA events): about 0.1 s at first call.
-   */
+  /** Measured once per backend ({@link RateProbe}). */
   @Override
   public synchronized Optional<DeviceRates> deviceRates() {
     if (rates == null) {
-      int n = 8192;
-      DType dtype = activationDType();
       try (MemoryScope scope = openScope()) {
-        Tensor x = tensors.zeros(dtype, n, n);
-        Tensor w = tensors.zeros(dtype, n, n);
-        float gemmMs = best(() -> linear(x, w, null), scope, x, w);
-        Tensor big = tensors.zeros(DType.F32, 256, 1024, 1024);
-        float copyMs = best(() -> tensors.convert(big, DType.F32), scope, big);
-        scope.releaseExcept();
-        double flops = 2.0 * n * n * n;
-        double bytes = 2.0 * big.byteSize();
-        rates =
-            new DeviceRates(
-                flops / gemmMs,
-                bytes / copyMs,
-                String.format(
-                    java.util.Locale.ROOT,
-                    "%s GEMM %.0f TFLOP/s, copy %.0f GB/s (measured)",
-                    dtype,
-                    flops / gemmMs / 1e9,
-                    bytes / copyMs / 1e6));
+        rates = RateProbe.measure(ops, tensors, scope, activationDType());
       }
     }
     return Optional.of(rates);
-  }
-
-  /** The best of three CUDA-event timings of {@code work} after a warm-up, its results released. */
-  private float best(Supplier<Tensor> work, MemoryScope scope, Tensor... inputs) {
-    work.get();
-    scope.releaseExcept(inputs);
-    float best = Float.MAX_VALUE;
-    for (int i = 0; i < 3; i++) {
-      best = Math.min(best, context.time(work::get));
-      scope.releaseExcept(inputs);
-    }
-    return best;
   }
 
   /** Waits for all issued work. */

@@ -168,13 +168,14 @@ final class ProgramRun {
   void advance(StepResult result, RecoveryCheckpoints policy, Supplier<Backend> backend) {
     stepper.advance(result);
     workSinceCapture = workSinceCapture.plus(result.elapsed());
-    boolean keep = false;
-    if (policy.enabled()) {
-      SerializedState state = stepper.serialize();
-      keep = policy.due(workSinceCapture, capture.predictedSeconds(finished, state));
+    if (!policy.enabled() && options.sink() == null) {
+      return;
     }
+    SerializedState state = stepper.serialize();
+    boolean keep =
+        policy.enabled() && policy.due(workSinceCapture, capture.predictedSeconds(finished, state));
     if (keep || options.sink() != null) {
-      ProgramCheckpoint cp = checkpoint(backend);
+      ProgramCheckpoint cp = checkpoint(state, backend);
       if (keep) {
         lastCheckpoint = cp;
       }
@@ -185,9 +186,9 @@ final class ProgramRun {
   }
 
   /** Where the run stands now, in host memory (device tensors copied once, see HostCheckpoints). */
-  private ProgramCheckpoint checkpoint(Supplier<Backend> backend) {
+  private ProgramCheckpoint checkpoint(SerializedState state, Supplier<Backend> backend) {
     workSinceCapture = Duration.ZERO;
-    return capture.capture(request.id(), finished, stepper.serialize(), backend);
+    return capture.capture(request.id(), finished, state, backend);
   }
 
   /** What this run's checkpoints have cost so far. */
@@ -208,7 +209,7 @@ final class ProgramRun {
   /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
   void suspend(Supplier<Backend> backend) {
     if (stepper != null) {
-      lastCheckpoint = checkpoint(backend);
+      lastCheckpoint = checkpoint(stepper.serialize(), backend);
     }
     rewind();
   }

@@ -379,6 +379,13 @@ public final class DeviceAllocator {
     }
   }
 
+  /** Gives the cached blocks back to the driver when they exceed {@code keepBytes}. */
+  public void trim(long keepBytes) {
+    if (reservedBytes() - liveBytes() > keepBytes) {
+      releaseCached();
+    }
+  }
+
   /** Gives every cached (unused) block back to the driver. */
   public void releaseCached() {
     drainReturned();

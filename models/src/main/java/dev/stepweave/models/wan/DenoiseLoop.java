@@ -302,7 +302,6 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   @Override
   public State deserialize(
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
-    Backend ops = model.backend();
     Map<String, Tensor> samplerTensors = new HashMap<>();
     Map<String, Tensor> pluginTensors = new HashMap<>();
     data.tensors()
@@ -330,18 +329,13 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             });
     Tensor uncond = data.tensors().get("uncond");
     return new State(
-        restored(ops, data.tensors().get(LATENTS)),
-        SamplerState.restore(samplerTensors, scalars, t -> restored(ops, t)),
-        restored(ops, data.tensors().get("cond")),
-        uncond == null ? null : restored(ops, uncond),
+        model.restored(data.tensors().get(LATENTS)),
+        SamplerState.restore(samplerTensors, scalars, model::restored),
+        model.restored(data.tensors().get("cond")),
+        uncond == null ? null : model.restored(uncond),
         request,
         ctx.cancelScope(),
-        PluginState.restore(pluginTensors, pluginNumbers, t -> restored(ops, t)),
+        PluginState.restore(pluginTensors, pluginNumbers, model::restored),
         hooks(request, ctx));
-  }
-
-  /** A serialised tensor back on the model's device, in the dtype it was serialised with. */
-  static Tensor restored(Backend ops, Tensor t) {
-    return ops.upload(t, t.dtype());
   }
 }

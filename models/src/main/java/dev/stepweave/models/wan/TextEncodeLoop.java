@@ -181,7 +181,7 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
     json.get("prompts").forEach(p -> prompts.add(p.asText()));
     List<Tensor> embeddings = new ArrayList<>();
     for (int i = 0; i < json.get("done").asInt(); i++) {
-      embeddings.add(DenoiseLoop.restored(model.backend(), data.tensors().get("embeddings." + i)));
+      embeddings.add(model.restored(data.tensors().get("embeddings." + i)));
     }
     return new State(prompts, embeddings, model.maxSequenceLength(request), ctx.cancelScope());
   }

@@ -186,14 +186,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   @Override
   public State deserialize(
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
-    Backend ops = model.backend();
-    Tensor latents = DenoiseLoop.restored(ops, data.tensors().get("latents"));
+    Tensor latents = model.restored(data.tensors().get("latents"));
     Map<String, Tensor> tensors = new HashMap<>();
     data.tensors()
         .forEach(
             (k, v) -> {
               if (k.startsWith("decode.")) {
-                tensors.put(k.substring("decode.".length()), DenoiseLoop.restored(ops, v));
+                tensors.put(k.substring("decode.".length()), model.restored(v));
               }
             });
     Map<String, String> scalars = new HashMap<>();

@@ -255,6 +255,14 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return Precision.of(computeDType(id, backend));
   }
 
+  /**
+   * A tensor of a serialised loop state (a host copy) back on this model's backend, in the dtype it
+   * was serialised with, so a resumed state is the state that was saved.
+   */
+  Tensor restored(Tensor serialised) {
+    return backend.upload(serialised, serialised.dtype());
+  }
+
   /** The tag of a component's pool on the backend: unique per loaded instance. */
   static String memoryTag(String instanceId, String component) {
     return instanceId + "/" + component;
