@@ -139,6 +139,38 @@ public interface Backend {
    */
   Tensor linear(Tensor x, Tensor w, Tensor bias);
 
+  /**
+   * {@code y} plus each batch row's own low-rank updates: row {@code b} of the result is {@code
+   * y[b] + Σⱼ scaleⱼ · (x[b] · downⱼᵀ) · upⱼᵀ} over {@code rows.get(b)} in order, so one call can
+   * mix rows with different adapters (an empty list leaves its row as it is). {@code y} is
+   * consumed: a backend may accumulate into it, and the caller must not read it again.
+   *
+   * <p>Batch-invariant like {@link #linear}: a row's result depends only on that row and its own
+   * updates. This default computes row by row, update by update, with {@link #linear}; device
+   * backends batch every row into a few launches.
+   *
+   * @param y {@code [B, L, out]} (the base layer's output)
+   * @param x {@code [B, L, in]} (the base layer's input)
+   * @param rows {@code B} lists of updates whose {@code in}/{@code out} match
+   */
+  default Tensor addLowRank(Tensor y, Tensor x, List<List<LowRank>> rows) {
+    OpShapes.lowRank(y, x, rows);
+    if (rows.stream().allMatch(List::isEmpty)) {
+      return y;
+    }
+    List<Tensor> out = new java.util.ArrayList<>(rows.size());
+    for (int b = 0; b < rows.size(); b++) {
+      Tensor row = y.slice(0, b, b + 1);
+      Tensor xb = x.slice(0, b, b + 1);
+      for (LowRank u : rows.get(b)) {
+        Tensor inner = affine(linear(xb, u.down(), null), u.scale(), 0f);
+        row = add(row, linear(inner, u.up(), null));
+      }
+      out.add(row);
+    }
+    return concat(out, 0);
+  }
+
   /** Batched matrix product {@code [..., M, K] @ [..., K, N] -> [..., M, N]} (broadcast batch). */
   Tensor matmul(Tensor a, Tensor b);
 

@@ -19,6 +19,9 @@ import java.util.stream.Collectors;
  * @param shape every input's dtype and shape, in order ({@link #signature})
  * @param precision the precision the component runs in, e.g. "bf16"
  * @param parallelPlan how the work is spread over devices, e.g. "single"
+ * @param adapters the low-rank adapters each batch row runs with, as the caller names them (every
+ *     adapter's identity and strength per row; a recording reads the adapters' resident weights, so
+ *     a reloaded adapter must name itself anew), or "" for none
  */
 public record GraphKey(
     String model,
@@ -27,7 +30,8 @@ public record GraphKey(
     String workKind,
     String shape,
     String precision,
-    String parallelPlan) {
+    String parallelPlan,
+    String adapters) {
   public GraphKey {
     Objects.requireNonNull(model, "model");
     Objects.requireNonNull(component, "component");
@@ -36,9 +40,10 @@ public record GraphKey(
     Objects.requireNonNull(shape, "shape");
     Objects.requireNonNull(precision, "precision");
     Objects.requireNonNull(parallelPlan, "parallelPlan");
+    Objects.requireNonNull(adapters, "adapters");
   }
 
-  /** A key whose shape field is the {@link #signature} of {@code inputs}. */
+  /** A key without adapters whose shape field is the {@link #signature} of {@code inputs}. */
   public static GraphKey of(
       String model,
       String component,
@@ -48,7 +53,13 @@ public record GraphKey(
       String parallelPlan,
       List<Tensor> inputs) {
     return new GraphKey(
-        model, component, loop, workKind, signature(inputs), precision, parallelPlan);
+        model, component, loop, workKind, signature(inputs), precision, parallelPlan, "");
+  }
+
+  /** The same key for work that also runs the given adapters (see {@link #adapters}). */
+  public GraphKey withAdapters(String composition) {
+    return new GraphKey(
+        model, component, loop, workKind, shape, precision, parallelPlan, composition);
   }
 
   /** Throws unless this key's shape is the signature of {@code inputs}. */

@@ -151,6 +151,39 @@ public final class OpShapes {
    * null), 3 positive strides and 3 non-negative paddings, and returns the output shape {@code [B,
    * O, To, Ho, Wo]}.
    */
+  /**
+   * {@code y [B, L, out]} and {@code x [B, L, in]} with one list of updates per batch row, each
+   * {@code down [r, in]}, {@code up [out, r]}.
+   */
+  public static void lowRank(Tensor y, Tensor x, List<List<LowRank>> rows) {
+    if (y.rank() != 3 || x.rank() != 3 || y.dim(0) != x.dim(0) || y.dim(1) != x.dim(1)) {
+      throw new IllegalArgumentException(
+          "low-rank update needs y [B, L, out] and x [B, L, in], got y "
+              + Arrays.toString(y.shape())
+              + " and x "
+              + Arrays.toString(x.shape()));
+    }
+    if (rows.size() != y.dim(0)) {
+      throw new IllegalArgumentException(
+          "low-rank update has " + rows.size() + " row lists for a batch of " + y.dim(0));
+    }
+    for (List<LowRank> row : rows) {
+      for (LowRank u : row) {
+        if (u.in() != x.dim(2) || u.out() != y.dim(2)) {
+          throw new IllegalArgumentException(
+              "low-rank factors down "
+                  + Arrays.toString(u.down().shape())
+                  + " / up "
+                  + Arrays.toString(u.up().shape())
+                  + " do not fit a layer "
+                  + x.dim(2)
+                  + " -> "
+                  + y.dim(2));
+        }
+      }
+    }
+  }
+
   public static int[] conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     if (x.rank() != 5 || w.rank() != 5) {
       throw new IllegalArgumentException(

@@ -18,9 +18,25 @@ public final class ContentHash {
     return hex(bytes.array());
   }
 
+  /** The hash of a file's bytes, read in chunks (an adapter file may be hundreds of MB). */
+  public static String ofFile(java.nio.file.Path file) throws java.io.IOException {
+    MessageDigest digest = sha256();
+    try (var in = java.nio.file.Files.newInputStream(file)) {
+      byte[] buffer = new byte[1 << 20];
+      for (int n; (n = in.read(buffer)) > 0; ) {
+        digest.update(buffer, 0, n);
+      }
+    }
+    return HexFormat.of().formatHex(digest.digest());
+  }
+
   private static String hex(byte[] data) {
+    return HexFormat.of().formatHex(sha256().digest(data));
+  }
+
+  private static MessageDigest sha256() {
     try {
-      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(data));
+      return MessageDigest.getInstance("SHA-256");
     } catch (NoSuchAlgorithmException e) {
       throw new IllegalStateException("the JDK always has SHA-256", e);
     }

@@ -26,18 +26,24 @@ public final class Extensions {
   /** Recipes that assume this many steps or fewer are few-step distilled. */
   public static final int FEW_STEPS = 8;
 
-  public static final Extensions NONE = new Extensions(Map.of(), Map.of(), List.of());
+  public static final Extensions NONE =
+      new Extensions(Map.of(), Map.of(), List.of(), AdapterRegistry.NONE);
 
   private final Map<String, Plugin> enabled;
   private final Map<String, ParamSchema> schemas;
   private final List<StepObserver> observers;
+  private final AdapterRegistry adapters;
   private final ExtensionMetrics metrics = new ExtensionMetrics();
 
   private Extensions(
-      Map<String, Plugin> enabled, Map<String, ParamSchema> schemas, List<StepObserver> observers) {
+      Map<String, Plugin> enabled,
+      Map<String, ParamSchema> schemas,
+      List<StepObserver> observers,
+      AdapterRegistry adapters) {
     this.enabled = Collections.unmodifiableMap(new LinkedHashMap<>(enabled));
     this.schemas = Map.copyOf(schemas);
     this.observers = List.copyOf(observers);
+    this.adapters = adapters;
   }
 
   public static Builder builder() {
@@ -46,6 +52,11 @@ public final class Extensions {
 
   public List<StepObserver> observers() {
     return observers;
+  }
+
+  /** The adapters requests may name ({@link AdapterRegistry#NONE} when none are registered). */
+  public AdapterRegistry adapters() {
+    return adapters;
   }
 
   /** The enabled plugins by id, in the order they were enabled. */
@@ -175,11 +186,12 @@ public final class Extensions {
         && recipe.assumesSteps() <= FEW_STEPS;
   }
 
-  /** Enables plugins and observers for a deployment. */
+  /** Enables plugins and observers for a deployment and registers its adapters. */
   public static final class Builder {
     private final Map<String, Plugin> enabled = new LinkedHashMap<>();
     private final Map<String, ParamSchema> schemas = new LinkedHashMap<>();
     private final List<StepObserver> observers = new ArrayList<>();
+    private AdapterRegistry adapters = AdapterRegistry.NONE;
 
     public Builder enable(Plugin plugin) {
       return enable(plugin, Map.of());
@@ -204,8 +216,13 @@ public final class Extensions {
       return this;
     }
 
+    public Builder adapters(AdapterRegistry registry) {
+      adapters = registry;
+      return this;
+    }
+
     public Extensions build() {
-      return new Extensions(enabled, schemas, observers);
+      return new Extensions(enabled, schemas, observers, adapters);
     }
   }
 }

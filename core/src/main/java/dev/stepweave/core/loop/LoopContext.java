@@ -43,4 +43,19 @@ public interface LoopContext {
   default Extensions extensions() {
     return Extensions.NONE;
   }
+
+  /**
+   * The request's adapters, resolved against the deployment's registry when it was accepted (in the
+   * request's order; empty when it names none).
+   */
+  default java.util.List<dev.stepweave.core.extend.ResolvedAdapter> adapters() {
+    return java.util.List.of();
+  }
+
+  /**
+   * Keeps {@code resource} (a lease on shared device state, such as a cached adapter's weights)
+   * until the run lets go of its device state: when it finishes, fails, is cancelled, suspended or
+   * rewound. A context that tracks no run keeps it for good.
+   */
+  default void hold(AutoCloseable resource) {}
 }

@@ -28,6 +28,25 @@ public interface ModelInstance {
   String samplerFor(dev.stepweave.core.request.Request request);
 
   /**
+   * The flow shift a request will run with (its own, else the checkpoint's), for recipes that
+   * assume one. The default is the request's, or 1 (no shift) when it gives none.
+   */
+  default double shiftFor(dev.stepweave.core.request.Request request) {
+    return request.params().shift().orElse(1.0);
+  }
+
+  /**
+   * Reads an adapter file against this model, for the deployment's registry. The default refuses
+   * every file: a model that takes adapters says how it reads them.
+   *
+   * @throws dev.stepweave.core.extend.InvalidAdapterException naming the key or tensor that does
+   *     not fit
+   */
+  default dev.stepweave.core.extend.AdapterInfo inspectAdapter(java.nio.file.Path file) {
+    return dev.stepweave.core.extend.AdapterInspector.NONE.inspect(file);
+  }
+
+  /**
    * Rejects a request this model cannot run (model-specific settings, overrides), before it is
    * queued.
    *

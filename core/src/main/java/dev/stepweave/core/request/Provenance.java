@@ -14,6 +14,7 @@ import java.util.Map;
  * @param settings the effective settings (sampler, steps, guidance, shift, size, …)
  * @param recipeOverrides settings the request ran against the recipe's assumptions (empty when
  *     none)
+ * @param adapters the adapters the artifact was made with, in the order they were stacked
  */
 public record Provenance(
     String modelId,
@@ -22,20 +23,34 @@ public record Provenance(
     String requestId,
     long seed,
     Map<String, String> settings,
-    List<String> recipeOverrides) {
+    List<String> recipeOverrides,
+    List<AppliedAdapter> adapters) {
   public Provenance {
     settings = Map.copyOf(settings);
     recipeOverrides = List.copyOf(recipeOverrides);
+    adapters = adapters == null ? List.of() : List.copyOf(adapters);
+  }
+
+  /** A provenance without adapters. */
+  public Provenance(
+      String modelId,
+      String recipe,
+      String node,
+      String requestId,
+      long seed,
+      Map<String, String> settings,
+      List<String> recipeOverrides) {
+    this(modelId, recipe, node, requestId, seed, settings, recipeOverrides, List.of());
   }
 
   /** The same provenance with more settings (e.g. what the request's plugins did). */
   public Provenance withSettings(Map<String, String> more) {
     Map<String, String> all = new java.util.TreeMap<>(settings);
     all.putAll(more);
-    return new Provenance(modelId, recipe, node, requestId, seed, all, recipeOverrides);
+    return new Provenance(modelId, recipe, node, requestId, seed, all, recipeOverrides, adapters);
   }
 
   public Provenance withRecipeOverrides(List<String> overrides) {
-    return new Provenance(modelId, recipe, node, requestId, seed, settings, overrides);
+    return new Provenance(modelId, recipe, node, requestId, seed, settings, overrides, adapters);
   }
 }

@@ -20,6 +20,7 @@ import java.util.UUID;
  * @param plugins parameters of deployment-enabled plugins this request turns on, by plugin id (e.g.
  *     {"dbcache": {"threshold": "0.08"}}); validated against each plugin's schema
  * @param exact whether the output must be the model's own: refuses distribution-altering plugins
+ * @param adapters the deployment's adapters this request stacks, in order, each with its strength
  */
 public record Request(
     String id,
@@ -30,7 +31,8 @@ public record Request(
     Map<String, Map<String, String>> nodeOverrides,
     boolean overrideRecipe,
     Map<String, Map<String, String>> plugins,
-    boolean exact) {
+    boolean exact,
+    List<AdapterUse> adapters) {
 
   public Request {
     Objects.requireNonNull(id, "request id");
@@ -40,6 +42,7 @@ public record Request(
     output = output == null ? OutputSpec.DEFAULT : output;
     nodeOverrides = nodeOverrides == null ? Map.of() : Map.copyOf(nodeOverrides);
     plugins = plugins == null ? Map.of() : Map.copyOf(plugins);
+    adapters = adapters == null ? List.of() : List.copyOf(adapters);
   }
 
   /** A text-to-video (or, with one frame and {@link TaskType#T2I}, text-to-image) request. */
@@ -64,7 +67,8 @@ public record Request(
         .nodeOverrides(nodeOverrides)
         .overrideRecipe(overrideRecipe)
         .plugins(plugins)
-        .exact(exact);
+        .exact(exact)
+        .adapters(adapters);
   }
 
   /** The prompt (the first text input). */
@@ -95,7 +99,43 @@ public record Request(
       throw new InvalidRequestException(
           "a t2i request makes one frame, got frames=" + params.frames());
     }
+    validateAdapters();
     return this;
+  }
+
+  /** At most eight adapters, each named once, each at a finite strength within ±4. */
+  private void validateAdapters() {
+    if (adapters.size() > AdapterUse.MAX_PER_REQUEST) {
+      throw new InvalidRequestException(
+          "loras",
+          "at most "
+              + AdapterUse.MAX_PER_REQUEST
+              + " adapters per request, got "
+              + adapters.size());
+    }
+    java.util.Set<String> seen = new java.util.HashSet<>();
+    for (int i = 0; i < adapters.size(); i++) {
+      AdapterUse a = adapters.get(i);
+      if (a.name().isBlank()) {
+        throw new InvalidRequestException("loras[" + i + "].name", "adapter name is empty");
+      }
+      if (!seen.add(a.name())) {
+        throw new InvalidRequestException(
+            "loras[" + i + "].name", "adapter '" + a.name() + "' is named twice");
+      }
+      if (!(Math.abs(a.scale()) <= AdapterUse.MAX_SCALE)) {
+        throw new InvalidRequestException(
+            "loras[" + i + "].scale",
+            "adapter '"
+                + a.name()
+                + "' scale must be a number in [-"
+                + AdapterUse.MAX_SCALE
+                + ", "
+                + AdapterUse.MAX_SCALE
+                + "], got "
+                + a.scale());
+      }
+    }
   }
 
   /** Names every optional field at the call site, so no bare {@code true, false} reaches it. */
@@ -109,6 +149,7 @@ public record Request(
     private boolean overrideRecipe;
     private Map<String, Map<String, String>> plugins = Map.of();
     private boolean exact;
+    private List<AdapterUse> adapters = List.of();
 
     private Builder(TaskType task, DiffusionParams params) {
       this.task = task;
@@ -156,9 +197,24 @@ public record Request(
       return this;
     }
 
+    /** The adapters to stack, in order, each with its strength. */
+    public Builder adapters(List<AdapterUse> uses) {
+      adapters = uses;
+      return this;
+    }
+
     public Request build() {
       return new Request(
-          id, task, inputs, params, output, nodeOverrides, overrideRecipe, plugins, exact);
+          id,
+          task,
+          inputs,
+          params,
+          output,
+          nodeOverrides,
+          overrideRecipe,
+          plugins,
+          exact,
+          adapters);
     }
   }
 }

@@ -1,11 +1,14 @@
 package dev.stepweave.core.runtime;
 
+import dev.stepweave.core.card.RecipeRefusedException;
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.memory.Reservation;
 import dev.stepweave.core.program.InlineProgram;
 import dev.stepweave.core.request.Request;
+import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -40,19 +43,18 @@ final class Intake {
     request.validate();
     m.validate(request);
     var plugins = extensions.admit(request, m.card());
+    List<ResolvedAdapter> adapters = extensions.adapters().resolve(request);
     InlineProgram program = InlineProgram.forTask(m.card(), request.task());
-    List<String> overrides =
-        m
-            .card()
-            .admitSettings(
-                m.samplerFor(request),
-                request.params().steps(),
-                m.precision(),
-                Extensions.consistencyOf(plugins, m.card()),
-                request.overrideRecipe())
-            .stream()
-            .map(Object::toString)
-            .toList();
+    List<String> overrides = new ArrayList<>();
+    m.card()
+        .admitSettings(
+            m.samplerFor(request),
+            request.params().steps(),
+            m.precision(),
+            Extensions.consistencyOf(plugins, m.card()),
+            request.overrideRecipe())
+        .forEach(o -> overrides.add(o.toString()));
+    overrides.addAll(adapterRecipeOverrides(m, request, adapters));
     ResourceRequest footprint = m.footprint(request);
     Reservation reservation =
         new Reservation(
@@ -66,6 +68,36 @@ final class Intake {
           "request " + request.id() + " can never run on this pool: it " + never);
     }
     return new ProgramRun(
-        request, handle, program, overrides, options, reservation, from, extensions);
+        request, handle, program, overrides, options, reservation, from, extensions, adapters);
+  }
+
+  /**
+   * The settings the request runs against its adapters' recipes, each as "adapter NAME: …".
+   *
+   * @throws RecipeRefusedException naming the adapter and both settings, unless the request
+   *     overrides
+   */
+  private static List<String> adapterRecipeOverrides(
+      ModelInstance m, Request request, List<ResolvedAdapter> adapters) {
+    List<String> out = new ArrayList<>();
+    for (ResolvedAdapter a : adapters) {
+      var recipe = a.adapter().info().recipe();
+      if (recipe.isEmpty()) {
+        continue;
+      }
+      var mismatches =
+          recipe
+              .get()
+              .mismatches(
+                  m.samplerFor(request),
+                  request.params().steps(),
+                  request.params().guidance(),
+                  m.shiftFor(request));
+      if (!mismatches.isEmpty() && !request.overrideRecipe()) {
+        throw RecipeRefusedException.forAdapter(a.name(), recipe.get().method(), mismatches);
+      }
+      mismatches.forEach(x -> out.add("adapter " + a.name() + ": " + x));
+    }
+    return out;
   }
 }

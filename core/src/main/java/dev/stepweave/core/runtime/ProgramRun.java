@@ -1,6 +1,7 @@
 package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopContext;
@@ -41,6 +42,8 @@ final class ProgramRun {
   private final Map<String, Duration> timings = new LinkedHashMap<>();
   private final List<Artifact> artifacts = new ArrayList<>();
   private final Extensions extensions;
+  private final List<ResolvedAdapter> adapters;
+  private final List<AutoCloseable> held = new ArrayList<>();
   private final Map<String, Long> report = new TreeMap<>();
   private RequestScheduler.Entry<ProgramRun> entry;
   private ProgramCheckpoint resumeFrom;
@@ -60,9 +63,11 @@ final class ProgramRun {
       RequestOptions options,
       Reservation reservation,
       ProgramCheckpoint from,
-      Extensions extensions) {
+      Extensions extensions,
+      List<ResolvedAdapter> adapters) {
     this.request = request;
     this.extensions = extensions;
+    this.adapters = List.copyOf(adapters);
     this.handle = handle;
     this.program = program;
     this.overrides = List.copyOf(overrides);
@@ -204,6 +209,21 @@ final class ProgramRun {
   void rewind() {
     stepper = null;
     resumeFrom = lastCheckpoint;
+    releaseHeld();
+  }
+
+  /**
+   * Closes what the run's loops held (adapter leases), newest first; a failing close is ignored.
+   */
+  private void releaseHeld() {
+    for (AutoCloseable r : held.reversed()) {
+      try {
+        r.close();
+      } catch (Exception e) {
+        // A lease that fails to close frees nothing more by being retried; the run is ending.
+      }
+    }
+    held.clear();
   }
 
   /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
@@ -256,6 +276,16 @@ final class ProgramRun {
     @Override
     public Map<String, LoopResult> upstream() {
       return upstream;
+    }
+
+    @Override
+    public List<ResolvedAdapter> adapters() {
+      return adapters;
+    }
+
+    @Override
+    public void hold(AutoCloseable resource) {
+      held.add(resource);
     }
   }
 }

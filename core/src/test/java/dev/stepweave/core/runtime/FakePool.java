@@ -239,7 +239,8 @@ final class FakePool extends WeightlessModel {
         options,
         new Reservation(r.id(), memoryBytes, 0, 0),
         null,
-        Extensions.NONE);
+        Extensions.NONE,
+        List.of());
   }
 
   /** Steps run for a prompt, in order. */
