@@ -38,6 +38,11 @@ public final class Weights {
     return new Weights(source, backend, computeType, prefix + name + ".", taken);
   }
 
+  /** The full name {@code name} has in the source under this view, e.g. "blocks.0.attn1.to_q". */
+  public String fullName(String name) {
+    return prefix + name;
+  }
+
   public Backend backend() {
     return backend;
   }

@@ -48,12 +48,24 @@ final class ConditionEmbedder {
         Linear.take(text, "linear_2", dim, dim));
   }
 
-  Conditions apply(Backend backend, Tensor timesteps, Tensor textStates) {
+  Conditions apply(Backend backend, Tensor timesteps, Tensor textStates, AdapterRows adapters) {
     Tensor features = sinusoid.apply(backend, timesteps);
-    Tensor temb = timeLinear2.apply(backend, backend.silu(timeLinear1.apply(backend, features)));
-    Tensor timestepProj = timeProj.apply(backend, backend.silu(temb));
+    Tensor temb =
+        timeLinear2.apply(
+            backend, backend.silu(timeLinear1.apply(backend, features, adapters)), adapters);
+    Tensor timestepProj = timeProj.apply(backend, backend.silu(temb), adapters);
     Tensor context =
-        textLinear2.apply(backend, backend.gelu(textLinear1.apply(backend, textStates), true));
+        textLinear2.apply(
+            backend,
+            backend.gelu(textLinear1.apply(backend, textStates, adapters), true),
+            adapters);
     return new Conditions(temb, timestepProj, context);
+  }
+
+  /** Adds the embedder's linear layers to {@code out}, by name. */
+  void collectLayers(java.util.Map<String, Linear> out) {
+    for (Linear l : new Linear[] {timeLinear1, timeLinear2, timeProj, textLinear1, textLinear2}) {
+      out.put(l.name(), l);
+    }
   }
 }

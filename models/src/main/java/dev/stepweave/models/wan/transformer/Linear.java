@@ -4,21 +4,40 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 
-/** A dense layer with bias, {@code x @ weight^T + bias}, as torch's {@code nn.Linear}. */
-record Linear(Tensor weight, Tensor bias) {
+/**
+ * A dense layer with bias, {@code x @ weight^T + bias}, as torch's {@code nn.Linear}, named as in
+ * the checkpoint ({@code blocks.0.attn1.to_q}) so adapters can find it. With adapters each batch
+ * row adds its own low-rank updates to the output; the weight itself is never changed.
+ */
+record Linear(String name, Tensor weight, Tensor bias) {
 
   /** Takes {@code name.weight [out, in]} and {@code name.bias [out]}. */
   static Linear take(Weights weights, String name, int in, int out) {
     Weights w = weights.scope(name);
-    return new Linear(w.take("weight", out, in), w.take("bias", out));
+    return new Linear(weights.fullName(name), w.take("weight", out, in), w.take("bias", out));
   }
 
-  Tensor apply(Backend backend, Tensor x) {
-    return backend.linear(x, weight, bias);
+  int in() {
+    return weight.dim(1);
   }
 
-  /** {@code gelu(apply(x))} with the tanh approximation, fused where the backend can. */
-  Tensor applyGeluTanh(Backend backend, Tensor x) {
-    return backend.linearGeluTanh(x, weight, bias);
+  int out() {
+    return weight.dim(0);
+  }
+
+  Tensor apply(Backend backend, Tensor x, AdapterRows adapters) {
+    Tensor y = backend.linear(x, weight, bias);
+    return adapters.touches(name) ? adapters.apply(backend, name, x, y) : y;
+  }
+
+  /**
+   * {@code gelu(apply(x))} with the tanh approximation, fused where the backend can (without
+   * adapters: the updates must land before the activation).
+   */
+  Tensor applyGeluTanh(Backend backend, Tensor x, AdapterRows adapters) {
+    if (!adapters.touches(name)) {
+      return backend.linearGeluTanh(x, weight, bias);
+    }
+    return backend.gelu(apply(backend, x, adapters), true);
   }
 }

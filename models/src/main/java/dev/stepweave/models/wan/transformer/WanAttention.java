@@ -57,34 +57,48 @@ final class WanAttention {
   }
 
   /** Self-attention over {@code x [B, L, dim]} with rotary positions. */
-  Tensor selfAttention(Backend backend, Tensor x, RotaryTables rope) {
+  Tensor selfAttention(Backend backend, Tensor x, RotaryTables rope, AdapterRows adapters) {
     Tensor q =
-        backend.rmsNormRope(toQ.apply(backend, x), normQ, eps, heads, rope.cos(), rope.sin());
+        backend.rmsNormRope(
+            toQ.apply(backend, x, adapters), normQ, eps, heads, rope.cos(), rope.sin());
     Tensor k =
-        backend.rmsNormRope(toK.apply(backend, x), normK, eps, heads, rope.cos(), rope.sin());
-    return attend(backend, q, k, values(backend, x));
+        backend.rmsNormRope(
+            toK.apply(backend, x, adapters), normK, eps, heads, rope.cos(), rope.sin());
+    return attend(backend, q, k, values(backend, x, adapters), adapters);
   }
 
   /** Attention of {@code x [B, L, dim]} over {@code context [B, S, dim]}, without positions. */
-  Tensor crossAttention(Backend backend, Tensor x, Tensor context) {
-    return attend(backend, queries(backend, x), keys(backend, context), values(backend, context));
+  Tensor crossAttention(Backend backend, Tensor x, Tensor context, AdapterRows adapters) {
+    return attend(
+        backend,
+        queries(backend, x, adapters),
+        keys(backend, context, adapters),
+        values(backend, context, adapters),
+        adapters);
   }
 
-  private Tensor queries(Backend backend, Tensor x) {
-    return splitHeads(backend.rmsNorm(toQ.apply(backend, x), normQ, eps));
+  private Tensor queries(Backend backend, Tensor x, AdapterRows adapters) {
+    return splitHeads(backend.rmsNorm(toQ.apply(backend, x, adapters), normQ, eps));
   }
 
-  private Tensor keys(Backend backend, Tensor source) {
-    return splitHeads(backend.rmsNorm(toK.apply(backend, source), normK, eps));
+  private Tensor keys(Backend backend, Tensor source, AdapterRows adapters) {
+    return splitHeads(backend.rmsNorm(toK.apply(backend, source, adapters), normK, eps));
   }
 
-  private Tensor values(Backend backend, Tensor source) {
-    return splitHeads(toV.apply(backend, source));
+  private Tensor values(Backend backend, Tensor source, AdapterRows adapters) {
+    return splitHeads(toV.apply(backend, source, adapters));
   }
 
-  private Tensor attend(Backend backend, Tensor q, Tensor k, Tensor v) {
+  private Tensor attend(Backend backend, Tensor q, Tensor k, Tensor v, AdapterRows adapters) {
     Tensor heads = backend.attention(q, k, v, null, scale);
-    return toOut.apply(backend, mergeHeads(heads));
+    return toOut.apply(backend, mergeHeads(heads), adapters);
+  }
+
+  /** Adds this attention's layers to {@code out}, by name. */
+  void collectLayers(java.util.Map<String, Linear> out) {
+    for (Linear l : new Linear[] {toQ, toK, toV, toOut}) {
+      out.put(l.name(), l);
+    }
   }
 
   /** {@code [B, L, H·D] -> [B, L, H, D]} (a view). */

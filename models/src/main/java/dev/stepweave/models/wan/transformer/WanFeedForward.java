@@ -21,7 +21,13 @@ final class WanFeedForward {
         Linear.take(weights, "net.2", cfg.ffnDim(), cfg.innerDim()));
   }
 
-  Tensor apply(Backend backend, Tensor x) {
-    return down.apply(backend, up.applyGeluTanh(backend, x));
+  Tensor apply(Backend backend, Tensor x, AdapterRows adapters) {
+    return down.apply(backend, up.applyGeluTanh(backend, x, adapters), adapters);
+  }
+
+  /** Adds this MLP's layers to {@code out}, by name. */
+  void collectLayers(java.util.Map<String, Linear> out) {
+    out.put(up.name(), up);
+    out.put(down.name(), down);
   }
 }

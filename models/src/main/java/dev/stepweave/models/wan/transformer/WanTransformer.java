@@ -114,11 +114,43 @@ public final class WanTransformer {
       Tensor encoderHiddenStates,
       TapSink taps,
       BlockHooks hooks) {
+    return forward(hiddenStates, timestep, encoderHiddenStates, taps, hooks, AdapterRows.NONE);
+  }
+
+  /**
+   * Like {@link #forward(Tensor, Tensor, Tensor, TapSink, BlockHooks)}, each batch row adding its
+   * own adapters' updates to the layers they target (the weights are never changed).
+   *
+   * @param adapters one list of adapters per batch row, or {@link AdapterRows#NONE}
+   */
+  public Tensor forward(
+      Tensor hiddenStates,
+      Tensor timestep,
+      Tensor encoderHiddenStates,
+      TapSink taps,
+      BlockHooks hooks,
+      AdapterRows adapters) {
     checkInputs(hiddenStates, timestep, encoderHiddenStates);
     return hooks == BlockHooks.NONE
         ? backend.scoped(
-            () -> run(hiddenStates, timestep, encoderHiddenStates, taps, BlockHooks.NONE))
-        : run(hiddenStates, timestep, encoderHiddenStates, taps, hooks);
+            () -> run(hiddenStates, timestep, encoderHiddenStates, taps, BlockHooks.NONE, adapters))
+        : run(hiddenStates, timestep, encoderHiddenStates, taps, hooks, adapters);
+  }
+
+  /**
+   * Every linear layer an adapter may target, by its checkpoint name ({@code blocks.0.attn1.to_q},
+   * {@code condition_embedder.time_proj}, {@code proj_out}), with its widths.
+   */
+  public java.util.Map<String, LinearShape> adaptableLayers() {
+    java.util.Map<String, Linear> all = new java.util.LinkedHashMap<>();
+    conditions.collectLayers(all);
+    for (WanTransformerBlock b : blocks) {
+      b.collectLayers(all);
+    }
+    all.put(projOut.name(), projOut);
+    java.util.Map<String, LinearShape> out = new java.util.LinkedHashMap<>();
+    all.forEach((name, l) -> out.put(name, new LinearShape(l.in(), l.out())));
+    return java.util.Collections.unmodifiableMap(out);
   }
 
   private Tensor run(
@@ -126,7 +158,8 @@ public final class WanTransformer {
       Tensor timestep,
       Tensor encoderHiddenStates,
       TapSink taps,
-      BlockHooks hooks) {
+      BlockHooks hooks,
+      AdapterRows adapters) {
     int batch = hiddenStates.dim(0);
     WanTransformerConfig.PatchSize p = cfg.patchSize();
     int frames = hiddenStates.dim(2) / p.t();
@@ -154,7 +187,8 @@ public final class WanTransformer {
       x = backend.upload(x, activations);
     }
 
-    ConditionEmbedder.Conditions c = conditions.apply(backend, timestep, encoderHiddenStates);
+    ConditionEmbedder.Conditions c =
+        conditions.apply(backend, timestep, encoderHiddenStates, adapters);
     taps.tap("temb", c.temb());
     taps.tap("timestep_proj", c.timestepProj());
     taps.tap("context", c.context());
@@ -171,7 +205,7 @@ public final class WanTransformer {
                 from,
                 to,
                 (i, hi) -> {
-                  Tensor out = blocks[i].apply(backend, hi, context, timestepProj, rope);
+                  Tensor out = blocks[i].apply(backend, hi, context, timestepProj, rope, adapters);
                   taps.tap("block_" + i, out);
                   return out;
                 });
@@ -182,7 +216,7 @@ public final class WanTransformer {
 
     Tensor[] shiftScale = Modulation.vectors(backend, outputScaleShiftTable, c.temb().unsqueeze(1));
     x = backend.modulatedLayerNorm(x, shiftScale[0], shiftScale[1], (float) cfg.eps());
-    Tensor out = unpatchify(projOut.apply(backend, x), batch, frames, height, width);
+    Tensor out = unpatchify(projOut.apply(backend, x, adapters), batch, frames, height, width);
     return out.dtype() == DType.F32 ? out : backend.upload(out, DType.F32);
   }
 

@@ -59,18 +59,34 @@ final class WanTransformerBlock {
    * @param x residual stream {@code [B, L, dim]}
    * @param context text context {@code [B, S, dim]}
    * @param timestepProj modulation embedding {@code [B, 6, dim]}
+   * @param adapters each row's adapters
    * @return the updated residual stream {@code [B, L, dim]}
    */
-  Tensor apply(Backend backend, Tensor x, Tensor context, Tensor timestepProj, RotaryTables rope) {
+  Tensor apply(
+      Backend backend,
+      Tensor x,
+      Tensor context,
+      Tensor timestepProj,
+      RotaryTables rope,
+      AdapterRows adapters) {
     Tensor[] mod = Modulation.vectors(backend, scaleShiftTable, timestepProj);
 
     Tensor h = backend.modulatedLayerNorm(x, mod[SHIFT], mod[SCALE], eps);
-    x = backend.gatedResidual(x, selfAttention.selfAttention(backend, h, rope), mod[GATE]);
+    x =
+        backend.gatedResidual(
+            x, selfAttention.selfAttention(backend, h, rope, adapters), mod[GATE]);
 
     h = crossNormWeight == null ? x : backend.layerNorm(x, crossNormWeight, crossNormBias, eps);
-    x = backend.add(x, crossAttention.crossAttention(backend, h, context));
+    x = backend.add(x, crossAttention.crossAttention(backend, h, context, adapters));
 
     h = backend.modulatedLayerNorm(x, mod[FFN_SHIFT], mod[FFN_SCALE], eps);
-    return backend.gatedResidual(x, feedForward.apply(backend, h), mod[FFN_GATE]);
+    return backend.gatedResidual(x, feedForward.apply(backend, h, adapters), mod[FFN_GATE]);
+  }
+
+  /** Adds this block's linear layers to {@code out}, by name. */
+  void collectLayers(java.util.Map<String, Linear> out) {
+    selfAttention.collectLayers(out);
+    crossAttention.collectLayers(out);
+    feedForward.collectLayers(out);
   }
 }
