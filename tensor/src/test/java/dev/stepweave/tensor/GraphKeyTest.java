@@ -37,10 +37,17 @@ class GraphKeyTest {
   }
 
   @Test
+  void adaptersDistinguishKeysAndNoneIsTheEmptyComposition() {
+    assertEquals("", KEY.adapters());
+    assertNotEquals(KEY, KEY.withAdapters("a@0123#1*1.0"));
+    assertEquals(KEY.withAdapters("a@0123#1*1.0"), KEY.withAdapters("a@0123#1*1.0"));
+  }
+
+  @Test
   void everyFieldDistinguishesKeys() throws ReflectiveOperationException {
     // Each key differs from KEY in one field (all are strings): none equals KEY or another.
     RecordComponent[] fields = GraphKey.class.getRecordComponents();
-    assertEquals(7, fields.length, "a new field needs a place in this test's reasoning too");
+    assertEquals(8, fields.length, "a new field needs a place in this test's reasoning too");
     Class<?>[] types = new Class<?>[fields.length];
     Object[] base = new Object[fields.length];
     for (int i = 0; i < fields.length; i++) {

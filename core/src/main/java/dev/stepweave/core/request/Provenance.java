@@ -50,6 +50,12 @@ public record Provenance(
     return new Provenance(modelId, recipe, node, requestId, seed, all, recipeOverrides, adapters);
   }
 
+  /** The same provenance naming the adapters the artifact was made with. */
+  public Provenance withAdapters(List<AppliedAdapter> applied) {
+    return new Provenance(
+        modelId, recipe, node, requestId, seed, settings, recipeOverrides, applied);
+  }
+
   public Provenance withRecipeOverrides(List<String> overrides) {
     return new Provenance(modelId, recipe, node, requestId, seed, settings, overrides, adapters);
   }

@@ -14,6 +14,7 @@ import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.memory.Reservation;
 import dev.stepweave.core.program.InlineProgram;
+import dev.stepweave.core.request.AppliedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.RequestEvent;
@@ -153,10 +154,12 @@ final class ProgramRun {
       Map<String, String> reported = new TreeMap<>();
       report.forEach((k, v) -> reported.put(k, Long.toString(v)));
       for (Artifact a : result.artifacts()) {
-        Artifact withOverrides =
-            a.withProvenance(a.provenance().withRecipeOverrides(overrides).withSettings(reported));
-        artifacts.add(withOverrides);
-        handle.emit(new RequestEvent.ArtifactReady(request.id(), withOverrides));
+        Artifact stamped =
+            stamped(
+                a.withProvenance(
+                    a.provenance().withRecipeOverrides(overrides).withSettings(reported)));
+        artifacts.add(stamped);
+        handle.emit(new RequestEvent.ArtifactReady(request.id(), stamped));
       }
     }
   }
@@ -236,7 +239,21 @@ final class ProgramRun {
 
   /** What a failed run keeps: the loop in progress's partial artifacts. */
   List<Artifact> partialArtifacts() {
-    return stepper == null ? List.of() : stepper.partialArtifacts();
+    return stepper == null
+        ? List.of()
+        : stepper.partialArtifacts().stream().map(this::stamped).toList();
+  }
+
+  /** {@code a} naming the adapters the run resolved at acceptance (the files, by hash, it ran). */
+  private Artifact stamped(Artifact a) {
+    if (adapters.isEmpty()) {
+      return a;
+    }
+    List<AppliedAdapter> applied =
+        adapters.stream()
+            .map(r -> new AppliedAdapter(r.name(), r.adapter().sha256(), r.scale()))
+            .toList();
+    return a.withProvenance(a.provenance().withAdapters(applied));
   }
 
   /** What the request's plugins did, summed over the loops finished in this process. */

@@ -1,8 +1,17 @@
 package dev.stepweave.models.parity;
 
+import dev.stepweave.core.extend.AdapterRegistry;
+import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.RegisteredAdapter;
+import dev.stepweave.core.extend.ResolvedAdapter;
+import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.SamplerState;
 import dev.stepweave.models.sampling.Samplers;
+import dev.stepweave.models.wan.lora.WanAdapters;
+import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -12,6 +21,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -165,11 +175,96 @@ enum RecordingKind {
       }
     }
   },
+  /**
+   * The transformer with adapters: every {@code out_*} output was made with the adapters its
+   * metadata names, at their strengths, stacked in order (none for {@code "no adapter"}).
+   */
+  DIT_LORA {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      Backend ops = v.backend();
+      AdapterRegistry registry = v.adapters().registry(v.model());
+      Tensor hidden = ops.upload(RecordingVerifier.input(rec, file, "hidden_states"), DType.F32);
+      Tensor timestep = ops.upload(RecordingVerifier.input(rec, file, "timestep"), DType.F32);
+      Tensor text =
+          ops.upload(RecordingVerifier.input(rec, file, "encoder_hidden_states"), DType.F32);
+      List<String> outputs =
+          rec.keys().stream().filter(k -> k.startsWith("out_")).sorted().toList();
+      if (outputs.isEmpty()) {
+        throw new IllegalArgumentException("recording " + file + " has no out_* outputs");
+      }
+      for (String name : outputs) {
+        String composition = rec.metadata().get(name);
+        if (composition == null) {
+          throw new IllegalArgumentException(
+              "recording " + file + ": output '" + name + "' has no metadata naming its adapters");
+        }
+        List<WanAdapters.Held> held = new ArrayList<>();
+        try {
+          List<AdapterRows.Applied> applied = new ArrayList<>();
+          for (AdapterUse use : RecordedAdapters.composition(composition, file, name)) {
+            RegisteredAdapter a =
+                registry
+                    .get(use.name())
+                    .orElseThrow(
+                        () ->
+                            new IllegalArgumentException(
+                                "recording "
+                                    + file
+                                    + ": output '"
+                                    + name
+                                    + "' names adapter '"
+                                    + use.name()
+                                    + "', which no recording maps to a file"));
+            WanAdapters.Held h = v.model().adapters().acquire(new ResolvedAdapter(a, use.scale()));
+            held.add(h);
+            applied.add(new AdapterRows.Applied(h.adapter(), (float) use.scale()));
+          }
+          Tensor result =
+              v.model()
+                  .transformer()
+                  .forward(
+                      hidden,
+                      timestep,
+                      text,
+                      TapSink.NONE,
+                      BlockHooks.NONE,
+                      AdapterRows.of(Collections.nCopies(hidden.dim(0), applied)));
+          out.compare(name, ops.download(result), rec.load(name), "dit");
+        } finally {
+          held.forEach(WanAdapters.Held::close);
+        }
+      }
+    }
+  },
   PIPELINE {
     @Override
     void check(
         RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
-      new PipelineCheck(v.model(), file, rec, out).run();
+      new PipelineCheck(v.model(), file, rec, out, Extensions.NONE, List.of()).run();
+    }
+  },
+  /** The whole pipeline with the adapters (and strengths) its {@code adapters} metadata names. */
+  PIPELINE_LORA {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      String composition = rec.metadata().get(RecordedAdapters.ADAPTERS);
+      if (composition == null) {
+        throw new IllegalArgumentException(
+            "recording " + file + " has no '" + RecordedAdapters.ADAPTERS + "' metadata");
+      }
+      Extensions deployment =
+          Extensions.builder().adapters(v.adapters().registry(v.model())).build();
+      new PipelineCheck(
+              v.model(),
+              file,
+              rec,
+              out,
+              deployment,
+              RecordedAdapters.composition(composition, file, RecordedAdapters.ADAPTERS))
+          .run();
     }
   };
 
@@ -194,6 +289,8 @@ enum RecordingKind {
       case "dit.safetensors" -> DIT;
       case "vae.safetensors" -> VAE;
       case "pipeline.safetensors" -> PIPELINE;
+      case "dit_lora.safetensors" -> DIT_LORA;
+      case "pipeline_lora.safetensors" -> PIPELINE_LORA;
       default -> null;
     };
   }

@@ -30,6 +30,7 @@ public final class RecordingVerifier {
   private final Backend backend;
   private final Consumer<String> log;
   private WanModel model;
+  private RecordedAdapters adapters;
 
   public RecordingVerifier(Path checkpoint, Backend backend, Consumer<String> log) {
     this.checkpoint = checkpoint;
@@ -60,6 +61,7 @@ public final class RecordingVerifier {
     if (files.isEmpty()) {
       report.error(referenceDir + ": no .safetensors recordings");
     }
+    adapters = RecordedAdapters.of(checkpoint, files);
     // The card holds the bounds; without it nothing can be judged, so it is fatal like the weights.
     ParitySpec parity = WanCards.cardFor(DiffusersDirectory.open(checkpoint)).parity();
     try {
@@ -105,6 +107,11 @@ public final class RecordingVerifier {
 
   Backend backend() {
     return backend;
+  }
+
+  /** The adapters the reference directory's recordings name. */
+  RecordedAdapters adapters() {
+    return adapters;
   }
 
   private static String stem(Path file) {

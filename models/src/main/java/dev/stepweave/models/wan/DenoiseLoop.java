@@ -2,6 +2,7 @@ package dev.stepweave.models.wan;
 
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.PluginState;
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.extend.StepInfo;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.loop.Done;
@@ -25,6 +26,8 @@ import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.SamplerState;
 import dev.stepweave.models.wan.cache.DenoiseHooks;
+import dev.stepweave.models.wan.lora.WanAdapters;
+import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
@@ -66,6 +69,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param request the request (the guidance policy and sampler are pure functions of it)
    * @param plugins the request's interceptor state, per plugin and CFG branch (serialised)
    * @param hooks the extension hooks assembled for this request (configuration, not state)
+   * @param adapters the request's adapters at their strengths, held resident while the run lasts
+   *     (configuration resolved at acceptance, not serialised state)
    */
   record State(
       Tensor latents,
@@ -75,7 +80,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       Request request,
       CancelScope scope,
       PluginState plugins,
-      DenoiseHooks hooks)
+      DenoiseHooks hooks,
+      List<AdapterRows.Applied> adapters)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -112,7 +118,22 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         request,
         ctx.cancelScope(),
         new PluginState(),
-        hooks(request, ctx));
+        hooks(request, ctx),
+        adapters(ctx));
+  }
+
+  /**
+   * The request's adapters on the backend, each held until the run lets go of its device state
+   * (loaded here, outside any forward, so no recording ever allocates them).
+   */
+  private List<AdapterRows.Applied> adapters(LoopContext ctx) {
+    List<AdapterRows.Applied> out = new java.util.ArrayList<>();
+    for (ResolvedAdapter r : ctx.adapters()) {
+      WanAdapters.Held held = model.adapters().acquire(r);
+      ctx.hold(held);
+      out.add(new AdapterRows.Applied(held.adapter(), (float) r.scale()));
+    }
+    return List.copyOf(out);
   }
 
   private DenoiseHooks hooks(Request request, LoopContext ctx) {
@@ -194,7 +215,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.stepsDone(),
             s.plugins(),
             s.hooks(),
-            s.hooks().taps(info, model.backend())));
+            s.hooks().taps(info, model.backend()),
+            s.adapters()));
   }
 
   /**
@@ -242,7 +264,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         s.request(),
         s.scope(),
         plugins,
-        s.hooks());
+        s.hooks(),
+        s.adapters());
   }
 
   @Override
@@ -336,6 +359,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         request,
         ctx.cancelScope(),
         PluginState.restore(pluginTensors, pluginNumbers, model::restored),
-        hooks(request, ctx));
+        hooks(request, ctx),
+        adapters(ctx));
   }
 }

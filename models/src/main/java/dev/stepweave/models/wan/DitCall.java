@@ -8,6 +8,7 @@ import dev.stepweave.core.loop.policy.CfgPolicy;
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.cache.BlockCacheRow;
 import dev.stepweave.models.wan.cache.DenoiseHooks;
+import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.tensor.Backend;
@@ -44,6 +45,8 @@ import java.util.List;
  * @param plugins the request's plugin state (block- and step-cache slots), read only
  * @param hooks the request's extension hooks
  * @param taps the observers' tap sink for this step ({@link TapSink#NONE} when none wants taps)
+ * @param adapters the request's adapters at their strengths, applied to both of its branches' rows
+ *     (rows of other requests in a batch carry their own)
  */
 record DitCall(
     WanModel model,
@@ -55,7 +58,8 @@ record DitCall(
     int step,
     PluginState plugins,
     DenoiseHooks hooks,
-    TapSink taps)
+    TapSink taps,
+    List<AdapterRows.Applied> adapters)
     implements BatchableCall {
   private static final String COND = "cond";
   private static final String UNCOND = "uncond";
@@ -98,7 +102,8 @@ record DitCall(
   private Tensor forward(
       Backend ops, Tensor x, int batch, Tensor text, PluginState work, List<String> branches) {
     BlockHooks blocks = DenoiseHooks.blocks(hooks.rows(work, branches, step), ops);
-    return transformer(ops, x, timesteps(ops, batch), text, taps, blocks);
+    AdapterRows rows = AdapterRows.of(java.util.Collections.nCopies(batch, adapters));
+    return transformer(ops, x, timesteps(ops, batch), text, taps, blocks, rows);
   }
 
   /**
@@ -107,23 +112,32 @@ record DitCall(
    * either the forward runs eagerly.
    */
   private Tensor transformer(
-      Backend ops, Tensor x, Tensor t, Tensor text, TapSink sink, BlockHooks blocks) {
+      Backend ops,
+      Tensor x,
+      Tensor t,
+      Tensor text,
+      TapSink sink,
+      BlockHooks blocks,
+      AdapterRows rows) {
     WanTransformer dit = model.transformer();
     if (blocks != BlockHooks.NONE || sink != TapSink.NONE) {
-      return dit.forward(x, t, text, sink, blocks);
+      return dit.forward(x, t, text, sink, blocks, rows);
     }
     List<Tensor> inputs = List.of(x, t, text);
     GraphKey key =
         GraphKey.of(
-            model.instanceId(),
-            TRANSFORMER,
-            WanCards.DENOISE,
-            WorkKind.DIFFUSION_STEP.name(),
-            model.precisionOf(TRANSFORMER).wireName(),
-            PARALLEL_PLAN,
-            inputs);
+                model.instanceId(),
+                TRANSFORMER,
+                WanCards.DENOISE,
+                WorkKind.DIFFUSION_STEP.name(),
+                model.precisionOf(TRANSFORMER).wireName(),
+                PARALLEL_PLAN,
+                inputs)
+            .withAdapters(rows.composition());
     return ops.replayable(
-        key, inputs, in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE));
+        key,
+        inputs,
+        in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE, BlockHooks.NONE, rows));
   }
 
   @Override
@@ -135,16 +149,19 @@ record DitCall(
     List<Float> ts = new ArrayList<>();
     List<PluginState> works = new ArrayList<>(dits.size());
     List<BlockCacheRow> rows = new ArrayList<>();
+    List<List<AdapterRows.Applied>> adapterRows = new ArrayList<>();
     for (DitCall d : dits) {
       PluginState work = d.plugins().copy();
       works.add(work);
       xs.add(d.latents());
       texts.add(d.cond());
       ts.add(d.timestep());
+      adapterRows.add(d.adapters());
       if (d.policy().needsUncond()) {
         xs.add(d.latents());
         texts.add(d.uncond());
         ts.add(d.timestep());
+        adapterRows.add(d.adapters());
       }
       List<String> branches = d.policy().needsUncond() ? List.of(COND, UNCOND) : List.of(COND);
       rows.addAll(d.hooks().rows(work, branches, d.step()));
@@ -160,7 +177,8 @@ record DitCall(
             ops.upload(Tensor.of(t, t.length), DType.F32),
             ops.concat(texts, 0),
             TapSink.NONE, // calls with taps never batch (see batchKey)
-            DenoiseHooks.blocks(rows, ops));
+            DenoiseHooks.blocks(rows, ops),
+            AdapterRows.of(adapterRows));
     List<StepResult> results = new ArrayList<>(dits.size());
     int row = 0;
     for (DitCall d : dits) {

@@ -92,6 +92,11 @@ public final class SamplerChoice {
     return Samplers.fromConfig(SchedulerConfig.parse(config.toString(), source));
   }
 
+  /** The flow shift a request runs with: its own, else the checkpoint's. */
+  public double shift(Optional<Double> requested) {
+    return requested.orElseGet(this::checkpointShift);
+  }
+
   private double checkpointShift() {
     JsonNode v = checkpointConfig.get(shiftKey(defaultName()));
     return v == null || v.isNull() ? 1.0 : v.asDouble();

@@ -3,6 +3,7 @@ package dev.stepweave.models.wan;
 import dev.stepweave.core.cache.EvictionPolicy;
 import dev.stepweave.core.cache.FeatureCache;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.extend.AdapterInfo;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
@@ -13,6 +14,7 @@ import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.text.PromptTokenizer;
 import dev.stepweave.models.text.UMT5Config;
 import dev.stepweave.models.text.UMT5Encoder;
+import dev.stepweave.models.wan.lora.WanAdapters;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVae;
@@ -72,6 +74,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   // precision; it holds no request's state.
   private final FeatureCache<Tensor> textEmbeddings =
       new FeatureCache<>(TEXT_EMBEDDING_BUDGET_BYTES, EvictionPolicy.FIFO, Tensor::byteSize);
+  private final WanAdapters adapters;
 
   private WanModel(
       String instanceId,
@@ -98,6 +101,12 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.textEncode = new TextEncodeLoop(this);
     this.denoise = new DenoiseLoop(this);
     this.vaeDecode = new VaeDecodeLoop(this);
+    this.adapters =
+        new WanAdapters(
+            card.modelId(),
+            backend,
+            transformer::adaptableLayers,
+            WanAdapters.DEFAULT_BUDGET_BYTES);
     this.loops =
         Map.of(
             WanCards.TEXT_ENCODE, textEncode,
@@ -363,6 +372,27 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   /** The VAE's configuration (reading it wakes nothing). */
   public WanVaeConfig vaeConfig() {
     return vae.config();
+  }
+
+  /** This instance's adapters: file inspection and the device cache of loaded ones. */
+  public WanAdapters adapters() {
+    return adapters;
+  }
+
+  /**
+   * Reads a LoRA file against this transformer (diffusers/PEFT or original Wan keys).
+   *
+   * @throws dev.stepweave.core.extend.InvalidAdapterException naming the key or tensor that does
+   *     not fit
+   */
+  @Override
+  public AdapterInfo inspectAdapter(Path file) {
+    return adapters.inspect(file);
+  }
+
+  @Override
+  public double shiftFor(Request request) {
+    return samplers.shift(request.params().shift());
   }
 
   /** The text-embedding cache of this instance (its metrics count encoder runs saved). */

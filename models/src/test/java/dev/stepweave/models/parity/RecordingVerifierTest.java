@@ -41,6 +41,25 @@ class RecordingVerifierTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @Test
+  void theLoraGoldensMatchWithEachAdapterAloneStackedAndNone() {
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan21-lora-tiny"), new CpuBackend(), s -> {})
+            .verify(GOLDEN.resolve("wan21-lora-tiny-expected"), c -> {});
+    report.comparisons().forEach(c -> System.out.println(c.line()));
+    assertEquals(List.of(), report.errors());
+    assertTrue(report.passed(), () -> "first divergence: " + report.firstDivergence());
+    assertEquals(
+        Set.of(
+            "dit_lora/out_none",
+            "dit_lora/out_a",
+            "dit_lora/out_b",
+            "dit_lora/out_ab",
+            "pipeline_lora/step_latents",
+            "pipeline_lora/frames"),
+        report.comparisons().stream().map(Comparison::name).collect(Collectors.toSet()));
+  }
+
+  @Test
   void theGoldenPipelineAndEveryComponentMatchTheReference() {
     List<String> log = new ArrayList<>();
     ParityReport report =

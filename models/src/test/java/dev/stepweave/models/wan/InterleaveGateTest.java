@@ -177,7 +177,8 @@ class InterleaveGateTest {
               i,
               new dev.stepweave.core.extend.PluginState(),
               dev.stepweave.models.wan.cache.DenoiseHooks.NONE,
-              dev.stepweave.core.parity.TapSink.NONE));
+              dev.stepweave.core.parity.TapSink.NONE,
+              List.of()));
     }
     List<StepResult> batched = calls.get(0).runBatch(List.<BatchableCall>copyOf(calls));
     for (int i = 0; i < calls.size(); i++) {
