@@ -51,6 +51,10 @@ final class FakePool extends WeightlessModel {
   final Map<At, String> faults = new ConcurrentHashMap<>();
   volatile java.util.function.Consumer<Ran> onStep = r -> {};
 
+  /** Resources the loops hold through {@link LoopContext#hold} and nobody has closed yet. */
+  final java.util.concurrent.atomic.AtomicInteger held =
+      new java.util.concurrent.atomic.AtomicInteger();
+
   FakePool() {
     this("fake");
   }
@@ -152,6 +156,8 @@ final class FakePool extends WeightlessModel {
     public State init(Request r, ModelInstance m, LoopContext ctx) {
       LoopResult prev = ctx.upstream().get("denoise");
       float start = prev == null ? 0 : prev.tensor("value").getFloat(0);
+      held.incrementAndGet();
+      ctx.hold(held::decrementAndGet);
       return new State(
           r.prompt(), start, 0, r.params().steps(), r.params().width(), ctx.cancelScope());
     }
@@ -203,6 +209,8 @@ final class FakePool extends WeightlessModel {
     @Override
     public State deserialize(SerializedState d, Request r, ModelInstance m, LoopContext ctx) {
       int done = Integer.parseInt(d.json().replaceAll("\\D", ""));
+      held.incrementAndGet();
+      ctx.hold(held::decrementAndGet);
       return new State(
           r.prompt(),
           d.tensors().get("value").getFloat(0),
