@@ -107,7 +107,9 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
         CacheKey.builder(model.card().modelId(), TEXT_ENCODER)
             .loop(id())
             .weightsVersion(Long.toString(model.weightsVersion()))
-            .adapters(Map.of()) // no text-encoder adapters are loaded yet
+            // Adapter files that touch the text encoder are refused when they register
+            // (WanLoraFormat), so the encoder always runs its own weights: no adapter partition.
+            .adapters(Map.of())
             .precision(model.precisionOf(TEXT_ENCODER).wireName())
             .shape("1x" + length)
             .inputs(
