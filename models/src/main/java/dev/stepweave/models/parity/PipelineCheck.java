@@ -85,6 +85,7 @@ final class PipelineCheck {
         ids.add(model.tokenizer().encode(List.of(prompts.get(row)), maxLength).inputIds());
         Request request =
             request(prompts.get(row), initial.slice(0, row, row + 1).toF32(), maxLength, meta);
+        checkExperts(request);
         List<Tensor> steps = new ArrayList<>();
         var handle =
             engine.submit(
@@ -152,6 +153,23 @@ final class PipelineCheck {
         "frames");
   }
 
+  /**
+   * A two-expert recording says which expert ran each step ({@code experts_per_step}); the model's
+   * routing must agree before anything is compared.
+   */
+  private void checkExperts(Request request) {
+    String recorded = rec.metadata().get("experts_per_step");
+    if (recorded == null) {
+      return;
+    }
+    List<String> expected = prompts(recorded);
+    List<String> ours = model.expertsPerStep(request);
+    if (!expected.equals(ours)) {
+      throw new IllegalArgumentException(
+          "recording " + file + ": experts per step " + expected + ", the model routes " + ours);
+    }
+  }
+
   private Request request(String prompt, Tensor latents, int maxLength, Map<String, String> meta) {
     int frames = Integer.parseInt(meta("num_frames"));
     var params =
@@ -166,6 +184,11 @@ final class PipelineCheck {
             meta.getOrDefault("negative_prompt", ""),
             Optional.empty(),
             Optional.empty());
+    // A two-expert recording's second guidance scale goes to the denoise loop's guidance_2.
+    Map<String, String> denoise =
+        meta.containsKey("guidance_scale_2")
+            ? Map.of("guidance_2", meta.get("guidance_scale_2"))
+            : Map.of();
     return Request.builder(TaskType.T2V, params)
         .id("verify-" + UUID.randomUUID())
         .inputs(List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)))
@@ -173,6 +196,8 @@ final class PipelineCheck {
             Map.of(
                 WanCards.TEXT_ENCODE,
                 Map.of("max_sequence_length", Integer.toString(maxLength)),
+                WanCards.DENOISE,
+                denoise,
                 WanCards.VAE_DECODE,
                 Map.of("tile", "off")))
         .adapters(adapters)

@@ -288,7 +288,7 @@ enum RecordingKind {
       case "umt5.safetensors" -> UMT5;
       case "dit.safetensors" -> DIT;
       case "vae.safetensors" -> VAE;
-      case "pipeline.safetensors" -> PIPELINE;
+      case "pipeline.safetensors", "pipeline_moe.safetensors" -> PIPELINE;
       case "dit_lora.safetensors" -> DIT_LORA;
       case "pipeline_lora.safetensors" -> PIPELINE_LORA;
       default -> null;

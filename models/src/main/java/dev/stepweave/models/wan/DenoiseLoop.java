@@ -105,7 +105,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     Backend ops = model.backend();
     Tensor cond = text.tensor(TextEncodeLoop.PROMPT_EMBEDS);
     Tensor uncond =
-        Guidance.policyFor(request).needsUncond()
+        Guidance.needsUncond(request, model.routing())
             ? text.tensor(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS)
             : null;
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
@@ -176,13 +176,23 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     if (s.sampler().isFinished()) {
       return Done.INSTANCE;
     }
-    CfgPolicy policy = Guidance.policyFor(s.request());
+    ExpertRouting routing = model.routing();
+    int expert = routing.indexAt(s.sampler().timestep());
+    CfgPolicy policy = Guidance.policyFor(s.request(), expert);
     int branches = policy.needsUncond() ? 2 : 1;
     int[] shape = s.latents().shape();
     int textLen = s.cond().dim(1);
     ShapeSignature signature =
         ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches);
-    var reused = s.hooks().reusedStep(model.backend(), s.plugins(), s.latents(), s.stepsDone());
+    // The first step of a new expert computes: a step cache must not carry the other expert's
+    // prediction across the switch (block caches are keyed by expert in DitCall).
+    boolean switched =
+        s.stepsDone() > 0
+            && routing.indexAt(s.sampler().schedule().timestep(s.stepsDone() - 1)) != expert;
+    var reused =
+        switched
+            ? java.util.Optional.<dev.stepweave.core.loop.WorkCall>empty()
+            : s.hooks().reusedStep(model.backend(), s.plugins(), s.latents(), s.stepsDone());
     if (reused.isPresent()) {
       // No transformer: its own signature, so it never groups with a batched forward.
       return new WorkPlan(
@@ -216,7 +226,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.plugins(),
             s.hooks(),
             s.hooks().taps(info, model.backend()),
-            s.adapters()));
+            routing.experts().get(expert),
+            // Adapters apply to the first expert, as the reference pipeline loads them by default.
+            expert == 0 ? s.adapters() : List.of()));
   }
 
   /**

@@ -45,6 +45,8 @@ import java.util.List;
  * @param plugins the request's plugin state (block- and step-cache slots), read only
  * @param hooks the request's extension hooks
  * @param taps the observers' tap sink for this step ({@link TapSink#NONE} when none wants taps)
+ * @param expert the transformer expert that runs this step ({@code transformer}, or {@code
+ *     transformer_2} for the low-noise steps of a two-expert checkpoint)
  * @param adapters the request's adapters at their strengths, applied to both of its branches' rows
  *     (rows of other requests in a batch carry their own)
  */
@@ -59,11 +61,11 @@ record DitCall(
     PluginState plugins,
     DenoiseHooks hooks,
     TapSink taps,
+    String expert,
     List<AdapterRows.Applied> adapters)
     implements BatchableCall {
   private static final String COND = "cond";
   private static final String UNCOND = "uncond";
-  private static final String TRANSFORMER = "transformer";
   // A model instance runs on one device today; a sequence- or CFG-parallel plan will name itself.
   private static final String PARALLEL_PLAN = "single";
 
@@ -74,7 +76,16 @@ record DitCall(
    */
   @Override
   public Object batchKey() {
-    return List.of(model, hooks.blockLayout(), taps);
+    return List.of(model, expert, hooks.blockLayout(), taps);
+  }
+
+  /**
+   * The block-cache slots of this call's branches: per expert, so no cached residual of one expert
+   * is reused by the other.
+   */
+  private List<String> branches() {
+    String suffix = expert.equals(ExpertRouting.FIRST) ? "" : "@" + expert;
+    return policy.needsUncond() ? List.of(COND + suffix, UNCOND + suffix) : List.of(COND + suffix);
   }
 
   @Override
@@ -82,16 +93,17 @@ record DitCall(
     Backend ops = model.backend();
     PluginState work = plugins.copy();
     Tensor prediction;
+    List<String> branches = branches();
     if (!policy.needsUncond()) {
-      prediction = forward(ops, latents, 1, cond, work, List.of(COND));
+      prediction = forward(ops, latents, 1, cond, work, branches);
     } else if (policy.batched()) {
       Tensor x = ops.concat(List.of(latents, latents), 0);
       Tensor text = ops.concat(List.of(cond, uncond), 0);
-      Tensor both = forward(ops, x, 2, text, work, List.of(COND, UNCOND));
+      Tensor both = forward(ops, x, 2, text, work, branches);
       prediction = policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
     } else {
-      Tensor c = forward(ops, latents, 1, cond, work, List.of(COND));
-      Tensor u = forward(ops, latents, 1, uncond, work, List.of(UNCOND));
+      Tensor c = forward(ops, latents, 1, cond, work, branches.subList(0, 1));
+      Tensor u = forward(ops, latents, 1, uncond, work, branches.subList(1, 2));
       prediction = policy.combine(ops, c, u, step);
     }
     taps.tap("prediction", prediction);
@@ -119,7 +131,7 @@ record DitCall(
       TapSink sink,
       BlockHooks blocks,
       AdapterRows rows) {
-    WanTransformer dit = model.transformer();
+    WanTransformer dit = model.transformer(expert);
     if (blocks != BlockHooks.NONE || sink != TapSink.NONE) {
       return dit.forward(x, t, text, sink, blocks, rows);
     }
@@ -127,10 +139,10 @@ record DitCall(
     GraphKey key =
         GraphKey.of(
                 model.instanceId(),
-                TRANSFORMER,
+                expert,
                 WanCards.DENOISE,
                 WorkKind.DIFFUSION_STEP.name(),
-                model.precisionOf(TRANSFORMER).wireName(),
+                model.precisionOf(expert).wireName(),
                 PARALLEL_PLAN,
                 inputs)
             .withAdapters(rows.composition());
@@ -163,8 +175,7 @@ record DitCall(
         ts.add(d.timestep());
         adapterRows.add(d.adapters());
       }
-      List<String> branches = d.policy().needsUncond() ? List.of(COND, UNCOND) : List.of(COND);
-      rows.addAll(d.hooks().rows(work, branches, d.step()));
+      rows.addAll(d.hooks().rows(work, d.branches(), d.step()));
     }
     float[] t = new float[ts.size()];
     for (int i = 0; i < t.length; i++) {

@@ -92,6 +92,12 @@ public final class SamplerChoice {
     return Samplers.fromConfig(SchedulerConfig.parse(config.toString(), source));
   }
 
+  /** The scheduler's {@code num_train_timesteps} (1000 when the config gives none). */
+  public int trainTimesteps() {
+    JsonNode v = checkpointConfig.get("num_train_timesteps");
+    return v == null || !v.canConvertToInt() ? 1000 : v.intValue();
+  }
+
   /** The flow shift a request runs with: its own, else the checkpoint's. */
   public double shift(Optional<Double> requested) {
     return requested.orElseGet(this::checkpointShift);

@@ -73,7 +73,7 @@ final class TextEncodeLoop implements Loop<TextEncodeLoop.State> {
   @Override
   public State init(Request request, ModelInstance instance, LoopContext ctx) {
     List<String> prompts = new ArrayList<>(List.of(request.prompt()));
-    if (Guidance.policyFor(request).needsUncond()) {
+    if (Guidance.needsUncond(request, model.routing())) {
       prompts.add(request.params().negativePrompt());
     }
     return new State(prompts, List.of(), model.maxSequenceLength(request), ctx.cancelScope());

@@ -93,8 +93,10 @@ public final class WanCards {
               + "' is not supported (only WanPipeline, text-to-video)");
     }
     checkAttributes(index, dir);
+    boolean twoExperts = checkExperts(index, dir);
     for (var e : dir.components().entrySet()) {
-      if (!COMPONENT_CLASSES.containsKey(e.getKey())) {
+      if (!COMPONENT_CLASSES.containsKey(e.getKey())
+          && !(twoExperts && e.getKey().equals(SECOND_EXPERT))) {
         throw new CheckpointException(
             index
                 + ": component '"
@@ -126,6 +128,17 @@ public final class WanCards {
       components.put(
           id, new ComponentSpec(id, kindOf(id), id, declared.className(), Precision.F32));
     }
+    if (twoExperts) {
+      components.put(
+          SECOND_EXPERT,
+          new ComponentSpec(
+              SECOND_EXPERT,
+              ComponentKind.DIT,
+              SECOND_EXPERT,
+              expertClass(index, dir),
+              Precision.F32));
+      WanTransformerConfig.read(dir.component(SECOND_EXPERT).configFile());
+    }
     // The configs' every field the components do not implement is refused here, naming the file,
     // before any weights load (loading reads them again).
     WanTransformerConfig.read(dir.component("transformer").configFile());
@@ -134,12 +147,57 @@ public final class WanCards {
     return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);
   }
 
+  /** The low-noise expert of a two-expert (Wan2.2 A14B) checkpoint. */
+  static final String SECOND_EXPERT = "transformer_2";
+
   /** What a component this import does not implement would be for, in its refusal. */
   private static final Map<String, String> UNSUPPORTED_COMPONENTS =
       Map.of(
-          "transformer_2", " (the second expert of Wan2.2 A14B; running without it would be wrong)",
           "image_encoder", " (image conditioning, Wan2.1 I2V)",
           "image_processor", " (image conditioning, Wan2.1 I2V)");
+
+  /**
+   * Whether the checkpoint has two experts: {@code transformer_2} and {@code boundary_ratio} come
+   * together (either alone would run one expert where the reference switches between two).
+   *
+   * @throws CheckpointException naming the file and the field that is missing or out of range
+   */
+  private static boolean checkExperts(Path index, DiffusersDirectory dir) {
+    var ratio = dir.attributes().get("boundary_ratio");
+    boolean hasRatio = ratio != null && !ratio.isNull();
+    boolean hasSecond = dir.components().containsKey(SECOND_EXPERT);
+    if (hasRatio && !(ratio.isNumber() && ratio.doubleValue() > 0 && ratio.doubleValue() < 1)) {
+      throw new CheckpointException(
+          index + ": boundary_ratio must be a number between 0 and 1, got " + ratio);
+    }
+    if (hasRatio && !hasSecond) {
+      throw new CheckpointException(
+          index
+              + ": boundary_ratio "
+              + ratio
+              + " switches to a second expert, but there is no component 'transformer_2'");
+    }
+    if (hasSecond && !hasRatio) {
+      throw new CheckpointException(
+          index
+              + ": component 'transformer_2' needs a boundary_ratio (when to switch to it); there"
+              + " is none");
+    }
+    return hasSecond;
+  }
+
+  private static String expertClass(Path index, DiffusersDirectory dir) {
+    String cls = dir.components().get(SECOND_EXPERT).className();
+    if (!cls.equals(COMPONENT_CLASSES.get("transformer"))) {
+      throw new CheckpointException(
+          index
+              + ": component 'transformer_2' is "
+              + cls
+              + ", expected "
+              + COMPONENT_CLASSES.get("transformer"));
+    }
+    return cls;
+  }
 
   /**
    * Refuses every pipeline attribute of {@code model_index.json} the Wan T2V import does not
@@ -151,15 +209,7 @@ public final class WanCards {
       var value = e.getValue();
       switch (name) {
         case "_class_name", "_diffusers_version", "_name_or_path" -> {}
-        case "boundary_ratio" -> {
-          if (!value.isNull()) {
-            throw new CheckpointException(
-                index
-                    + ": boundary_ratio "
-                    + value
-                    + " (two experts switched by timestep, Wan2.2 A14B) is not supported yet");
-          }
-        }
+        case "boundary_ratio" -> {} // checked with transformer_2 (checkExperts)
         case "expand_timesteps" -> {
           if (!value.isBoolean()) {
             throw new CheckpointException(
@@ -194,9 +244,11 @@ public final class WanCards {
     loops.put(
         TEXT_ENCODE,
         new LoopSpec(TEXT_ENCODE, WorkKind.ENCODER_CHUNK, List.of("tokenizer", "text_encoder")));
-    loops.put(
-        DENOISE,
-        new LoopSpec(DENOISE, WorkKind.DIFFUSION_STEP, List.of("transformer", "scheduler")));
+    List<String> denoise =
+        components.containsKey(SECOND_EXPERT)
+            ? List.of("transformer", SECOND_EXPERT, "scheduler")
+            : List.of("transformer", "scheduler");
+    loops.put(DENOISE, new LoopSpec(DENOISE, WorkKind.DIFFUSION_STEP, denoise));
     loops.put(VAE_DECODE, new LoopSpec(VAE_DECODE, WorkKind.VAE_TILE, List.of("vae")));
     List<String> program = List.of(TEXT_ENCODE, DENOISE, VAE_DECODE);
     Map<String, CheckpointManifest.Requirement> manifest = new LinkedHashMap<>();

@@ -62,6 +62,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final PromptTokenizer tokenizer;
   private final UMT5Encoder textEncoder;
   private final WanTransformer transformer;
+  private final WanTransformer transformer2; // the low-noise expert, or null with one expert
+  private final ExpertRouting routing;
+  private final List<String> weightComponents;
   private final WanVae vae;
   private final SamplerChoice samplers;
   private final TextEncodeLoop textEncode;
@@ -84,6 +87,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       PromptTokenizer tokenizer,
       UMT5Encoder textEncoder,
       WanTransformer transformer,
+      WanTransformer transformer2,
+      ExpertRouting routing,
       WanVae vae,
       SamplerChoice samplers,
       List<TensorSource> sources) {
@@ -96,6 +101,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.tokenizer = tokenizer;
     this.textEncoder = textEncoder;
     this.transformer = transformer;
+    this.transformer2 = transformer2;
+    this.routing = routing;
+    this.weightComponents = componentsWithWeights(!routing.single());
     this.vae = vae;
     this.samplers = samplers;
     this.textEncode = new TextEncodeLoop(this);
@@ -160,6 +168,17 @@ public final class WanModel implements ModelInstance, AutoCloseable {
               w ->
                   WanTransformer.load(
                       WanTransformerConfig.fromJson(d.component("transformer").config()), w));
+      ExpertRouting routing = routing(d, samplers);
+      WanTransformer transformer2 =
+          routing.single()
+              ? null
+              : loadComponent(
+                  d,
+                  ExpertRouting.SECOND,
+                  instanceId,
+                  backend,
+                  sources,
+                  w -> WanTransformer.load(secondExpertConfig(d, transformer.config()), w));
       WanVae vae =
           loadComponent(
               d,
@@ -184,15 +203,57 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           tokenizer,
           textEncoder,
           transformer,
+          transformer2,
+          routing,
           vae,
           samplers,
           sources);
     } catch (RuntimeException e) {
       tokenizer.close();
       sources.forEach(TensorSource::close);
-      WEIGHT_COMPONENTS.forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
+      componentsWithWeights(d.components().containsKey(ExpertRouting.SECOND))
+          .forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
       throw e;
     }
+  }
+
+  /** {@link #WEIGHT_COMPONENTS}, with the second expert after the first when there is one. */
+  private static List<String> componentsWithWeights(boolean twoExperts) {
+    List<String> out = new ArrayList<>(WEIGHT_COMPONENTS);
+    if (twoExperts) {
+      out.add(out.indexOf(ExpertRouting.FIRST) + 1, ExpertRouting.SECOND);
+    }
+    return List.copyOf(out);
+  }
+
+  /**
+   * Two experts when {@code model_index.json} names {@code transformer_2} with a {@code
+   * boundary_ratio} (the card import refuses either without the other), switched at the ratio times
+   * the scheduler's {@code num_train_timesteps}; else one.
+   */
+  private static ExpertRouting routing(DiffusersDirectory d, SamplerChoice samplers) {
+    var ratio = d.attributes().get("boundary_ratio");
+    if (!d.components().containsKey(ExpertRouting.SECOND) || ratio == null || ratio.isNull()) {
+      return ExpertRouting.SINGLE;
+    }
+    return ExpertRouting.twoExperts(ratio.doubleValue(), samplers.trainTimesteps());
+  }
+
+  /** The second expert's config, which must describe the same shapes as the first's. */
+  private static WanTransformerConfig secondExpertConfig(
+      DiffusersDirectory d, WanTransformerConfig first) {
+    var c = d.component(ExpertRouting.SECOND);
+    WanTransformerConfig second = WanTransformerConfig.fromJson(c.config());
+    if (second.inChannels() != first.inChannels()
+        || second.outChannels() != first.outChannels()
+        || second.textDim() != first.textDim()
+        || !second.patchSize().equals(first.patchSize())) {
+      throw new CheckpointException(
+          c.configFile()
+              + ": the second expert's in/out channels, text_dim and patch_size must match the"
+              + " first's");
+    }
+    return second;
   }
 
   /** {@code model_max_length} of {@code tokenizer_config.json} when sane, else 512. */
@@ -278,14 +339,14 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   }
 
   private String memoryTag(String component) {
-    if (!WEIGHT_COMPONENTS.contains(component)) {
+    if (!weightComponents.contains(component)) {
       throw new IllegalArgumentException(
           "model '"
               + card.modelId()
               + "' keeps no weights for '"
               + component
               + "' (components with weights: "
-              + String.join(", ", WEIGHT_COMPONENTS)
+              + String.join(", ", weightComponents)
               + ")");
     }
     return memoryTag(instanceId, component);
@@ -323,7 +384,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
         .ifPresent(
             m -> {
               for (ComponentMemory c : m.components()) {
-                for (String id : WEIGHT_COMPONENTS) {
+                for (String id : weightComponents) {
                   if (c.component().equals(memoryTag(instanceId, id))) {
                     out.put(id, c);
                   }
@@ -347,10 +408,46 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return textEncoder;
   }
 
-  /** The transformer, woken first if it sleeps. */
+  /** The transformer (the first expert of a two-expert checkpoint), woken first if it sleeps. */
   public WanTransformer transformer() {
     wake("transformer");
     return transformer;
+  }
+
+  /**
+   * Expert {@code id} ({@code transformer} or, with two experts, {@code transformer_2}), woken
+   * first if it sleeps.
+   */
+  public WanTransformer transformer(String id) {
+    if (id.equals(ExpertRouting.FIRST)) {
+      return transformer();
+    }
+    if (transformer2 == null || !id.equals(ExpertRouting.SECOND)) {
+      throw new IllegalArgumentException(
+          "model '" + card.modelId() + "' has no expert '" + id + "' (" + routing.experts() + ")");
+    }
+    wake(id);
+    return transformer2;
+  }
+
+  /** Which expert runs each step. */
+  ExpertRouting routing() {
+    return routing;
+  }
+
+  /** The expert each of the request's steps runs, in order (all {@code transformer} with one). */
+  public List<String> expertsPerStep(Request request) {
+    var schedule = sampler(request).schedule(request.params().steps());
+    List<String> out = new ArrayList<>();
+    for (int i = 0; i < schedule.steps(); i++) {
+      out.add(routing.expertAt(schedule.timestep(i)));
+    }
+    return List.copyOf(out);
+  }
+
+  /** The components with weights on the backend, each in its own pool. */
+  public List<String> weightComponents() {
+    return weightComponents;
   }
 
   /** The VAE, woken first if it sleeps. */
@@ -426,7 +523,13 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private static final Map<String, Set<String>> LOOP_SETTINGS =
       Map.of(
           WanCards.TEXT_ENCODE, Set.of("max_sequence_length"),
-          WanCards.DENOISE, Set.of("cfg", "cfg_batched", "cfg_zero_init_steps", "cfg_rescale"),
+          WanCards.DENOISE,
+              Set.of(
+                  "cfg",
+                  "cfg_batched",
+                  "cfg_zero_init_steps",
+                  "cfg_rescale",
+                  Guidance.SECOND_SCALE),
           WanCards.VAE_DECODE, Set.of("tile", "tile_size"));
 
   @Override
@@ -458,7 +561,18 @@ public final class WanModel implements ModelInstance, AutoCloseable {
               }
             });
     maxSequenceLength(request);
-    Guidance.policyFor(request);
+    if (routing.single()
+        && request.overridesFor(WanCards.DENOISE).containsKey(Guidance.SECOND_SCALE)) {
+      throw new InvalidRequestException(
+          "denoise."
+              + Guidance.SECOND_SCALE
+              + " needs a two-expert model; '"
+              + card.modelId()
+              + "' has one transformer");
+    }
+    for (int i = 0; i < routing.experts().size(); i++) {
+      Guidance.policyFor(request, i);
+    }
     sampler(request);
     VaeDecodeLoop.tiling(request, vae);
   }
@@ -470,7 +584,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    */
   @Override
   public ResourceRequest footprint(Request request) {
-    int branches = Guidance.policyFor(request).needsUncond() ? 2 : 1;
+    int branches = Guidance.needsUncond(request, routing) ? 2 : 1;
     int length = maxSequenceLength(request);
     int[] latents = denoise.latentShape(request);
     int steps = request.params().steps();
@@ -533,6 +647,13 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           case "transformer" -> transformer;
           case "vae" -> vae;
           case "scheduler" -> samplers;
+          case ExpertRouting.SECOND -> {
+            if (transformer2 == null) {
+              throw new IllegalArgumentException(
+                  "model '" + card.modelId() + "' has no component '" + id + "'");
+            }
+            yield transformer2;
+          }
           default ->
               throw new IllegalArgumentException(
                   "model '" + card.modelId() + "' has no component '" + id + "'");
@@ -564,6 +685,6 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   public void close() {
     tokenizer.close();
     sources.forEach(TensorSource::close);
-    WEIGHT_COMPONENTS.forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
+    weightComponents.forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
   }
 }

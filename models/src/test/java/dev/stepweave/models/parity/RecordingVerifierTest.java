@@ -41,6 +41,24 @@ class RecordingVerifierTest {
   private static final ObjectMapper JSON = new ObjectMapper();
 
   @Test
+  void theTwoExpertPipelineMatchesTheReferenceExpertByExpert() {
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan22-moe-tiny"), new CpuBackend(), s -> {})
+            .verify(GOLDEN.resolve("wan22-moe-tiny-expected"), c -> {});
+    report.comparisons().forEach(c -> System.out.println(c.line()));
+    assertEquals(List.of(), report.errors());
+    assertTrue(report.passed(), () -> "first divergence: " + report.firstDivergence());
+    assertEquals(
+        Set.of(
+            "pipeline_moe/prompt_ids",
+            "pipeline_moe/prompt_embeds",
+            "pipeline_moe/negative_prompt_embeds",
+            "pipeline_moe/step_latents",
+            "pipeline_moe/frames"),
+        report.comparisons().stream().map(Comparison::name).collect(Collectors.toSet()));
+  }
+
+  @Test
   void theLoraGoldensMatchWithEachAdapterAloneStackedAndNone() {
     ParityReport report =
         new RecordingVerifier(GOLDEN.resolve("wan21-lora-tiny"), new CpuBackend(), s -> {})

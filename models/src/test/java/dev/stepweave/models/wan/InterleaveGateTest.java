@@ -178,6 +178,7 @@ class InterleaveGateTest {
               new dev.stepweave.core.extend.PluginState(),
               dev.stepweave.models.wan.cache.DenoiseHooks.NONE,
               dev.stepweave.core.parity.TapSink.NONE,
+              ExpertRouting.FIRST,
               List.of()));
     }
     List<StepResult> batched = calls.get(0).runBatch(List.<BatchableCall>copyOf(calls));

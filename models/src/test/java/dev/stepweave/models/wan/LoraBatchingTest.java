@@ -175,6 +175,7 @@ class LoraBatchingTest {
               new dev.stepweave.core.extend.PluginState(),
               dev.stepweave.models.wan.cache.DenoiseHooks.NONE,
               dev.stepweave.core.parity.TapSink.NONE,
+              ExpertRouting.FIRST,
               applied));
     }
     try {

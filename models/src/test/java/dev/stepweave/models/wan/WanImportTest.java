@@ -11,6 +11,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.List;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -64,33 +65,50 @@ class WanImportTest {
   }
 
   @Test
-  void aSecondExpertIsRefusedNamingTheFileAndTheField() throws IOException {
+  void twoExpertsImportTogetherAndEitherAloneIsRefusedNamingTheFileAndTheField()
+      throws IOException {
+    var expert = JSON.createArrayNode().add("diffusers").add("WanTransformer3DModel");
     Path index =
         variant(
             "model_index.json",
             n -> {
-              n.set(
-                  "transformer_2",
-                  JSON.createArrayNode().add("diffusers").add("WanTransformer3DModel"));
+              n.set("transformer_2", expert);
               n.put("boundary_ratio", 0.875);
             });
     Files.createDirectories(dir.resolve("transformer_2"));
+    Files.copy(
+        dir.resolve("transformer/config.json"),
+        dir.resolve("transformer_2/config.json"),
+        StandardCopyOption.REPLACE_EXISTING);
+    var card = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    assertEquals(
+        List.of("transformer", "transformer_2", "scheduler"),
+        card.loops().get(WanCards.DENOISE).components());
+    variant("model_index.json", n -> n.set("transformer_2", expert));
     assertEquals(
         index
-            + ": boundary_ratio 0.875 (two experts switched by timestep, Wan2.2 A14B) is not"
-            + " supported yet",
+            + ": component 'transformer_2' needs a boundary_ratio (when to switch to it); there"
+            + " is none",
         refusal(dir));
     variant(
         "model_index.json",
-        n ->
-            n.set(
-                "transformer_2",
-                JSON.createArrayNode().add("diffusers").add("WanTransformer3DModel")));
+        n -> {
+          n.remove("transformer_2");
+          n.put("boundary_ratio", 0.875);
+        });
     assertEquals(
         index
-            + ": component 'transformer_2' (WanTransformer3DModel) is not supported yet (the"
-            + " second expert of Wan2.2 A14B; running without it would be wrong)",
+            + ": boundary_ratio 0.875 switches to a second expert, but there is no component"
+            + " 'transformer_2'",
         refusal(dir));
+    variant(
+        "model_index.json",
+        n -> {
+          n.set("transformer_2", expert);
+          n.put("boundary_ratio", 1.5);
+        });
+    assertEquals(
+        index + ": boundary_ratio must be a number between 0 and 1, got 1.5", refusal(dir));
   }
 
   @Test
