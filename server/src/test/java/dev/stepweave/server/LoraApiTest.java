@@ -315,7 +315,7 @@ class LoraApiTest {
   }
 
   @Test
-  void rescanAddsRemovesAndRereadsAndAcceptedJobsKeepTheirFiles() throws Exception {
+  void rescanAddsRemovesAndRereadsAndAcceptedJobsKeepTheHashTheyResolved() throws Exception {
     Map<String, Object> body = video(5);
     body.put("prompt", "slow fox");
     body.put("loras", List.of(Map.of("name", "anime")));
@@ -338,7 +338,7 @@ class LoraApiTest {
     assertEquals(changes.get("loras"), h.get("/v1/models").json().at("/data/0/loras"));
     assertEquals(6, changes.at("/loras/0/rank").asInt(), changes::toString);
 
-    // The job accepted before keeps the file it resolved; a new one gets the new file.
+    // The job accepted before reports the file it resolved; a new one gets the new file.
     assertEquals(animeSha, h.get("/v1/videos/" + before).json().at("/loras/0/sha256").asText());
     JsonNode after = h.postJson("/v1/videos", body).json();
     assertEquals(sha256(dir.resolve("anime.safetensors")), after.at("/loras/0/sha256").asText());
