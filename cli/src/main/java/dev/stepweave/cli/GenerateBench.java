@@ -80,7 +80,7 @@ final class GenerateBench implements Callable<Integer> {
       for (int i = 0; i < repeat; i++) {
         Request request = generate.request(wan.card(), seed);
         if (i == 0) {
-          GenerateCommand.printCard(out, wan.card(), wan, request, loadTime);
+          GenerateCommand.printCard(out, wan, engine, request, loadTime);
         }
         Map<WorkKind, Long> before = stepNanos(engine.profiler());
         long t0 = System.nanoTime();

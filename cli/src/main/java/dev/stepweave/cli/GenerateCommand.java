@@ -1,6 +1,8 @@
 package dev.stepweave.cli;
 
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.extend.RegisteredAdapter;
+import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
@@ -53,7 +55,7 @@ final class GenerateCommand implements Callable<Integer> {
         Engine engine = options.engine(wan, err)) {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       Request request = options.request(wan.card(), options.seedOrRandom());
-      printCard(out, wan.card(), wan, request, loadTime);
+      printCard(out, wan, engine, request, loadTime);
       GenerationResult result = run(engine, request, err);
       options.writeOutputs(result, target);
       result
@@ -109,7 +111,9 @@ final class GenerateCommand implements Callable<Integer> {
     }
   }
 
-  static void printCard(PrintWriter out, ModelCard card, WanModel wan, Request r, Duration load) {
+  /** The model, the request, and each adapter it stacks as the engine's registry holds it. */
+  static void printCard(PrintWriter out, WanModel wan, Engine engine, Request r, Duration load) {
+    ModelCard card = wan.card();
     var p = r.params();
     out.printf(
         Locale.ROOT,
@@ -134,5 +138,19 @@ final class GenerateCommand implements Callable<Integer> {
         wan.samplerFor(r),
         p.guidance(),
         p.seed());
+    for (AdapterUse use : r.adapters()) {
+      // The engine's registry holds exactly the --lora files the request names.
+      RegisteredAdapter a = engine.extensions().adapters().get(use.name()).orElseThrow();
+      out.printf(
+          Locale.ROOT,
+          "lora    %s at %s (%s, rank %d, %d targets, sha256 %s, %s)%n",
+          a.name(),
+          use.scale(),
+          a.info().format(),
+          a.info().rank(),
+          a.info().targets().size(),
+          a.version(),
+          a.file());
+    }
   }
 }

@@ -1,9 +1,12 @@
 package dev.stepweave.cli;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
@@ -147,6 +150,15 @@ final class GenerationOptions {
       description = "Refuse anything that alters the model's output distribution (caches).")
   boolean exact;
 
+  @Option(
+      names = "--lora",
+      paramLabel = "FILE[:SCALE]",
+      description = {
+        "An adapter (LoRA, .safetensors) to apply at SCALE (default 1, within -4..4);"
+            + " repeatable, stacked in the order given (at most 8)."
+      })
+  List<String> loras = List.of();
+
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
@@ -164,6 +176,7 @@ final class GenerationOptions {
     }
     parseSettings(settings);
     pluginParams();
+    LoraArguments.fileUses(loras);
     if (isImage() && output == null) {
       output = Path.of("out.png");
     }
@@ -202,9 +215,22 @@ final class GenerationOptions {
     return backendOption.open(err, Precision.BF16);
   }
 
-  /** The engine generate runs on: the device's memory budget, the CLI's deployed caches. */
+  /**
+   * The engine generate runs on: the device's memory budget, the CLI's deployed caches, and a
+   * registry of the --lora files, each inspected by the model.
+   *
+   * @throws dev.stepweave.core.extend.InvalidAdapterException naming a file the model refuses
+   */
   Engine engine(WanModel wan, PrintWriter err) {
-    return new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), DEPLOYED);
+    Extensions deployment =
+        WanCaches.enable(Extensions.builder(), List.copyOf(WanCaches.ALL.keySet()), Map.of())
+            .adapters(
+                AdapterRegistry.open(
+                    wan::inspectAdapter,
+                    LoraArguments.files(LoraArguments.fileUses(loras)),
+                    List.of()))
+            .build();
+    return new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), deployment);
   }
 
   /** --seed, or a random one (printed with the request). */
@@ -236,6 +262,10 @@ final class GenerationOptions {
         .overrideRecipe(overrideRecipe)
         .plugins(pluginParams())
         .exact(exact)
+        .adapters(
+            LoraArguments.fileUses(loras).stream()
+                .map(u -> new AdapterUse(u.name(), u.scale()))
+                .toList())
         .build();
   }
 
@@ -260,15 +290,14 @@ final class GenerationOptions {
       Map<String, String> meta = new LinkedHashMap<>(latents.provenance().settings());
       meta.put("model", latents.provenance().modelId());
       meta.put("seed", Long.toString(latents.provenance().seed()));
+      if (!latents.provenance().adapters().isEmpty()) {
+        meta.put("adapters", JSON.writeValueAsString(latents.provenance().adapters()));
+      }
       Safetensors.write(saveLatents, Map.of("latents", latents.latents()), meta);
     }
   }
 
-  /**
-   * The CLI's deployment: it enables the block and step caches a user may then pick with --cache.
-   */
-  private static final Extensions DEPLOYED =
-      WanCaches.enable(Extensions.builder(), List.copyOf(WanCaches.ALL.keySet()), Map.of()).build();
+  private static final ObjectMapper JSON = new ObjectMapper();
 
   /** --cache and --cache-set as the request's plugin parameters. */
   private Map<String, Map<String, String>> pluginParams() {

@@ -1,6 +1,8 @@
 package dev.stepweave.cli;
 
+import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.models.wan.WanModel;
@@ -14,6 +16,7 @@ import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
 import picocli.CommandLine.Command;
@@ -27,8 +30,8 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     description = {
       "Serves an OpenAI-compatible HTTP API: POST /v1/videos, GET /v1/videos/{id}[/content|/events],"
-          + " DELETE /v1/videos/{id}, POST /v1/images/generations, GET /v1/models, /health, /ready,"
-          + " /metrics.",
+          + " DELETE /v1/videos/{id}, POST /v1/images/generations, GET /v1/models,"
+          + " POST /v1/loras/rescan, /health, /ready, /metrics.",
       "Without --model it serves the small embedded model (untrained: noise-like output).",
       "On SIGTERM (or Ctrl-C) it stops admitting new jobs, lets running ones finish (up to"
           + " --drain-timeout, then cancels them), and exits.",
@@ -100,6 +103,21 @@ final class ServeCommand implements Callable<Integer> {
       })
   List<String> cacheDefaults = List.of();
 
+  @Option(
+      names = "--lora-dir",
+      paramLabel = "DIR",
+      description = {
+        "Registers every *.safetensors in DIR as an adapter (LoRA) requests may name, under its"
+            + " file name without the extension; repeatable. POST /v1/loras/rescan rereads it."
+      })
+  List<Path> loraDirs = List.of();
+
+  @Option(
+      names = "--lora",
+      paramLabel = "NAME=FILE",
+      description = "Registers one adapter file under NAME; repeatable.")
+  List<String> loras = List.of();
+
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
@@ -138,16 +156,22 @@ final class ServeCommand implements Callable<Integer> {
             .withArtifactDir(artifacts)
             .withMaxPendingJobs(maxPending)
             .withDrainTimeout(Duration.ofSeconds(drainSeconds));
-    Extensions caches =
+    Extensions.Builder deployment =
         WanCaches.enable(
-                Extensions.builder(),
-                enabledCaches.stream().map(String::strip).toList(),
-                GenerationOptions.parseSettings(cacheDefaults, "--cache-default", "ID"))
-            .build();
+            Extensions.builder(),
+            enabledCaches.stream().map(String::strip).toList(),
+            GenerationOptions.parseSettings(cacheDefaults, "--cache-default", "ID"));
+    Map<String, Path> namedLoras = LoraArguments.named(loras);
     WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16));
+    Extensions extensions;
     Engine engine;
     try {
-      engine = new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), caches);
+      // Every adapter file is inspected by the loaded model: one it cannot apply stops the start.
+      extensions =
+          deployment
+              .adapters(AdapterRegistry.open(wan::inspectAdapter, namedLoras, loraDirs))
+              .build();
+      engine = new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), extensions);
     } catch (RuntimeException e) {
       wan.close();
       throw e;
@@ -168,9 +192,17 @@ final class ServeCommand implements Callable<Integer> {
             + " (artifacts in "
             + server.artifactDir()
             + ")"
-            + (caches.plugins().isEmpty()
+            + (extensions.plugins().isEmpty()
                 ? ""
-                : "; caches: " + String.join(", ", caches.plugins().keySet())));
+                : "; caches: " + String.join(", ", extensions.plugins().keySet()))
+            + (extensions.adapters().list().isEmpty()
+                ? ""
+                : "; loras: "
+                    + String.join(
+                        ", ",
+                        extensions.adapters().list().stream()
+                            .map(RegisteredAdapter::name)
+                            .toList())));
     out.flush();
     return new Serving(wan, engine, server, err);
   }

@@ -212,6 +212,55 @@ class GenerateCommandTest {
   }
 
   @Test
+  void badAdapterArgumentsAreOneLineErrorsAndLeaveNothingBehind() throws IOException {
+    String m = TINY.toString();
+    Path style = Files.writeString(tmp.resolve("style.safetensors"), "x");
+    Path notAnAdapter = tmp.resolve("other").resolve("notes.safetensors");
+    Files.createDirectories(notAnAdapter.getParent());
+    dev.stepweave.tensor.io.Safetensors.write(
+        notAnAdapter,
+        java.util.Map.of("notes.weight", Tensor.of(new float[] {1}, 1)),
+        java.util.Map.of());
+    rejected(
+        "adapter file not found: " + tmp.resolve("nope.safetensors"),
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--lora",
+        tmp.resolve("nope.safetensors") + ":0.5");
+    rejected(
+        "adapters must be .safetensors files",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--lora",
+        Files.writeString(tmp.resolve("style.pt"), "x").toString());
+    rejected(
+        "the scale after ':' must be a number, got 'max'",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--lora",
+        style + ":max");
+    rejected(
+        "two adapters named 'style'",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--lora",
+        style.toString(),
+        "--lora",
+        Files.writeString(tmp.resolve("other").resolve("style.safetensors"), "x").toString());
+    // Refused by the model when the registry inspects it, before anything runs.
+    rejected(
+        notAnAdapter.toString(), "generate", "x", "--model", m, "--lora", notAnAdapter.toString());
+  }
+
+  @Test
   void aBlockCacheRunsAndReportsWhatItSkipped() {
     Path out = tmp.resolve("cached.mp4");
     var r =

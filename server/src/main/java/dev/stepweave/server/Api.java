@@ -4,7 +4,9 @@ import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.sun.net.httpserver.HttpExchange;
 import com.sun.net.httpserver.HttpHandler;
+import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
+import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
 import java.io.IOException;
@@ -36,7 +38,8 @@ final class Api implements HttpHandler {
           "negative_prompt",
           "seed",
           FormFields.CACHE,
-          "exact");
+          "exact",
+          FormFields.LORAS);
   private static final Set<String> IMAGE_FIELDS =
       Set.of(
           "prompt",
@@ -51,7 +54,8 @@ final class Api implements HttpHandler {
           "negative_prompt",
           "seed",
           FormFields.CACHE,
-          "exact");
+          "exact",
+          FormFields.LORAS);
 
   /** How long a DELETE of a running job waits for the cancellation to land before answering. */
   private static final long CANCEL_WAIT_MS = 2000;
@@ -131,6 +135,7 @@ final class Api implements HttpHandler {
                       Metrics.render(engine.stats(), engine.extensions().metrics(), jobs)));
       case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
       case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex)));
+      case "v1/loras/rescan" -> only(ex, "POST", () -> json(ex, 200, rescan()));
       default -> throw notFoundRoute(ex);
     }
   }
@@ -324,6 +329,33 @@ final class Api implements HttpHandler {
                 q.put("description", p.description());
               }
             });
+    m.set("loras", ApiJson.adapters(ext.adapters().list()));
+    return o;
+  }
+
+  /**
+   * Rereads the deployment's adapter files and directories. The server has no API keys, so this is
+   * open to every caller that can reach it (docs/server.md); it can only reread what the deployment
+   * named at start, never register another path.
+   */
+  private ObjectNode rescan() {
+    AdapterRegistry.Changes changes;
+    try {
+      changes = jobs.rescanAdapters();
+    } catch (InvalidAdapterException e) {
+      throw new ApiException(
+          400,
+          "invalid_request_error",
+          null,
+          "invalid_adapter",
+          "rescan refused, nothing changed: " + e.getMessage().lines().findFirst().orElse(""));
+    }
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    o.put("object", "lora.rescan");
+    changes.added().forEach(o.putArray("added")::add);
+    changes.removed().forEach(o.putArray("removed")::add);
+    changes.changed().forEach(o.putArray("changed")::add);
+    o.set("loras", ApiJson.adapters(engine.extensions().adapters().list()));
     return o;
   }
 

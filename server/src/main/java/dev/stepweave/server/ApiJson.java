@@ -1,10 +1,15 @@
 package dev.stepweave.server;
 
+import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.extend.AdapterRecipe;
+import dev.stepweave.core.extend.RegisteredAdapter;
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.RequestEvent;
 import java.time.Duration;
 import java.time.Instant;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -23,7 +28,8 @@ final class ApiJson {
    * OpenAI's video object ({@code id, object, model, status, progress, created_at, completed_at,
    * size, seconds, prompt, error}) plus the effective settings, {@code exact}, {@code cache} (the
    * cache plugins it runs with every parameter, or null), {@code cache_report} (what they did, once
-   * completed) and {@code timings}: seconds queued, running, and per loop.
+   * completed), {@code loras} (the adapters it runs with: name, scale and the file's sha256 when it
+   * was submitted; empty when none) and {@code timings}: seconds queued, running, and per loop.
    */
   static ObjectNode video(Job job) {
     ObjectNode o = Exchanges.JSON.createObjectNode();
@@ -64,6 +70,14 @@ final class ApiJson {
         o.set("cache_report", counters(report));
       }
     }
+    ArrayNode loras = o.putArray("loras");
+    for (ResolvedAdapter a : job.adapters()) {
+      loras
+          .addObject()
+          .put("name", a.name())
+          .put("scale", a.scale())
+          .put("sha256", a.adapter().sha256());
+    }
     if (status == JobStatus.FAILED) {
       ObjectNode error = o.putObject("error");
       error.put("code", "generation_failed");
@@ -72,6 +86,37 @@ final class ApiJson {
       o.putNull("error");
     }
     o.set("timings", timings(job, completed));
+    return o;
+  }
+
+  /**
+   * The deployment's adapters as {@code GET /v1/models} and the rescan list them: name, key format,
+   * rank, targets, size, content hash and recipe (null when it has none). Never the file's path:
+   * requests name adapters, and the server's file system is none of the client's business.
+   */
+  static ArrayNode adapters(List<RegisteredAdapter> registered) {
+    ArrayNode out = Exchanges.JSON.createArrayNode();
+    for (RegisteredAdapter a : registered) {
+      ObjectNode o = out.addObject();
+      o.put("name", a.name());
+      o.put("format", a.info().format());
+      o.put("rank", a.info().rank());
+      ArrayNode targets = o.putArray("targets");
+      a.info().targets().forEach(targets::add);
+      o.put("bytes", a.bytes());
+      o.put("sha256", a.sha256());
+      a.info().recipe().ifPresentOrElse(r -> o.set("recipe", recipe(r)), () -> o.putNull("recipe"));
+    }
+    return out;
+  }
+
+  private static ObjectNode recipe(AdapterRecipe r) {
+    ObjectNode o = Exchanges.JSON.createObjectNode();
+    o.put("method", r.method());
+    o.put("sampler", r.sampler());
+    o.put("steps", r.steps());
+    o.put("guidance", r.guidance());
+    o.put("shift", r.shift());
     return o;
   }
 

@@ -16,11 +16,19 @@ import java.util.Set;
  * multipart fields are text, so every value is handled as its text. The one structured field,
  * {@code cache}, is flat in every form: {@code cache} lists plugin ids ({@code
  * "dbcache,stepcache"}) and {@code cache.PLUGIN.PARAM} fields carry parameters; a JSON object
- * {@code {"cache": {"dbcache": {"threshold": 0.1}}}} is read as exactly those fields.
+ * {@code {"cache": {"dbcache": {"threshold": 0.1}}}} is read as exactly those fields. Adapters are
+ * flat the same way: {@code lora.NAME=SCALE} fields in the order they stack, which is how forms
+ * send them and what a JSON {@code "loras": [{"name": NAME, "scale": SCALE}, …]} becomes.
  */
 final class FormFields {
   /** The field naming the cache plugins a request turns on. */
   static final String CACHE = "cache";
+
+  /** The JSON field listing the adapters a request stacks. */
+  static final String LORAS = "loras";
+
+  /** The prefix of a flat adapter field, {@code lora.NAME=SCALE}. */
+  static final String LORA = "lora.";
 
   private FormFields() {}
 
@@ -48,7 +56,8 @@ final class FormFields {
     }
     for (String name : fields.keySet()) {
       boolean cacheParam = name.startsWith(CACHE + ".") && allowed.contains(CACHE);
-      if (!allowed.contains(name) && !cacheParam) {
+      boolean adapter = name.startsWith(LORA) && allowed.contains(LORAS);
+      if (!allowed.contains(name) && !cacheParam && !adapter) {
         throw ApiException.badRequest(name, "unknown parameter '" + name + "'");
       }
     }
@@ -77,6 +86,15 @@ final class FormFields {
       if (e.getKey().equals(CACHE) && v.isObject()) {
         flattenCache(v, fields);
         continue;
+      }
+      if (e.getKey().equals(LORAS)) {
+        flattenLoras(v, fields);
+        continue;
+      }
+      if (e.getKey().startsWith(LORA)) {
+        // One spelling per body keeps the stacking order the order of the array.
+        throw ApiException.badRequest(
+            e.getKey(), "in JSON, adapters go in \"loras\": [{\"name\": …, \"scale\": …}]");
       }
       if (!v.isValueNode()) {
         throw ApiException.badRequest(e.getKey(), e.getKey() + " must be a string or a number");
@@ -111,6 +129,51 @@ final class FormFields {
     fields.put(CACHE, String.join(",", ids));
   }
 
+  /**
+   * [{"name": "style", "scale": 0.8}, {"name": "speed"}] → lora.style=0.8, lora.speed=1 (a scale
+   * left out is 1). Refusals name the entry's field, {@code loras[i].name} or {@code
+   * loras[i].scale}.
+   */
+  private static void flattenLoras(JsonNode loras, Map<String, String> fields) {
+    if (!loras.isArray()) {
+      throw ApiException.badRequest(
+          LORAS, "loras must be an array of {\"name\": …, \"scale\": …} objects");
+    }
+    for (int i = 0; i < loras.size(); i++) {
+      String at = LORAS + "[" + i + "]";
+      JsonNode entry = loras.get(i);
+      if (!entry.isObject()) {
+        throw ApiException.badRequest(at, at + " must be an object {\"name\": …, \"scale\": …}");
+      }
+      for (Map.Entry<String, JsonNode> field : entry.properties()) {
+        String key = field.getKey();
+        if (!key.equals("name") && !key.equals("scale")) {
+          throw ApiException.badRequest(
+              at + "." + key, "unknown parameter '" + key + "' of " + at + " (name, scale)");
+        }
+      }
+      JsonNode name = entry.get("name");
+      if (name == null || name.isNull()) {
+        throw ApiException.badRequest(at + ".name", at + ".name is required");
+      }
+      if (!name.isTextual()) {
+        throw ApiException.badRequest(at + ".name", at + ".name must be a string");
+      }
+      JsonNode scale = entry.get("scale");
+      String value = "1";
+      if (scale != null && !scale.isNull()) {
+        if (!scale.isValueNode()) {
+          throw ApiException.badRequest(at + ".scale", at + ".scale must be a number");
+        }
+        value = scale.asText();
+      }
+      if (fields.putIfAbsent(LORA + name.textValue(), value) != null) {
+        throw ApiException.badRequest(
+            at + ".name", "adapter '" + name.textValue() + "' is named twice");
+      }
+    }
+  }
+
   private static Map<String, String> urlencoded(byte[] body) {
     Map<String, String> fields = new LinkedHashMap<>();
     String text = new String(body, StandardCharsets.UTF_8);
@@ -121,12 +184,16 @@ final class FormFields {
       int eq = pair.indexOf('=');
       String name = eq < 0 ? pair : pair.substring(0, eq);
       String value = eq < 0 ? "" : pair.substring(eq + 1);
+      String decoded;
       try {
-        fields.put(
-            URLDecoder.decode(name, StandardCharsets.UTF_8),
-            URLDecoder.decode(value, StandardCharsets.UTF_8));
+        decoded = URLDecoder.decode(name, StandardCharsets.UTF_8);
+        value = URLDecoder.decode(value, StandardCharsets.UTF_8);
       } catch (IllegalArgumentException e) {
         throw ApiException.badRequest(null, "malformed form field '" + name + "'");
+      }
+      // As in multipart bodies: a repeated field would silently drop a value (an adapter, say).
+      if (fields.putIfAbsent(decoded, value) != null) {
+        throw ApiException.badRequest(decoded, "field '" + decoded + "' given twice");
       }
     }
     return fields;

@@ -1,5 +1,6 @@
 package dev.stepweave.server;
 
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.RequestHandle;
 import java.time.Duration;
@@ -23,6 +24,7 @@ final class Job {
   private final String model;
   private final Settings.Generation settings;
   private final Map<String, Map<String, Number>> cache;
+  private final List<ResolvedAdapter> adapters;
   private final List<String> loopIds;
   private final RequestHandle handle;
   private final CompletableFuture<Job> finished = new CompletableFuture<>();
@@ -41,6 +43,7 @@ final class Job {
       String model,
       Settings.Generation settings,
       Map<String, Map<String, Number>> cache,
+      List<ResolvedAdapter> adapters,
       List<String> loopIds,
       RequestHandle handle) {
     this.id = id;
@@ -48,6 +51,7 @@ final class Job {
     this.model = model;
     this.settings = settings;
     this.cache = Collections.unmodifiableMap(new LinkedHashMap<>(cache));
+    this.adapters = List.copyOf(adapters);
     this.loopIds = List.copyOf(loopIds);
     this.handle = handle;
     handle.events().subscribe(new Tracker());
@@ -72,6 +76,11 @@ final class Job {
   /** The cache plugins the job runs, each with its effective parameters; empty when none. */
   Map<String, Map<String, Number>> cache() {
     return cache;
+  }
+
+  /** The adapters the job runs with, in stacking order, pinned to their files at submission. */
+  List<ResolvedAdapter> adapters() {
+    return adapters;
   }
 
   /** What its plugins did ("dbcache.skipped_blocks" → 12), once completed; null before. */

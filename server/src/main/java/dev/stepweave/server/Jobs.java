@@ -3,8 +3,10 @@ package dev.stepweave.server;
 import dev.stepweave.core.card.RecipeRefusedException;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.ActivePlugin;
+import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.ParamSchema;
+import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.InvalidRequestException;
@@ -32,6 +34,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.locks.ReadWriteLock;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The jobs of one server: admission (pending limit, drain), submission to the engine, writing each
@@ -48,6 +52,9 @@ final class Jobs implements AutoCloseable {
   private final AtomicLong refusedBusy = new AtomicLong();
   private final AtomicLong refusedDraining = new AtomicLong();
   private volatile boolean draining;
+  // Submissions read the adapter registry, a rescan replaces it: a job reports the very files the
+  // engine resolved its adapters to.
+  private final ReadWriteLock adapterTable = new ReentrantReadWriteLock();
   // Encoding happens off the engine's threads so that it never delays another request's steps.
   private final ExecutorService writer =
       Executors.newSingleThreadExecutor(
@@ -87,6 +94,23 @@ final class Jobs implements AutoCloseable {
 
   Job submitImage(Settings.Generation g) {
     return submit(JobIds.IMAGE, TaskType.T2I, g);
+  }
+
+  /**
+   * Reads the deployment's adapter files and directories again (see {@link
+   * AdapterRegistry#rescan}); waits for submissions in progress, so each job's adapters are the
+   * ones it runs with.
+   *
+   * @throws dev.stepweave.core.extend.InvalidAdapterException naming a refused file; the registry
+   *     is then unchanged
+   */
+  AdapterRegistry.Changes rescanAdapters() {
+    adapterTable.writeLock().lock();
+    try {
+      return engine.extensions().adapters().rescan();
+    } finally {
+      adapterTable.writeLock().unlock();
+    }
   }
 
   /** The PNG bytes of a completed image job; the file is removed once read. */
@@ -182,10 +206,15 @@ final class Jobs implements AutoCloseable {
             .prompt(g.prompt())
             .plugins(g.plugins())
             .exact(g.exact())
+            .adapters(g.adapters())
             .build();
     RequestHandle handle;
+    List<ResolvedAdapter> adapters;
+    adapterTable.readLock().lock();
     try {
       handle = engine.submit(request);
+      // What the engine resolved under this same lock, so this cannot refuse.
+      adapters = engine.extensions().adapters().resolve(request);
     } catch (InvalidRequestException e) {
       pending.decrementAndGet();
       throw ApiException.badRequest(e.field().map(Jobs::wireField).orElse(null), firstLine(e));
@@ -201,6 +230,8 @@ final class Jobs implements AutoCloseable {
     } catch (IllegalArgumentException e) { // InvalidRequestException, or a task the card lacks
       pending.decrementAndGet();
       throw ApiException.badRequest(null, firstLine(e));
+    } finally {
+      adapterTable.readLock().unlock();
     }
     Job job =
         new Job(
@@ -209,6 +240,7 @@ final class Jobs implements AutoCloseable {
             engine.model().card().modelId(),
             g,
             effectiveCache(request),
+            adapters,
             engine.model().card().loopsFor(task),
             handle);
     unfinished.add(job);

@@ -2,10 +2,13 @@ package dev.stepweave.server;
 
 import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.core.request.DiffusionParams;
 import java.math.BigDecimal;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.regex.Matcher;
@@ -35,6 +38,7 @@ final class Settings {
    * @param plugins the cache plugins the request turns on, with its raw parameters (the engine
    *     validates them against the deployment's schemas)
    * @param exact whether the request refuses distribution-altering plugins
+   * @param adapters the adapters to stack, in order (the engine checks names, bounds and count)
    */
   record Generation(
       String prompt,
@@ -42,9 +46,11 @@ final class Settings {
       String seconds,
       String size,
       Map<String, Map<String, String>> plugins,
-      boolean exact) {
+      boolean exact,
+      List<AdapterUse> adapters) {
     Generation {
       plugins = Map.copyOf(plugins);
+      adapters = List.copyOf(adapters);
     }
   }
 
@@ -92,7 +98,8 @@ final class Settings {
         reported,
         params.width() + "x" + params.height(),
         plugins(f),
-        bool(f, "exact"));
+        bool(f, "exact"),
+        adapters(f));
   }
 
   /** One image's settings (a one-frame video); {@code index} offsets the seed for n > 1. */
@@ -113,7 +120,13 @@ final class Settings {
             p.sampler(),
             p.shift());
     return new Generation(
-        prompt, indexed, "0", p.width() + "x" + p.height(), plugins(f), bool(f, "exact"));
+        prompt,
+        indexed,
+        "0",
+        p.width() + "x" + p.height(),
+        plugins(f),
+        bool(f, "exact"),
+        adapters(f));
   }
 
   String prompt(Map<String, String> f) {
@@ -169,6 +182,23 @@ final class Settings {
             name, name + " is given but cache does not name '" + id + "' (cache: '" + list + "')");
       }
       params.put(rest.substring(dot + 1), e.getValue());
+    }
+    return out;
+  }
+
+  /**
+   * The {@code lora.NAME=SCALE} fields in the order they came, as the adapters to stack; the i-th
+   * such field is {@code loras[i]} in errors, as its JSON entry would be.
+   */
+  private static List<AdapterUse> adapters(Map<String, String> f) {
+    List<AdapterUse> out = new ArrayList<>();
+    for (Map.Entry<String, String> e : f.entrySet()) {
+      if (!e.getKey().startsWith(FormFields.LORA)) {
+        continue;
+      }
+      String name = e.getKey().substring(FormFields.LORA.length());
+      double scale = number(e.getValue(), FormFields.LORAS + "[" + out.size() + "].scale");
+      out.add(new AdapterUse(name, scale));
     }
     return out;
   }

@@ -176,7 +176,18 @@ final class Harness implements AutoCloseable {
   static byte[] serialVideo(
       Path dir, String prompt, DiffusionParams p, Map<String, Map<String, String>> plugins)
       throws Exception {
-    GenerationResult r = runAlone(TaskType.T2V, prompt, p, plugins);
+    return mp4(dir, runAlone(TaskType.T2V, prompt, p, plugins));
+  }
+
+  /** The PNG bytes of an image result. */
+  static byte[] png(Path dir, GenerationResult r) throws IOException {
+    Path file = Files.createTempFile(dir, "serial", ".png");
+    PngWriter.writeImage(file, r.artifact(Artifact.ImageArtifact.class).pixels());
+    return Files.readAllBytes(file);
+  }
+
+  /** The MP4 bytes of a video result. */
+  static byte[] mp4(Path dir, GenerationResult r) throws IOException {
     Artifact.VideoArtifact v = r.artifact(Artifact.VideoArtifact.class);
     Path file = Files.createTempFile(dir, "serial", ".mp4");
     Mp4Writer.write(file, v.frames(), v.fps());
@@ -185,19 +196,21 @@ final class Harness implements AutoCloseable {
 
   /** The PNG bytes the same settings give when run alone on a fresh engine. */
   static byte[] serialImage(Path dir, String prompt, DiffusionParams p) throws Exception {
-    GenerationResult r = runAlone(TaskType.T2I, prompt, p, Map.of());
-    Path file = Files.createTempFile(dir, "serial", ".png");
-    PngWriter.writeImage(file, r.artifact(Artifact.ImageArtifact.class).pixels());
-    return Files.readAllBytes(file);
+    return png(dir, runAlone(TaskType.T2I, prompt, p, Map.of()));
   }
 
   static GenerationResult runAlone(
       TaskType task, String prompt, DiffusionParams p, Map<String, Map<String, String>> plugins)
       throws Exception {
-    try (Engine alone = new Engine(new PatternModel(), EngineConfig.defaults(), cached())) {
-      Request r =
-          Request.builder(task, p).id("serial-" + p.seed()).prompt(prompt).plugins(plugins).build();
-      return alone.submit(r).result().get();
+    return runAlone(
+        cached(),
+        Request.builder(task, p).id("serial-" + p.seed()).prompt(prompt).plugins(plugins).build());
+  }
+
+  /** {@code request} run alone on a fresh engine over a new pattern model with {@code ext}. */
+  static GenerationResult runAlone(Extensions ext, Request request) throws Exception {
+    try (Engine alone = new Engine(new PatternModel(), EngineConfig.defaults(), ext)) {
+      return alone.submit(request).result().get();
     }
   }
 

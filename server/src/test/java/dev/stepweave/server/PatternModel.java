@@ -15,6 +15,8 @@ import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.ActivePlugin;
+import dev.stepweave.core.extend.AdapterInfo;
+import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.extend.Plugin;
 import dev.stepweave.core.loop.CancelScope;
@@ -30,16 +32,23 @@ import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
+import dev.stepweave.core.request.AppliedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.Provenance;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.CheckpointException;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import java.nio.file.Path;
 import java.util.EnumSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.Set;
+import java.util.SortedSet;
+import java.util.TreeSet;
 
 /**
  * A weightless model for server tests: "denoise" mixes a value seeded by the request's seed once
@@ -48,10 +57,19 @@ import java.util.Set;
  * per denoise step, so tests can catch a job in flight. Its card allows one cache plugin, {@link
  * #CACHE}: from {@code warmup_steps} on, a step reuses the value instead of mixing when the one
  * before it computed and {@code threshold} is above 0, counted in the loop's report.
+ *
+ * <p>It takes adapters too: a file of {@code MODULE.lora_A.weight} / {@code MODULE.lora_B.weight}
+ * tensors registers (rank: the rows of its A factors; targets: the modules), any other key is
+ * refused naming it. Each adapter a request runs with adds {@link #ADAPTER_STEP} × its scale to
+ * every denoise step's value, so its strength reaches the output, and the artifact's provenance
+ * lists it.
  */
 final class PatternModel implements ModelInstance {
   static final String ID = "pattern-test";
   static final long SLOW_STEP_MS = 10;
+  static final float ADAPTER_STEP = 0.01f;
+  private static final String LORA_A = ".lora_A.weight";
+  private static final String LORA_B = ".lora_B.weight";
 
   /** The cache plugin the card allows (deployments enable it or not). */
   static final Plugin CACHE =
@@ -99,7 +117,8 @@ final class PatternModel implements ModelInstance {
       double threshold,
       int warmup,
       int reused,
-      boolean lastReused)
+      boolean lastReused,
+      List<AppliedAdapter> adapters)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -142,7 +161,12 @@ final class PatternModel implements ModelInstance {
           warmup = a.params().integer("warmup_steps");
         }
       }
-      return new State(r, start, 0, total, ctx.cancelScope(), threshold, warmup, 0, false);
+      List<AppliedAdapter> adapters =
+          ctx.adapters().stream()
+              .map(a -> new AppliedAdapter(a.name(), a.adapter().sha256(), a.scale()))
+              .toList();
+      return new State(
+          r, start, 0, total, ctx.cancelScope(), threshold, warmup, 0, false, adapters);
     }
 
     private boolean reuses(State s) {
@@ -189,7 +213,8 @@ final class PatternModel implements ModelInstance {
           s.threshold(),
           s.warmup(),
           s.reused() + (reused ? 1 : 0),
-          reused);
+          reused,
+          s.adapters());
     }
 
     @Override
@@ -208,7 +233,9 @@ final class PatternModel implements ModelInstance {
       }
       Request r = s.request();
       Tensor frames = frames(r, s.value());
-      Provenance p = new Provenance(ID, "base", id, r.id(), r.params().seed(), Map.of(), List.of());
+      Provenance p =
+          new Provenance(
+              ID, "base", id, r.id(), r.params().seed(), Map.of(), List.of(), s.adapters());
       Artifact a =
           r.task() == TaskType.T2I
               ? new Artifact.ImageArtifact("image", frames.select(0, 0), p)
@@ -243,7 +270,8 @@ final class PatternModel implements ModelInstance {
           fresh.threshold(),
           fresh.warmup(),
           Integer.parseInt(json[1].split(":")[1]),
-          Boolean.parseBoolean(json[2].split(":")[1]));
+          Boolean.parseBoolean(json[2].split(":")[1]),
+          fresh.adapters());
     }
   }
 
@@ -255,7 +283,12 @@ final class PatternModel implements ModelInstance {
         Thread.currentThread().interrupt();
       }
     }
-    float v = (s.value() * 3.1f + 0.37f + s.done() * 0.01f) % 1f;
+    float adapted = 0;
+    for (AppliedAdapter a : s.adapters()) {
+      adapted += ADAPTER_STEP * (float) a.scale();
+    }
+    float v = (s.value() * 3.1f + 0.37f + s.done() * 0.01f + adapted) % 1f;
+    v = v < 0 ? v + 1 : v;
     return Tensor.of(new float[] {v}, 1);
   }
 
@@ -313,6 +346,28 @@ final class PatternModel implements ModelInstance {
                 "dit", new CheckpointManifest.Requirement(all, Set.of()),
                 "vae", new CheckpointManifest.Requirement(all, Set.of()))),
         new GenerationDefaults(32, 32, 5, 8, 3, 1.0));
+  }
+
+  @Override
+  public AdapterInfo inspectAdapter(Path file) {
+    SortedSet<String> targets = new TreeSet<>();
+    int rank = 0;
+    try (SafetensorsFile f = SafetensorsFile.open(file)) {
+      for (String key : f.keys()) {
+        if (key.endsWith(LORA_A)) {
+          targets.add(key.substring(0, key.length() - LORA_A.length()));
+          rank = Math.max(rank, f.info(key).shape()[0]);
+        } else if (!key.endsWith(LORA_B)) {
+          throw new InvalidAdapterException(file + ": key '" + key + "' is not an adapter factor");
+        }
+      }
+    } catch (CheckpointException e) {
+      throw new InvalidAdapterException(e.getMessage());
+    }
+    if (targets.isEmpty()) {
+      throw new InvalidAdapterException(file + ": no " + LORA_A + " tensors");
+    }
+    return new AdapterInfo("pattern", rank, List.copyOf(targets), Optional.empty());
   }
 
   @Override
