@@ -45,5 +45,5 @@ done
 if [ -n "$diffusers" ]; then
   tar -C "$diffusers" -cJf "$dest/diffusers.tar.xz" diffusers
 fi
-cp scripts/device/run.sh "$dest/run.sh"
+cp scripts/device/run.sh scripts/device/*.py "$dest/"
 du -sh "$dest"

@@ -4,13 +4,20 @@ The GPU machine has PyTorch but not diffusers, so this is our own eager PyTorch 
 Wan2.1 DiT forward as diffusers computes it in bf16 (float32 norms and modulation, rotary
 embedding in float32, torch SDPA), with random bf16 weights. It times what the issue's table asks
 for with CUDA events (median after one warm-up) and prints `REF <what> | <ms>` rows.
-Usage: python reference.py [quick]
+`lora` times only the 1.3B 480p×81 forward, plain and with a rank-32 LoRA on every attention and
+FFN linear of every block in PEFT's unmerged form (base(x) + scale·B(A(x))): PEFT's own LoRA layers
+injected into this module structure when the `peft` package is importable, else our rendering of
+that path (said so in the output).
+Usage: python reference.py [quick|lora]
 """
+import contextlib
 import math
+import re
 import statistics
 import sys
 
 import torch
+import torch.nn as nn
 import torch.nn.functional as F
 from torch.nn.attention import SDPBackend, sdpa_kernel
 
@@ -24,6 +31,15 @@ def param(*shape, scale=0.02):
 
 def linear_params(n_out, n_in):
     return param(n_out, n_in), param(n_out)
+
+
+def linear(n_out, n_in):
+    """An nn.Linear with this file's random weights: the layers a LoRA may target."""
+    layer = nn.Linear(n_in, n_out, device=DEV, dtype=BF16)
+    with torch.no_grad():
+        layer.weight.copy_(param(n_out, n_in))
+        layer.bias.copy_(param(n_out))
+    return layer
 
 
 def rms_norm(x, weight, eps):
@@ -40,32 +56,55 @@ def rotate(x, cos, sin):
     return out.type_as(x)
 
 
-class Attention:
+class Attention(nn.Module):
+    # Modules named as diffusers' WanAttention (to_q … to_out.0), so LoRA targets read the same.
     def __init__(self, dim, heads, eps):
+        super().__init__()
         self.heads, self.eps = heads, eps
-        self.q, self.k, self.v, self.o = (linear_params(dim, dim) for _ in range(4))
+        self.to_q, self.to_k, self.to_v = linear(dim, dim), linear(dim, dim), linear(dim, dim)
+        self.to_out = nn.ModuleList([linear(dim, dim)])
         self.norm_q, self.norm_k = param(dim, scale=1.0), param(dim, scale=1.0)
 
-    def __call__(self, x, context, rope):
+    def forward(self, x, context, rope):
         src = x if context is None else context
-        q = rms_norm(F.linear(x, *self.q), self.norm_q, self.eps).unflatten(2, (self.heads, -1))
-        k = rms_norm(F.linear(src, *self.k), self.norm_k, self.eps).unflatten(2, (self.heads, -1))
-        v = F.linear(src, *self.v).unflatten(2, (self.heads, -1))
+        q = rms_norm(self.to_q(x), self.norm_q, self.eps).unflatten(2, (self.heads, -1))
+        k = rms_norm(self.to_k(src), self.norm_k, self.eps).unflatten(2, (self.heads, -1))
+        v = self.to_v(src).unflatten(2, (self.heads, -1))
         if rope is not None:
             q, k = rotate(q, *rope), rotate(k, *rope)
         o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-        return F.linear(o.transpose(1, 2).flatten(2), *self.o)
+        return self.to_out[0](o.transpose(1, 2).flatten(2))
 
 
-class Block:
+class GeluProjection(nn.Module):
+    def __init__(self, dim, ffn):
+        super().__init__()
+        self.proj = linear(ffn, dim)
+
+    def forward(self, x):
+        return F.gelu(self.proj(x), approximate="tanh")
+
+
+class FeedForward(nn.Module):
+    # diffusers' FeedForward layout: net.0.proj (with the GELU), net.1 dropout, net.2.
+    def __init__(self, dim, ffn):
+        super().__init__()
+        self.net = nn.ModuleList([GeluProjection(dim, ffn), nn.Identity(), linear(dim, ffn)])
+
+    def forward(self, x):
+        return self.net[2](self.net[0](x))
+
+
+class Block(nn.Module):
     def __init__(self, dim, ffn, heads, eps=1e-6):
+        super().__init__()
         self.eps, self.dim = eps, dim
         self.attn1, self.attn2 = Attention(dim, heads, eps), Attention(dim, heads, eps)
         self.norm2 = (param(dim, scale=1.0), param(dim))
-        self.up, self.down = linear_params(ffn, dim), linear_params(dim, ffn)
+        self.ffn = FeedForward(dim, ffn)
         self.table = param(1, 6, dim).float()
 
-    def __call__(self, x, context, temb, rope):
+    def forward(self, x, context, temb, rope):
         shift, scale, gate, c_shift, c_scale, c_gate = (self.table + temb.float()).chunk(6, dim=1)
         plain = lambda t: F.layer_norm(t.float(), (self.dim,), eps=self.eps)
         h = (plain(x) * (1 + scale) + shift).type_as(x)
@@ -73,18 +112,19 @@ class Block:
         h = F.layer_norm(x.float(), (self.dim,), self.norm2[0].float(), self.norm2[1].float(), self.eps).type_as(x)
         x = x + self.attn2(h, context, None)
         h = (plain(x) * (1 + c_scale) + c_shift).type_as(x)
-        ff = F.linear(F.gelu(F.linear(h, *self.up), approximate="tanh"), *self.down)
+        ff = self.ffn(h)
         return (x.float() + ff.float() * c_gate).type_as(x)
 
 
-class Dit:
+class Dit(nn.Module):
     def __init__(self, dim, ffn, heads, layers, text_dim=4096, freq_dim=256, channels=16):
+        super().__init__()
         self.dim, self.heads, self.freq_dim, self.channels = dim, heads, freq_dim, channels
         self.patch = (param(dim, channels, 1, 2, 2), param(dim))
         self.t1, self.t2 = linear_params(dim, freq_dim), linear_params(dim, dim)
         self.tproj = linear_params(6 * dim, dim)
         self.c1, self.c2 = linear_params(dim, text_dim), linear_params(dim, dim)
-        self.blocks = [Block(dim, ffn, heads) for _ in range(layers)]
+        self.blocks = nn.ModuleList([Block(dim, ffn, heads) for _ in range(layers)])
         self.table = param(1, 2, dim).float()
         self.proj_out = linear_params(channels * 4, dim)
 
@@ -108,7 +148,7 @@ class Dit:
         ).reshape(1, f * h * w, 1, d // 2)
         return grid.cos().float(), grid.sin().float()
 
-    def __call__(self, latents, t, text):
+    def forward(self, latents, t, text):
         b, _, f, hh, ww = latents.shape
         f2, h2, w2 = f, hh // 2, ww // 2
         rope = self.rope(f2, h2, w2)
@@ -234,6 +274,65 @@ class VaeDecoder:
         for conv in convs:
             conv.tail = None
 
+# Every attention and FFN linear of every block, as diffusers names them.
+LORA_TARGETS = r"blocks\.\d+\.(attn1|attn2)\.(to_q|to_k|to_v|to_out\.0)|blocks\.\d+\.ffn\.net\.(0\.proj|2)"
+
+
+class UnmergedLora(nn.Module):
+    """PEFT's unmerged LoRA forward, base(x) + scale·B(A(x)), for when peft is not installed."""
+
+    def __init__(self, base, rank, scale=1.0):
+        super().__init__()
+        self.base, self.scale = base, scale
+        self.lora_A = nn.Linear(base.in_features, rank, bias=False, device=DEV, dtype=BF16)
+        self.lora_B = nn.Linear(rank, base.out_features, bias=False, device=DEV, dtype=BF16)
+
+    def forward(self, x):
+        return self.base(x) + self.lora_B(self.lora_A(x)) * self.scale
+
+
+def add_lora(dit, rank):
+    """Adds a rank-`rank` LoRA (alpha = rank, scale 1, random A and B) to every target; says how."""
+    try:
+        import peft
+        from peft import LoraConfig, inject_adapter_in_model
+    except ImportError as e:
+        names = [n for n, _ in dit.named_modules() if re.fullmatch(LORA_TARGETS, n)]
+        for name in names:
+            parent, _, child = name.rpartition(".")
+            owner = dit.get_submodule(parent)
+            setattr(owner, child, UnmergedLora(getattr(owner, child), rank))
+        return f"our rendering of PEFT's unmerged LoRA (peft not importable: {e}), {len(names)} layers"
+    config = LoraConfig(r=rank, lora_alpha=rank, target_modules=LORA_TARGETS, init_lora_weights=False)
+    inject_adapter_in_model(config, dit)
+    dit.to(device=DEV, dtype=BF16)  # the LoRA factors in the base layers' dtype, as diffusers loads them
+    layers = sum(1 for m in dit.modules() if isinstance(m, peft.tuners.lora.LoraLayer))
+    return f"PEFT {peft.__version__} LoRA layers (unmerged), {layers} layers"
+
+
+@torch.no_grad()
+def lora():
+    """The 1.3B 480p×81 forward plain and with a rank-32 LoRA on every attention and FFN linear."""
+    dit = Dit(1536, 8960, 12, 30)
+    latents = torch.randn(1, 16, 21, 60, 104, device=DEV)
+    t = torch.full((1,), 500.0, device=DEV)
+    text = torch.randn(1, 512, 4096, device=DEV)
+    plain = {}
+    for sdpa in ("default SDPA", "SDPA forced to cuDNN"):
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION) if sdpa != "default SDPA" else contextlib.nullcontext():
+            plain[sdpa] = median_ms(lambda: dit(latents, t, text), 5)
+        row(f"1.3B 480p×81, batch 1, plain (eager, our torch DiT, {sdpa})", f"{plain[sdpa]:.0f} ms")
+    how = add_lora(dit, 32)
+    print(f"== LoRA: {how}", flush=True)
+    for sdpa in ("default SDPA", "SDPA forced to cuDNN"):
+        with sdpa_kernel(SDPBackend.CUDNN_ATTENTION) if sdpa != "default SDPA" else contextlib.nullcontext():
+            ms = median_ms(lambda: dit(latents, t, text), 5)
+        row(
+            f"1.3B 480p×81, batch 1, rank-32 LoRA unmerged (eager, our torch DiT, {sdpa})",
+            f"{ms:.0f} ms (+{100 * (ms / plain[sdpa] - 1):.1f} %)",
+        )
+
+
 def median_ms(work, iterations):
     times = []
     for i in range(iterations + 1):
@@ -255,6 +354,9 @@ def row(what, value):
 def main():
     quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
     print(f"== torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
+    if len(sys.argv) > 1 and sys.argv[1] == "lora":
+        lora()
+        return
     l = 300 if quick else 32760
     q, k, v = (torch.randn(1, 12, l, 128, device=DEV, dtype=BF16) for _ in range(3))
     for name, backend in (("cuDNN", SDPBackend.CUDNN_ATTENTION), ("flash", SDPBackend.FLASH_ATTENTION)):

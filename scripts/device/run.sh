@@ -6,8 +6,10 @@
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
 #   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
-#   REFERENCE=all|quick|none (default none)       scripts/device/reference.py: the PyTorch side,
-#                                                 measured in the same run on the same GPU
+#   REFERENCE=all|quick|lora|none (default none)  scripts/device/reference.py: the PyTorch side,
+#                                                 measured in the same run on the same GPU (lora:
+#                                                 the 1.3B forward plain and with PEFT's unmerged
+#                                                 rank-32 LoRA, beside MAINS="LoraBench")
 #   PIPELINE="WxH:FRAMES:STEPS …"                  whole generations on a random-weight 1.3B-config
 #                                                 checkpoint (wan_pipeline.py make): diffusers'
 #                                                 WanPipeline (needs .device/diffusers.tar.xz), then
@@ -16,7 +18,8 @@
 #                                                 (PIPELINE_PROCESSES, PIPELINE_RUNS: how many; diffusers
 #                                                 runs one warm-up and PIPELINE_RUNS-1 timed runs;
 #                                                 PIPELINE_REFERENCE=0 leaves diffusers out)
-# Logs go to $OUT (or ./device-out).
+# The Python scripts run from this folder (package.sh copies them here), so a package built in one
+# checkout runs its own scripts wherever it is carried. Logs go to $OUT (or ./device-out).
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 out=${OUT:-$PWD/device-out}
@@ -62,7 +65,7 @@ done
 if [ "${REFERENCE:-none}" != none ]; then
   {
     echo "$header"
-    timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$PWD/scripts/device/reference.py" "$REFERENCE"
+    timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/reference.py" "$REFERENCE"
     echo "reference exit: $?"
   } 2>&1 | tee "$out/reference.log"
 fi
@@ -76,11 +79,11 @@ if [ -n "${PIPELINE:-}" ]; then
       export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
     fi
     ckpt=/tmp/wan13-random
-    "$py" "$PWD/scripts/device/wan_pipeline.py" make "$ckpt" || echo "make failed"
+    "$py" "$here/wan_pipeline.py" make "$ckpt" || echo "make failed"
     for spec in $PIPELINE; do
       IFS=: read -r size frames steps <<< "$spec"
       if [ "${PIPELINE_REFERENCE:-1}" = 1 ]; then
-        timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$PWD/scripts/device/wan_pipeline.py" time "$ckpt" \
+        timeout "${PIPELINE_TIMEOUT:-400}" "$py" "$here/wan_pipeline.py" time "$ckpt" \
           --size "$size" --frames "$frames" --steps "$steps" --guidance 5 \
           --repeat "$(( ${PIPELINE_RUNS:-3} - 1 ))" \
           || echo "diffusers $spec failed"

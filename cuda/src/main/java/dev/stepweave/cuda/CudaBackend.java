@@ -12,6 +12,7 @@ import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.cuda.memory.VirtualMemoryPool;
 import dev.stepweave.cuda.ops.CudaOps;
+import dev.stepweave.cuda.ops.LowRankOps;
 import dev.stepweave.cuda.ops.RateProbe;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
@@ -19,6 +20,7 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.DeviceMemory;
 import dev.stepweave.tensor.DeviceRates;
 import dev.stepweave.tensor.GraphKey;
+import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
@@ -329,6 +331,27 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor linear(Tensor x, Tensor w, Tensor bias) {
     return ops.matrix().linear(x, w, bias, false);
+  }
+
+  /** Every row's updates in a few launches for all rows (see {@link LowRankOps}). */
+  @Override
+  public Tensor addLowRank(Tensor y, Tensor x, List<List<LowRank>> rows) {
+    return ops.lowRank().addLowRank(y, x, rows);
+  }
+
+  /**
+   * The updates folded into one weight per group of rows sharing them where that moves fewer bytes
+   * than passing over the activations again, else {@link #addLowRank} (see {@link LowRankOps}).
+   */
+  @Override
+  public Tensor linearLowRank(
+      Tensor x, Tensor w, Tensor bias, boolean geluTanh, List<List<LowRank>> rows) {
+    return ops.lowRank().linearLowRank(x, w, bias, geluTanh, rows);
+  }
+
+  /** Which way {@link #linearLowRank} of these arguments runs, in words. */
+  public String lowRankPath(Tensor x, Tensor w, boolean geluTanh, List<List<LowRank>> rows) {
+    return ops.lowRank().path(x, w, geluTanh, rows);
   }
 
   @Override

@@ -171,6 +171,23 @@ public interface Backend {
     return concat(out, 0);
   }
 
+  /**
+   * {@code linear(x, w, bias)} with each batch row's low-rank updates added ({@link #addLowRank}),
+   * then GELU (tanh approximation) when {@code geluTanh}: an adapted layer in one call, so a device
+   * backend may fold the updates into the weight it multiplies with (per group of rows sharing
+   * updates) rather than pass over the activations again. This default is that composition.
+   *
+   * @param x {@code [B, L, in]}
+   * @param w {@code [out, in]}
+   * @param bias {@code [out]} or null
+   * @param rows {@code B} lists of updates, as for {@link #addLowRank}
+   */
+  default Tensor linearLowRank(
+      Tensor x, Tensor w, Tensor bias, boolean geluTanh, List<List<LowRank>> rows) {
+    Tensor y = addLowRank(linear(x, w, bias), x, rows);
+    return geluTanh ? gelu(y, true) : y;
+  }
+
   /** Batched matrix product {@code [..., M, K] @ [..., K, N] -> [..., M, N]} (broadcast batch). */
   Tensor matmul(Tensor a, Tensor b);
 

@@ -147,11 +147,6 @@ public final class OpShapes {
   }
 
   /**
-   * Checks x {@code [B, C, T, H, W]}, weight {@code [O, C, kt, kh, kw]}, bias {@code [O]} (or
-   * null), 3 positive strides and 3 non-negative paddings, and returns the output shape {@code [B,
-   * O, To, Ho, Wo]}.
-   */
-  /**
    * {@code y [B, L, out]} and {@code x [B, L, in]} with one list of updates per batch row, each
    * {@code down [r, in]}, {@code up [out, r]}.
    */
@@ -163,27 +158,49 @@ public final class OpShapes {
               + " and x "
               + Arrays.toString(x.shape()));
     }
-    if (rows.size() != y.dim(0)) {
+    updates(rows, y.dim(0), x.dim(2), y.dim(2));
+  }
+
+  /**
+   * {@code linear(x, w, bias)} of x {@code [B, L, in]} plus updates as for {@link #lowRank};
+   * returns the output shape {@code [B, L, out]}.
+   */
+  public static int[] linearLowRank(Tensor x, Tensor w, Tensor bias, List<List<LowRank>> rows) {
+    int[] shape = linear(x, w, bias);
+    if (x.rank() != 3) {
+      throw new IllegalArgumentException("low-rank update needs x [B, L, in], got " + x);
+    }
+    updates(rows, x.dim(0), x.dim(2), w.dim(0));
+    return shape;
+  }
+
+  private static void updates(List<List<LowRank>> rows, int batch, int in, int out) {
+    if (rows.size() != batch) {
       throw new IllegalArgumentException(
-          "low-rank update has " + rows.size() + " row lists for a batch of " + y.dim(0));
+          "low-rank update has " + rows.size() + " row lists for a batch of " + batch);
     }
     for (List<LowRank> row : rows) {
       for (LowRank u : row) {
-        if (u.in() != x.dim(2) || u.out() != y.dim(2)) {
+        if (u.in() != in || u.out() != out) {
           throw new IllegalArgumentException(
               "low-rank factors down "
                   + Arrays.toString(u.down().shape())
                   + " / up "
                   + Arrays.toString(u.up().shape())
                   + " do not fit a layer "
-                  + x.dim(2)
+                  + in
                   + " -> "
-                  + y.dim(2));
+                  + out);
         }
       }
     }
   }
 
+  /**
+   * Checks x {@code [B, C, T, H, W]}, weight {@code [O, C, kt, kh, kw]}, bias {@code [O]} (or
+   * null), 3 positive strides and 3 non-negative paddings, and returns the output shape {@code [B,
+   * O, To, Ho, Wo]}.
+   */
   public static int[] conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     if (x.rank() != 5 || w.rank() != 5) {
       throw new IllegalArgumentException(

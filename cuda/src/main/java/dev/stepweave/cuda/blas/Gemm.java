@@ -86,7 +86,27 @@ public final class Gemm implements AutoCloseable {
     return WORKSPACE_BYTES;
   }
 
+  /** {@code C = op(A)·op(B)}, finished by the shape's epilogue ({@code bias}: its vector or 0). */
   public void run(Shape s, long a, long b, long c, long bias) {
+    matmul(s, one, zero, a, b, c, bias);
+  }
+
+  /**
+   * {@code C = alpha·op(A)·op(B) + C}, in place: the product is added to what C holds, in F32, and
+   * rounded once to C's type. The scalars are host values read when the call is issued, so a CUDA
+   * graph records them by value.
+   */
+  public void accumulate(Shape s, float alpha, long a, long b, long c) {
+    if (s.epilogue() != Epilogue.NONE) {
+      throw new IllegalArgumentException("an accumulating GEMM has no epilogue, got " + s);
+    }
+    try (Arena tmp = Arena.ofConfined()) {
+      matmul(s, tmp.allocateFrom(ValueLayout.JAVA_FLOAT, alpha), one, a, b, c, 0L);
+    }
+  }
+
+  private void matmul(
+      Shape s, MemorySegment alpha, MemorySegment beta, long a, long b, long c, long bias) {
     Plan p = plans.computeIfAbsent(s, this::plan);
     if (s.epilogue().hasBias()) {
       try (Arena tmp = Arena.ofConfined()) {
@@ -105,12 +125,12 @@ public final class Gemm implements AutoCloseable {
                 CublasLt.cublasLtMatmul.invokeExact(
                     handle,
                     p.desc(),
-                    one,
+                    alpha,
                     b,
                     p.bLayout(),
                     a,
                     p.aLayout(),
-                    zero,
+                    beta,
                     c,
                     p.cLayout(),
                     c,

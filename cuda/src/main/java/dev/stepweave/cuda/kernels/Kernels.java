@@ -13,7 +13,14 @@ public final class Kernels {
 
   /** Every kernel file shipped as a resource. */
   static final List<String> FILES =
-      List.of("copy.cu", "elementwise.cu", "norms.cu", "misc.cu", "attention.cu", "flash.cu");
+      List.of(
+          "copy.cu",
+          "elementwise.cu",
+          "norms.cu",
+          "misc.cu",
+          "attention.cu",
+          "flash.cu",
+          "lowrank.cu");
 
   private static final int THREADS = 256;
 

@@ -104,6 +104,14 @@ public final class DeviceTensors {
     }
   }
 
+  /**
+   * Hands back {@code temporary}, a tensor an op made for itself, once the kernels reading it are
+   * issued (stream order makes the reuse safe).
+   */
+  public void release(Tensor temporary) {
+    allocator.release(temporary.storage());
+  }
+
   public Tensor zeros(DType dtype, int... shape) {
     Tensor t = empty(dtype, shape);
     fill(t, 0);

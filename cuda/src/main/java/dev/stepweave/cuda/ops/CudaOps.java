@@ -17,6 +17,7 @@ public final class CudaOps implements AutoCloseable {
   private final AttentionOps attention;
   private final ConvolutionOps convolution;
   private final MovementOps movement;
+  private final LowRankOps lowRank;
 
   public CudaOps(DeviceTensors tensors, Gemm gemm, Precision precision) {
     Operands operands = new Operands(tensors, precision);
@@ -27,6 +28,7 @@ public final class CudaOps implements AutoCloseable {
     this.attention = new AttentionOps(operands, cudnnRuntime, matrix, norms, elementwise);
     this.convolution = new ConvolutionOps(operands, gemm, cudnnRuntime);
     this.movement = new MovementOps(operands);
+    this.lowRank = new LowRankOps(operands, gemm, matrix, elementwise);
   }
 
   public ElementwiseOps elementwise() {
@@ -51,6 +53,10 @@ public final class CudaOps implements AutoCloseable {
 
   public MovementOps movement() {
     return movement;
+  }
+
+  public LowRankOps lowRank() {
+    return lowRank;
   }
 
   @Override

@@ -27,12 +27,34 @@ public final class MatrixOps {
    * the BF16 mode (written by the GEMM when the weight is BF16 too), else F32.
    */
   public Tensor linear(Tensor x, Tensor w, Tensor bias, boolean gelu) {
-    int[] shape = OpShapes.linear(x, w, bias);
-    int k = w.dim(1), n = w.dim(0);
-    int m = 1;
-    for (int i = 0; i < x.rank() - 1; i++) {
-      m = Math.multiplyExact(m, x.dim(i));
+    return linear(x, w, 1, bias, gelu);
+  }
+
+  /**
+   * Like {@link #linear}, with a weight per block of rows: x's rows (all but the last dimension,
+   * flattened) form {@code blocks} equal consecutive groups, group {@code i} multiplied by {@code
+   * w[i]} — one strided-batched GEMM.
+   *
+   * @param w {@code [blocks, out, in]}
+   */
+  public Tensor linearPerBlock(Tensor x, Tensor w, Tensor bias, boolean gelu) {
+    if (w.rank() != 3) {
+      throw new IllegalArgumentException("per-block weights must be [blocks, out, in], got " + w);
     }
+    return linear(x, w, w.dim(0), bias, gelu);
+  }
+
+  private Tensor linear(Tensor x, Tensor w, int blocks, Tensor bias, boolean gelu) {
+    int k = w.dim(-1), n = w.dim(-2);
+    int[] shape = OpShapes.linear(x, blocks == 1 ? w : w.slice(0, 0, 1).reshape(n, k), bias);
+    int rows = 1;
+    for (int i = 0; i < x.rank() - 1; i++) {
+      rows = Math.multiplyExact(rows, x.dim(i));
+    }
+    if (rows % blocks != 0) {
+      throw new IllegalArgumentException(rows + " rows do not split into " + blocks + " blocks");
+    }
+    int m = rows / blocks;
     DType outType = operands.keepsBf16(x) ? DType.BF16 : DType.F32;
     if (Tensor.numel(shape) == 0) {
       return tensors.empty(outType, shape);
@@ -53,8 +75,14 @@ public final class MatrixOps {
         bd == null
             ? (gelu ? Gemm.Epilogue.GELU_TANH : Gemm.Epilogue.NONE)
             : (gelu ? Gemm.Epilogue.GELU_TANH_BIAS : Gemm.Epilogue.BIAS);
+    // One block: a plain GEMM (strides unused); more: the bias vector is shared by every block.
+    long strideA = blocks == 1 ? 0 : (long) m * k;
+    long strideB = blocks == 1 ? 0 : (long) n * k;
+    long strideC = blocks == 1 ? 0 : (long) m * n;
     Gemm.Shape s =
-        new Gemm.Shape(m, n, k, false, k, true, k, n, 1, 0, 0, 0, bf16, bf16Out, epilogue);
+        new Gemm.Shape(
+            m, n, k, false, k, true, k, n, blocks, strideA, strideB, strideC, bf16, bf16Out,
+            epilogue);
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     tensors.releaseDerived(xd, x);
     tensors.releaseDerived(wd, w);

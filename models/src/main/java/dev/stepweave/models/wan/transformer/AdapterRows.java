@@ -72,19 +72,20 @@ public final class AdapterRows {
   }
 
   /**
-   * {@code y = linear(x)} of layer {@code name} plus each row's updates of it.
+   * Layer {@code name}'s {@code linear(x, weight, bias)} plus each row's updates of it, then GELU
+   * (tanh) when {@code geluTanh} — in one backend call ({@link Backend#linearLowRank}) unless a row
+   * has a bias delta, which must land before the activation.
    *
    * @param x the layer's input, {@code [B, in]} or {@code [B, L, in]}
-   * @param y the layer's plain output, consumed
    */
-  Tensor apply(Backend backend, String name, Tensor x, Tensor y) {
-    if (y.dim(0) != rows.size()) {
+  Tensor apply(
+      Backend backend, String name, Tensor x, Tensor weight, Tensor bias, boolean geluTanh) {
+    if (x.dim(0) != rows.size()) {
       throw new IllegalArgumentException(
-          "layer " + name + " runs " + y.dim(0) + " rows with adapters for " + rows.size());
+          "layer " + name + " runs " + x.dim(0) + " rows with adapters for " + rows.size());
     }
     boolean flat = x.rank() == 2;
     Tensor x3 = flat ? x.unsqueeze(1) : x;
-    Tensor y3 = flat ? y.unsqueeze(1) : y;
     List<List<LowRank>> updates = new ArrayList<>(rows.size());
     boolean anyBias = false;
     for (List<Applied> row : rows) {
@@ -98,11 +99,12 @@ public final class AdapterRows {
       }
       updates.add(own);
     }
-    Tensor out = backend.addLowRank(y3, x3, updates);
+    Tensor out = backend.linearLowRank(x3, weight, bias, geluTanh && !anyBias, updates);
     if (anyBias) {
       out = backend.add(out, biasRows(backend, name, out.dim(2)));
+      out = geluTanh ? backend.gelu(out, true) : out;
     }
-    return flat ? out.reshape(y.shape()) : out;
+    return flat ? out.reshape(x.dim(0), out.dim(2)) : out;
   }
 
   /** {@code [B, 1, out]}: each row's strength-weighted bias deltas of layer {@code name}. */

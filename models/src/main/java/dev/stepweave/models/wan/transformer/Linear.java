@@ -26,18 +26,18 @@ record Linear(String name, Tensor weight, Tensor bias) {
   }
 
   Tensor apply(Backend backend, Tensor x, AdapterRows adapters) {
-    Tensor y = backend.linear(x, weight, bias);
-    return adapters.touches(name) ? adapters.apply(backend, name, x, y) : y;
+    return adapters.touches(name)
+        ? adapters.apply(backend, name, x, weight, bias, false)
+        : backend.linear(x, weight, bias);
   }
 
   /**
-   * {@code gelu(apply(x))} with the tanh approximation, fused where the backend can (without
-   * adapters: the updates must land before the activation).
+   * {@code gelu(apply(x))} with the tanh approximation, fused where the backend can (with adapters
+   * the updates land before the activation).
    */
   Tensor applyGeluTanh(Backend backend, Tensor x, AdapterRows adapters) {
-    if (!adapters.touches(name)) {
-      return backend.linearGeluTanh(x, weight, bias);
-    }
-    return backend.gelu(apply(backend, x, adapters), true);
+    return adapters.touches(name)
+        ? adapters.apply(backend, name, x, weight, bias, true)
+        : backend.linearGeluTanh(x, weight, bias);
   }
 }
