@@ -24,9 +24,25 @@ class GoldenBf16GpuTest {
 
   @Test
   void everyGoldenRecordingIsWithinTheBf16Bound() {
+    assertWithinBound("wan21-tiny", 30);
+  }
+
+  /** The LoRA recordings: each adapter alone, both stacked, none, and the whole pipeline. */
+  @Test
+  void theLoraRecordingsAreWithinTheBf16Bound() {
+    assertWithinBound("wan21-lora-tiny", 6);
+  }
+
+  /** The two-expert pipeline, each expert's steps on its own transformer. */
+  @Test
+  void theTwoExpertPipelineIsWithinTheBf16Bound() {
+    assertWithinBound("wan22-moe-tiny", 5);
+  }
+
+  private static void assertWithinBound(String set, int atLeast) {
     ParityReport report =
-        new RecordingVerifier(GOLDEN.resolve("wan21-tiny"), Gpu.bf16(), System.out::println)
-            .verify(GOLDEN.resolve("wan21-tiny-expected"), c -> {});
+        new RecordingVerifier(GOLDEN.resolve(set), Gpu.bf16(), System.out::println)
+            .verify(GOLDEN.resolve(set + "-expected"), c -> {});
     assertEquals(List.of(), report.errors());
     double worst = 0;
     String worstName = "";
@@ -37,7 +53,8 @@ class GoldenBf16GpuTest {
         worstName = c.name();
       }
     }
-    assertTrue(report.comparisons().size() > 30, "comparisons: " + report.comparisons().size());
+    assertTrue(
+        report.comparisons().size() >= atLeast, "comparisons: " + report.comparisons().size());
     assertTrue(worst <= BOUND, worstName + ": relative L2 " + worst);
   }
 }
