@@ -168,8 +168,8 @@ class RecordingVerifierTest {
     assertEquals(
         List.of(
             "torch_cpu_randn.safetensors: the card's parity spec has no tolerance for 'randn' (it"
-                + " declares [dit, frames, prompt_embeds, prompt_ids, sampler, step_latents, umt5,"
-                + " vae])"),
+                + " declares [clip, dit, frames, pixel_values, prompt_embeds, prompt_ids, sampler,"
+                + " step_latents, umt5, vae])"),
         report.errors());
     // The sampler is held to the card's (here impossible) bound, not the golden 1e-5.
     Comparison trajectory =

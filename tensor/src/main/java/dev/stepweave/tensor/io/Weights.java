@@ -57,6 +57,20 @@ public final class Weights {
    * @param expectedShape the shape config.json implies
    */
   public Tensor take(String name, int... expectedShape) {
+    String key = claim(name, expectedShape);
+    return backend.upload(source.load(key), computeType);
+  }
+
+  /**
+   * Checks {@code name} like {@link #take} (present, with the shape config.json implies) and claims
+   * it without loading it: for stored parameters the model's computation never reads, which must
+   * still agree with the config.
+   */
+  public void skip(String name, int... expectedShape) {
+    claim(name, expectedShape);
+  }
+
+  private String claim(String name, int[] expectedShape) {
     String key = prefix + name;
     if (!source.keys().contains(key)) {
       throw new CheckpointException(
@@ -79,7 +93,7 @@ public final class Weights {
               + Arrays.toString(expectedShape));
     }
     taken.add(key);
-    return backend.upload(source.load(key), computeType);
+    return key;
   }
 
   /** Like {@link #take} but returns null when the tensor is absent (optional parameters). */

@@ -100,6 +100,20 @@ class WeightsTest {
   }
 
   @Test
+  void skippedTensorsAreCheckedAndClaimedWithoutLoading() {
+    weights.skip("proj.weight", 2, 3);
+    CheckpointException wrongShape =
+        assertThrows(CheckpointException.class, () -> weights.skip("proj.bias", 3));
+    assertOneLineNaming(wrongShape, file.toString(), "'proj.bias'", "[2]", "[3]");
+    CheckpointException missing =
+        assertThrows(CheckpointException.class, () -> weights.skip("proj.scale", 2));
+    assertOneLineNaming(missing, file.toString(), "missing tensor 'proj.scale'");
+    weights.take("proj.bias", 2);
+    weights.skip("norm.weight", 3);
+    assertDoesNotThrow(weights::finish);
+  }
+
+  @Test
   void missingTensorInAShardedCheckpointNamesTheIndex() throws IOException {
     Path shard = dir.resolve("model-00001-of-00001.safetensors");
     Safetensors.write(shard, Map.of("a", Tensor.of(new float[] {1}, 1)), null);
