@@ -31,13 +31,13 @@ record Linear(String name, Tensor weight, Tensor bias) {
   }
 
   /**
-   * {@code gelu(apply(x))} with the tanh approximation, fused where the backend can (without
-   * adapters: the updates must land before the activation).
+   * {@code gelu(apply(x))}, exact or with the tanh approximation; the tanh one fused where the
+   * backend can (without adapters: the updates must land before the activation).
    */
-  Tensor applyGeluTanh(Backend backend, Tensor x, AdapterRows adapters) {
-    if (!adapters.touches(name)) {
+  Tensor applyGelu(Backend backend, Tensor x, AdapterRows adapters, boolean tanhApproximation) {
+    if (tanhApproximation && !adapters.touches(name)) {
       return backend.linearGeluTanh(x, weight, bias);
     }
-    return backend.gelu(apply(backend, x, adapters), true);
+    return backend.gelu(apply(backend, x, adapters), tanhApproximation);
   }
 }
