@@ -118,6 +118,10 @@ enum RecordingKind {
         RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
       Backend ops = v.backend();
       Map<String, Tensor> taps = new LinkedHashMap<>();
+      // Image states are recorded for image-conditioned transformers only; the timestep may be
+      // per token ([B, L]).
+      Tensor image =
+          rec.keys().contains(IMAGE_STATES) ? ops.upload(rec.load(IMAGE_STATES), DType.F32) : null;
       Tensor result =
           v.model()
               .transformer()
@@ -126,6 +130,7 @@ enum RecordingKind {
                   ops.upload(RecordingVerifier.input(rec, file, "timestep"), DType.F32),
                   ops.upload(
                       RecordingVerifier.input(rec, file, "encoder_hidden_states"), DType.F32),
+                  image,
                   (name, value) -> taps.put(name, ops.download(value)));
       taps.forEach(
           (name, value) -> {
@@ -137,7 +142,8 @@ enum RecordingKind {
         boolean input =
             name.equals("hidden_states")
                 || name.equals("timestep")
-                || name.equals("encoder_hidden_states");
+                || name.equals("encoder_hidden_states")
+                || name.equals(IMAGE_STATES);
         if (!input && !name.equals("out") && !taps.containsKey(name)) {
           throw new IllegalArgumentException(
               "recording "
@@ -267,6 +273,9 @@ enum RecordingKind {
           .run();
     }
   };
+
+  /** The DiT recordings' image-encoder states (an input, for image-conditioned transformers). */
+  private static final String IMAGE_STATES = "encoder_hidden_states_image";
 
   /** Whether checking this recording needs the checkpoint's components. */
   boolean needsModel() {

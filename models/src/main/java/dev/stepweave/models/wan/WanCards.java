@@ -145,7 +145,17 @@ public final class WanCards {
     }
     // The configs' every field the components do not implement is refused here, naming the file,
     // before any weights load (loading reads them again).
-    WanTransformerConfig.read(dir.component("transformer").configFile());
+    Path transformerConfig = dir.component("transformer").configFile();
+    WanTransformerConfig.ImageConditioning image =
+        WanTransformerConfig.read(transformerConfig).image();
+    if (image != null) {
+      // The transformer runs image tokens, but the card has no image encoder or I2V task yet.
+      throw new CheckpointException(
+          transformerConfig
+              + ": image_dim "
+              + image.imageDim()
+              + " (image-token conditioning, Wan2.1 I2V) is not supported by the Wan import yet");
+    }
     WanVaeConfig.read(dir.component("vae").configFile());
     String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
     return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);

@@ -151,9 +151,32 @@ class WanImportTest {
         refusal(dir));
     Path transformer = variant("transformer/config.json", n -> n.put("pos_embed_seq_len", 514));
     assertEquals(
+        transformer + ": 'pos_embed_seq_len' is 514 but there is no image_dim to embed",
+        refusal(dir));
+  }
+
+  @Test
+  void anImageConditionedTransformerIsRefusedUntilTheImportHasImageToVideo() throws IOException {
+    // The transformer itself runs image tokens (WanTransformerParityTest); the card has no image
+    // encoder or I2V task to feed it yet.
+    Path transformer =
+        variant(
+            "transformer/config.json",
+            n -> n.put("in_channels", 36).put("image_dim", 24).put("added_kv_proj_dim", 32));
+    assertEquals(
         transformer
-            + ": a learned image-token position embedding (pos_embed_seq_len) is not supported"
-            + " yet: 'pos_embed_seq_len' is 514",
+            + ": image_dim 24 (image-token conditioning, Wan2.1 I2V) is not supported by the Wan"
+            + " import yet",
+        refusal(dir));
+  }
+
+  @Test
+  void anUnknownTransformerFieldIsRefusedNamingTheFile() throws IOException {
+    Path transformer = variant("transformer/config.json", n -> n.put("window_size", 3));
+    assertEquals(
+        transformer
+            + ": field 'window_size' (3) is not a WanTransformer3DModel setting this runtime"
+            + " implements",
         refusal(dir));
   }
 }

@@ -5,8 +5,10 @@ import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 
 /**
- * Turns the timestep and the text-encoder states into what every block consumes: the time
- * embedding, its 6-way modulation projection, and the text context in the model's width.
+ * Turns the timestep, the text-encoder states and (for image-to-video) the image-encoder states
+ * into what every block consumes: the time embedding, its 6-way modulation projection, the text
+ * context and the image context in the model's width. One timestep per sample gives one embedding
+ * per sample; a timestep per token (Wan2.2 TI2V) gives one per token.
  */
 final class ConditionEmbedder {
   private final TimestepSinusoid sinusoid;
@@ -15,9 +17,17 @@ final class ConditionEmbedder {
   private final Linear timeProj;
   private final Linear textLinear1;
   private final Linear textLinear2;
+  private final WanImageEmbedder image; // null without image conditioning
 
-  /** The three conditioning tensors: {@code [B, dim]}, {@code [B, 6·dim]}, {@code [B, S, dim]}. */
-  record Conditions(Tensor temb, Tensor timestepProj, Tensor context) {}
+  /**
+   * The conditioning tensors.
+   *
+   * @param temb {@code [B, dim]}, or {@code [B, L, dim]} for per-token timesteps
+   * @param timestepProj {@code [B, 6·dim]}, or {@code [B, L, 6·dim]}
+   * @param context {@code [B, S, dim]}
+   * @param imageContext {@code [B, S_img, dim]}, or null without image states
+   */
+  record Conditions(Tensor temb, Tensor timestepProj, Tensor context, Tensor imageContext) {}
 
   private ConditionEmbedder(
       TimestepSinusoid sinusoid,
@@ -25,13 +35,15 @@ final class ConditionEmbedder {
       Linear timeLinear2,
       Linear timeProj,
       Linear textLinear1,
-      Linear textLinear2) {
+      Linear textLinear2,
+      WanImageEmbedder image) {
     this.sinusoid = sinusoid;
     this.timeLinear1 = timeLinear1;
     this.timeLinear2 = timeLinear2;
     this.timeProj = timeProj;
     this.textLinear1 = textLinear1;
     this.textLinear2 = textLinear2;
+    this.image = image;
   }
 
   /** Takes the {@code condition_embedder.*} tensors. */
@@ -45,10 +57,22 @@ final class ConditionEmbedder {
         Linear.take(time, "linear_2", dim, dim),
         Linear.take(weights, "time_proj", dim, 6 * dim),
         Linear.take(text, "linear_1", cfg.textDim(), dim),
-        Linear.take(text, "linear_2", dim, dim));
+        Linear.take(text, "linear_2", dim, dim),
+        cfg.image() == null
+            ? null
+            : WanImageEmbedder.load(cfg, cfg.image(), weights.scope("image_embedder")));
   }
 
-  Conditions apply(Backend backend, Tensor timesteps, Tensor textStates, AdapterRows adapters) {
+  /**
+   * @param timesteps {@code [B]} or {@code [B, L]}
+   * @param imageStates the image-encoder states, or null (then there is no image context)
+   */
+  Conditions apply(
+      Backend backend,
+      Tensor timesteps,
+      Tensor textStates,
+      Tensor imageStates,
+      AdapterRows adapters) {
     Tensor features = sinusoid.apply(backend, timesteps);
     Tensor temb =
         timeLinear2.apply(
@@ -59,13 +83,18 @@ final class ConditionEmbedder {
             backend,
             backend.gelu(textLinear1.apply(backend, textStates, adapters), true),
             adapters);
-    return new Conditions(temb, timestepProj, context);
+    Tensor imageContext =
+        imageStates == null ? null : image.apply(backend, imageStates, textStates.dim(0), adapters);
+    return new Conditions(temb, timestepProj, context, imageContext);
   }
 
   /** Adds the embedder's linear layers to {@code out}, by name. */
   void collectLayers(java.util.Map<String, Linear> out) {
     for (Linear l : new Linear[] {timeLinear1, timeLinear2, timeProj, textLinear1, textLinear2}) {
       out.put(l.name(), l);
+    }
+    if (image != null) {
+      image.collectLayers(out);
     }
   }
 }

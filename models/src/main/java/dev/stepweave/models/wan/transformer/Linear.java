@@ -32,10 +32,13 @@ record Linear(String name, Tensor weight, Tensor bias) {
   }
 
   /**
-   * {@code gelu(apply(x))} with the tanh approximation, fused where the backend can (with adapters
-   * the updates land before the activation).
+   * {@code gelu(apply(x))}, exact or with the tanh approximation; the tanh one fused where the
+   * backend can (with adapters the updates land before the activation).
    */
-  Tensor applyGeluTanh(Backend backend, Tensor x, AdapterRows adapters) {
+  Tensor applyGelu(Backend backend, Tensor x, AdapterRows adapters, boolean tanhApproximation) {
+    if (!tanhApproximation) {
+      return backend.gelu(apply(backend, x, adapters), false);
+    }
     return adapters.touches(name)
         ? adapters.apply(backend, name, x, weight, bias, true)
         : backend.linearGeluTanh(x, weight, bias);

@@ -32,15 +32,17 @@ final class TimestepSinusoid {
     return new TimestepSinusoid(backend.upload(Tensor.of(f, 1, half), DType.F32), width % 2 == 1);
   }
 
-  /** Features {@code [B, width]} for float timesteps {@code [B]}. */
+  /**
+   * Features {@code [..., width]} for float timesteps {@code [...]} ({@code [B]}, {@code [B, L]}).
+   */
   Tensor apply(Backend backend, Tensor timesteps) {
-    Tensor angles = backend.mul(timesteps.unsqueeze(1), frequencies);
+    Tensor angles = backend.mul(timesteps.unsqueeze(timesteps.rank()), frequencies);
     Tensor features =
         backend.concat(
             List.of(
                 backend.unary(angles, Backend.UnaryOp.COS),
                 backend.unary(angles, Backend.UnaryOp.SIN)),
-            1);
+            angles.rank() - 1);
     return padOne ? backend.pad(features, new int[] {0, 1}, 0f) : features;
   }
 }

@@ -5,8 +5,10 @@ import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 
 /**
- * One Wan DiT block: modulated self-attention with RoPE, cross-attention to the text, modulated
- * feed-forward, each added back to the residual stream (the modulated ones through a gate).
+ * One Wan DiT block: modulated self-attention with RoPE, cross-attention to the text (and the image
+ * tokens, for image-to-video), modulated feed-forward, each added back to the residual stream (the
+ * modulated ones through a gate). The modulation is per sample, or per token for per-token
+ * timesteps.
  */
 final class WanTransformerBlock {
   // Order of the six vectors in scale_shift_table and in each block's share of timestep_proj.
@@ -47,8 +49,8 @@ final class WanTransformerBlock {
     int dim = cfg.innerDim();
     return new WanTransformerBlock(
         WanAttention.load(cfg, weights.scope("attn1")),
-        WanAttention.load(cfg, weights.scope("attn2")),
-        WanFeedForward.load(cfg, weights.scope("ffn")),
+        WanAttention.loadCross(cfg, weights.scope("attn2")),
+        WanFeedForward.block(cfg, weights.scope("ffn")),
         cfg.crossAttnNorm() ? weights.take("norm2.weight", dim) : null,
         cfg.crossAttnNorm() ? weights.take("norm2.bias", dim) : null,
         weights.take("scale_shift_table", 1, 6, dim),
@@ -58,7 +60,8 @@ final class WanTransformerBlock {
   /**
    * @param x residual stream {@code [B, L, dim]}
    * @param context text context {@code [B, S, dim]}
-   * @param timestepProj modulation embedding {@code [B, 6, dim]}
+   * @param imageContext image tokens {@code [B, S_img, dim]}, or null without image conditioning
+   * @param timestepProj modulation embedding {@code [B, T, 6, dim]}, T = 1 or L
    * @param adapters each row's adapters
    * @return the updated residual stream {@code [B, L, dim]}
    */
@@ -66,6 +69,7 @@ final class WanTransformerBlock {
       Backend backend,
       Tensor x,
       Tensor context,
+      Tensor imageContext,
       Tensor timestepProj,
       RotaryTables rope,
       AdapterRows adapters) {
@@ -77,7 +81,7 @@ final class WanTransformerBlock {
             x, selfAttention.selfAttention(backend, h, rope, adapters), mod[GATE]);
 
     h = crossNormWeight == null ? x : backend.layerNorm(x, crossNormWeight, crossNormBias, eps);
-    x = backend.add(x, crossAttention.crossAttention(backend, h, context, adapters));
+    x = backend.add(x, crossAttention.crossAttention(backend, h, context, imageContext, adapters));
 
     h = backend.modulatedLayerNorm(x, mod[FFN_SHIFT], mod[FFN_SCALE], eps);
     return backend.gatedResidual(x, feedForward.apply(backend, h, adapters), mod[FFN_GATE]);

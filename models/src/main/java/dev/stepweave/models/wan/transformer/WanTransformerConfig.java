@@ -5,11 +5,17 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.tensor.io.CheckpointException;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.Iterator;
+import java.util.Map;
+import java.util.Set;
 
 /**
- * The text-to-video configuration of diffusers' {@code WanTransformer3DModel}, as stored in the
- * transformer component's config.json. Image conditioning (I2V: {@code image_dim}, {@code
- * added_kv_proj_dim}) is not supported yet and is rejected rather than silently ignored.
+ * The configuration of diffusers' {@code WanTransformer3DModel}, as stored in the transformer
+ * component's config.json: text-to-video (Wan2.1 T2V, Wan2.2 T2V and TI2V — the per-token timesteps
+ * of TI2V need no field here), and image-to-video with image tokens ({@code image_dim}, {@code
+ * added_kv_proj_dim}, optionally {@code pos_embed_seq_len}: Wan2.1 I2V and FLF2V).
+ *
+ * @param image the image-token conditioning, or null for a model without image tokens
  */
 public record WanTransformerConfig(
     int numAttentionHeads,
@@ -24,10 +30,31 @@ public record WanTransformerConfig(
     boolean crossAttnNorm,
     String qkNorm,
     double eps,
-    int ropeMaxSeqLen) {
+    int ropeMaxSeqLen,
+    ImageConditioning image) {
 
   /** The only query/key normalisation Wan checkpoints use: one RMSNorm over all heads. */
   public static final String QK_NORM_ACROSS_HEADS = "rms_norm_across_heads";
+
+  /** Every config field {@link #fromJson} reads. */
+  private static final Set<String> FIELDS =
+      Set.of(
+          "patch_size",
+          "num_attention_heads",
+          "attention_head_dim",
+          "in_channels",
+          "out_channels",
+          "text_dim",
+          "freq_dim",
+          "ffn_dim",
+          "num_layers",
+          "cross_attn_norm",
+          "qk_norm",
+          "eps",
+          "rope_max_seq_len",
+          "image_dim",
+          "added_kv_proj_dim",
+          "pos_embed_seq_len");
 
   /** Kernel and stride of the patch-embedding convolution, per axis. */
   public record PatchSize(int t, int h, int w) {
@@ -39,6 +66,18 @@ public record WanTransformerConfig(
       return new int[] {t, h, w};
     }
   }
+
+  /**
+   * Image tokens (CLIP vision states) embedded to the model's width and cross-attended through the
+   * extra key/value projections {@code add_k_proj}/{@code add_v_proj} of every block.
+   *
+   * @param imageDim {@code image_dim}: the width of the image-encoder states
+   * @param addedKvProjDim {@code added_kv_proj_dim}: the input width of {@code add_k_proj} and
+   *     {@code add_v_proj}, which read the embedded image tokens, so it is the inner width
+   * @param posEmbedSeqLen {@code pos_embed_seq_len}: the length of a learned position embedding
+   *     added to each sample's image tokens (FLF2V: two images' tokens), or null for none
+   */
+  public record ImageConditioning(int imageDim, int addedKvProjDim, Integer posEmbedSeqLen) {}
 
   public WanTransformerConfig {
     requirePositive("num_attention_heads", numAttentionHeads);
@@ -65,6 +104,20 @@ public record WanTransformerConfig(
     if (!(eps > 0)) {
       throw new IllegalArgumentException("eps must be positive, got " + eps);
     }
+    if (image != null) {
+      requirePositive("image_dim", image.imageDim());
+      if (image.addedKvProjDim() != numAttentionHeads * attentionHeadDim) {
+        throw new IllegalArgumentException(
+            "'added_kv_proj_dim' "
+                + image.addedKvProjDim()
+                + " must be the inner width num_attention_heads * attention_head_dim = "
+                + numAttentionHeads * attentionHeadDim
+                + " (add_k_proj and add_v_proj read the embedded image tokens)");
+      }
+      if (image.posEmbedSeqLen() != null) {
+        requirePositive("pos_embed_seq_len", image.posEmbedSeqLen());
+      }
+    }
   }
 
   /** Width of the residual stream: heads × head dim. */
@@ -78,13 +131,18 @@ public record WanTransformerConfig(
    * @throws IllegalArgumentException naming the first missing, malformed or unsupported entry
    */
   public static WanTransformerConfig fromJson(JsonNode json) {
-    requireNull(json, "image_dim", "image-to-video (image_dim) is not supported yet");
-    requireNull(
-        json, "added_kv_proj_dim", "image-to-video (added_kv_proj_dim) is not supported yet");
-    requireNull(
-        json,
-        "pos_embed_seq_len",
-        "a learned image-token position embedding (pos_embed_seq_len) is not supported yet");
+    for (Iterator<Map.Entry<String, JsonNode>> it = json.fields(); it.hasNext(); ) {
+      Map.Entry<String, JsonNode> field = it.next();
+      // Underscored entries are diffusers' bookkeeping (class, version), not model settings.
+      if (!field.getKey().startsWith("_") && !FIELDS.contains(field.getKey())) {
+        throw new IllegalArgumentException(
+            "field '"
+                + field.getKey()
+                + "' ("
+                + field.getValue()
+                + ") is not a WanTransformer3DModel setting this runtime implements");
+      }
+    }
     JsonNode patch = required(json, "patch_size");
     if (!patch.isArray() || patch.size() != 3) {
       throw new IllegalArgumentException("patch_size must be an array of 3 integers, got " + patch);
@@ -107,7 +165,39 @@ public record WanTransformerConfig(
         booleanValue(json, "cross_attn_norm"),
         qkNorm.isNull() ? null : qkNorm.asText(),
         doubleValue(json, "eps"),
-        intValue(json, "rope_max_seq_len"));
+        intValue(json, "rope_max_seq_len"),
+        imageConditioning(json));
+  }
+
+  /**
+   * The image conditioning, or null. Only the combination the reference runs as image-to-video is
+   * accepted: diffusers would attend image tokens through the text projections without {@code
+   * added_kv_proj_dim}, split unembedded tokens off the text without {@code image_dim}, and ignore
+   * {@code pos_embed_seq_len} without an image embedder.
+   */
+  private static ImageConditioning imageConditioning(JsonNode json) {
+    Integer imageDim = nullableInt(json, "image_dim");
+    Integer addedKv = nullableInt(json, "added_kv_proj_dim");
+    Integer posEmbed = nullableInt(json, "pos_embed_seq_len");
+    if (imageDim == null && addedKv == null) {
+      if (posEmbed != null) {
+        throw new IllegalArgumentException(
+            "'pos_embed_seq_len' is " + posEmbed + " but there is no image_dim to embed");
+      }
+      return null;
+    }
+    if (imageDim == null || addedKv == null) {
+      String present = imageDim == null ? "added_kv_proj_dim" : "image_dim";
+      String absent = imageDim == null ? "image_dim" : "added_kv_proj_dim";
+      throw new IllegalArgumentException(
+          "'"
+              + present
+              + "' without '"
+              + absent
+              + "' is not supported: image tokens need both the image embedder and the added"
+              + " key/value projections");
+    }
+    return new ImageConditioning(imageDim, addedKv, posEmbed);
   }
 
   /**
@@ -169,11 +259,9 @@ public record WanTransformerConfig(
     return v.booleanValue();
   }
 
-  private static void requireNull(JsonNode json, String key, String message) {
+  private static Integer nullableInt(JsonNode json, String key) {
     JsonNode v = json.get(key);
-    if (v != null && !v.isNull()) {
-      throw new IllegalArgumentException(message + ": '" + key + "' is " + v);
-    }
+    return v == null || v.isNull() ? null : intValue(json, key);
   }
 
   private static void requirePositive(String key, int value) {

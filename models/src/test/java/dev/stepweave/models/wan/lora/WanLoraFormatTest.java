@@ -7,14 +7,21 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.extend.AdapterInfo;
 import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.transformer.WanTransformer;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Safetensors;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -145,6 +152,37 @@ class WanLoraFormatTest {
             "diffusion_model.blocks.0.ffn.0.alpha",
             Tensor.zeros(f32(), 2)),
         "tensor 'diffusion_model.blocks.0.ffn.0.alpha' has shape [2], this model needs a scalar");
+  }
+
+  @Test
+  void diffusersImageLayerKeysTargetAnImageConditionedTransformerOnly() {
+    Map<String, Tensor> t =
+        Map.of(
+            "transformer.blocks.0.attn2.add_k_proj.lora_A.weight",
+            Tensor.zeros(f32(), 2, 32),
+            "transformer.blocks.0.attn2.add_k_proj.lora_B.weight",
+            Tensor.zeros(f32(), 32, 2),
+            "transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_A.weight",
+            Tensor.zeros(f32(), 2, 24),
+            "transformer.condition_embedder.image_embedder.ff.net.0.proj.lora_B.weight",
+            Tensor.zeros(f32(), 24, 2));
+    Path file = write("image-layers", t);
+    var e = assertThrows(InvalidAdapterException.class, () -> model.inspectAdapter(file));
+    assertTrue(e.getMessage().endsWith("adapts image conditioning, which needs an I2V model"));
+
+    var i2v =
+        DiffusersDirectory.open(CHECKPOINT.resolveSibling("wan21-i2v-tiny"))
+            .component("transformer");
+    try (TensorSource weights = i2v.openWeights();
+        TensorSource adapter = SafetensorsFile.open(file)) {
+      WanTransformer transformer =
+          WanTransformer.load(
+              WanTransformerConfig.fromJson(i2v.config()),
+              new Weights(weights, new CpuBackend(), f32()));
+      assertEquals(
+          Set.of("blocks.0.attn2.add_k_proj", "condition_embedder.image_embedder.ff.net.0.proj"),
+          WanLoraFormat.read(adapter, transformer.adaptableLayers()).layers().keySet());
+    }
   }
 
   @Test
