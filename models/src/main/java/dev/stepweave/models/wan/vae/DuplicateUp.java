@@ -6,8 +6,9 @@ import dev.stepweave.tensor.Tensor;
 /**
  * The shortcut around a residual decoder stage that upsamples (the reference's {@code DupUp3D}):
  * every input channel is repeated, and the repeats are unfolded into {@code t × s × s} blocks of
- * the stage's output. On the decode's first chunk, whose temporal upsampling keeps its one frame,
- * only the last {@code t}-th frame of the doubled time is kept, as the reference does.
+ * the stage's output. On the decode's first chunk, which the temporal upsampler lets through
+ * without doubling time, the first {@code t − 1} unfolded frames are dropped, as the reference
+ * does, so that the shortcut keeps the path's frame count.
  */
 final class DuplicateUp {
   private final Backend backend;
