@@ -6,9 +6,9 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * The parameter names and shapes of a diffusers Wan 2.1 VAE ({@code AutoencoderKLWan}) for a
- * config, so the decode benchmark can run on random weights of the real size (WanVaeShapesTest
- * checks this against the golden checkpoint).
+ * The parameter names and shapes of a diffusers Wan VAE ({@code AutoencoderKLWan}, Wan 2.1 or the
+ * residual Wan 2.2 one) for a config, so the decode benchmark can run on random weights of the real
+ * size (RandomWeightShapesTest checks this against the golden checkpoints).
  */
 final class WanVaeShapes {
   private WanVaeShapes() {}
@@ -27,13 +27,16 @@ final class WanVaeShapes {
     conv(m, "encoder.conv_in", cfg.inChannels(), enc[0], 3, 3, 3);
     int block = 0;
     for (int i = 0; i < stages; i++) {
+      // Wan 2.1 numbers blocks and downsamplers in one list; the residual encoder nests them.
+      String stage = "encoder.down_blocks." + i;
       int in = enc[i];
       for (int r = 0; r < cfg.numResBlocks(); r++) {
-        residual(m, "encoder.down_blocks." + block++, in, enc[i + 1]);
+        String name = cfg.isResidual() ? stage + ".resnets." + r : "encoder.down_blocks." + block++;
+        residual(m, name, in, enc[i + 1]);
         in = enc[i + 1];
       }
       if (i < stages - 1) {
-        String s = "encoder.down_blocks." + block++;
+        String s = cfg.isResidual() ? stage + ".downsampler" : "encoder.down_blocks." + block++;
         conv(m, s + ".resample.1", enc[i + 1], enc[i + 1], 3, 3);
         if (cfg.temperalDownsample().get(i)) {
           conv(m, s + ".time_conv", enc[i + 1], enc[i + 1], 3, 1, 1);
@@ -56,15 +59,18 @@ final class WanVaeShapes {
     mid(m, "decoder.mid_block", dec[0]);
     for (int i = 0; i < stages; i++) {
       String s = "decoder.up_blocks." + i;
-      int in = i == 0 ? dec[0] : dec[i] / 2;
+      // A Wan 2.1 upsampler halves the width; the residual decoder's keeps it.
+      int in = i == 0 || cfg.isResidual() ? dec[i] : dec[i] / 2;
       for (int r = 0; r <= cfg.numResBlocks(); r++) {
         residual(m, s + ".resnets." + r, in, dec[i + 1]);
         in = dec[i + 1];
       }
       if (i < stages - 1) {
-        conv(m, s + ".upsamplers.0.resample.1", dec[i + 1], dec[i + 1] / 2, 3, 3);
+        String up = s + (cfg.isResidual() ? ".upsampler" : ".upsamplers.0");
+        int out = cfg.isResidual() ? dec[i + 1] : dec[i + 1] / 2;
+        conv(m, up + ".resample.1", dec[i + 1], out, 3, 3);
         if (cfg.temporalUpsample().get(i)) {
-          conv(m, s + ".upsamplers.0.time_conv", dec[i + 1], 2 * dec[i + 1], 3, 1, 1);
+          conv(m, up + ".time_conv", dec[i + 1], 2 * dec[i + 1], 3, 1, 1);
         }
       }
     }

@@ -27,6 +27,12 @@ class RandomWeightShapesTest {
     assertMatches(dir, WanVaeShapes.of(WanVaeConfig.read(dir.resolve("config.json"))));
   }
 
+  @Test
+  void residualVaeShapesMatchTheWan22GoldenCheckpoint() {
+    Path dir = Path.of(System.getProperty("stepweave.golden"), "wan22-ti2v-tiny", "vae");
+    assertMatches(dir, WanVaeShapes.of(WanVaeConfig.read(dir.resolve("config.json"))));
+  }
+
   private static void assertMatches(Path dir, Map<String, int[]> shapes) {
     try (SafetensorsFile f =
         SafetensorsFile.open(dir.resolve("diffusion_pytorch_model.safetensors"))) {

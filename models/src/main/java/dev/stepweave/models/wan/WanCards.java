@@ -156,7 +156,14 @@ public final class WanCards {
               + image.imageDim()
               + " (image-token conditioning, Wan2.1 I2V) is not supported by the Wan import yet");
     }
-    WanVaeConfig.read(dir.component("vae").configFile());
+    Path vaeConfig = dir.component("vae").configFile();
+    if (WanVaeConfig.read(vaeConfig).isResidual()) {
+      // The VAE itself loads; a TI2V checkpoint also needs per-token timesteps and its task.
+      throw new CheckpointException(
+          vaeConfig
+              + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
+              + " by the Wan import yet");
+    }
     String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
     return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);
   }

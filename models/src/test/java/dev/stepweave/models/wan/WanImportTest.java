@@ -147,7 +147,9 @@ class WanImportTest {
   void theWan22VaeAndImageConditioningInTheConfigsAreRefusedNamingTheirFiles() throws IOException {
     Path vae = variant("vae/config.json", n -> n.put("is_residual", true));
     assertEquals(
-        vae + ": is_residual=true (the Wan 2.2 VAE) is not supported; only the Wan 2.1 VAE is",
+        vae
+            + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
+            + " by the Wan import yet",
         refusal(dir));
     Path transformer = variant("transformer/config.json", n -> n.put("pos_embed_seq_len", 514));
     assertEquals(

@@ -29,6 +29,7 @@ public final class EncodeState {
     this.memory = memory;
   }
 
+  /** The encoder's input: the video, its pixel patches folded into channels (if it has any). */
   public Tensor video() {
     return video;
   }

@@ -6,9 +6,10 @@ import dev.stepweave.tensor.io.Weights;
 import java.util.List;
 
 /**
- * Doubles height and width (nearest neighbour, then a 3×3 convolution per frame that also halves
- * the width); the temporal variant first doubles time with a causal convolution whose output
- * channels hold two frames for every input frame.
+ * Doubles height and width (nearest neighbour, then a 3×3 convolution per frame to the output
+ * width: half the input's in the Wan 2.1 decoder, the same in the residual one); the temporal
+ * variant first doubles time with a causal convolution whose output channels hold two frames for
+ * every input frame.
  */
 final class Upsample implements CausalLayer {
   private static final int[] UNIT_STRIDE = {1, 1, 1};
@@ -30,12 +31,14 @@ final class Upsample implements CausalLayer {
   }
 
   /**
-   * Loads {@code resample.1} ({@code channels → channels/2}) and, when temporal, {@code time_conv}.
+   * Loads {@code resample.1} ({@code channels → outChannels}) and, when temporal, {@code
+   * time_conv}.
    */
-  static Upsample load(Weights weights, int channels, boolean temporal, CacheSlots slots) {
+  static Upsample load(
+      Weights weights, int channels, int outChannels, boolean temporal, CacheSlots slots) {
     Weights conv = weights.scope("resample.1");
-    Tensor w = conv.take("weight", channels / 2, channels, 3, 3).unsqueeze(2);
-    Tensor b = conv.take("bias", channels / 2);
+    Tensor w = conv.take("weight", outChannels, channels, 3, 3).unsqueeze(2);
+    Tensor b = conv.take("bias", outChannels);
     if (!temporal) {
       return new Upsample(weights.backend(), w, b, null, -1);
     }
@@ -55,6 +58,14 @@ final class Upsample implements CausalLayer {
     Tensor y = timeConv == null ? x : doubleFrames(x, cache);
     Tensor up = backend.upsampleNearest2d(y, 2, 2);
     return backend.conv3d(up, spatialWeight, spatialBias, UNIT_STRIDE, SAME_PADDING_2D);
+  }
+
+  /**
+   * Whether this is a temporal upsampler that has not yet seen the first chunk of the call whose
+   * cache is {@code cache}: the chunk it will let through without doubling time.
+   */
+  boolean awaitsFirstChunk(CausalCache cache) {
+    return timeConv != null && !cache.firstChunkPassed(slot);
   }
 
   /**

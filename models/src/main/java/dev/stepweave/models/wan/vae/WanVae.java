@@ -8,9 +8,12 @@ import java.util.Arrays;
 import java.util.Map;
 
 /**
- * The Wan 2.1 video VAE (diffusers {@code AutoencoderKLWan}): a causal 3-D convolutional encoder
- * and decoder that compress video 8× in space and 4× in time (after the first frame) into {@code
- * z_dim} channels.
+ * The Wan video VAE (diffusers {@code AutoencoderKLWan}): a causal 3-D convolutional encoder and
+ * decoder that compress video in space ({@link WanVaeConfig#spatialCompression}) and 4× in time
+ * (after the first frame) into {@code z_dim} channels. The Wan 2.1 VAE compresses 8× in space; the
+ * Wan 2.2 one ({@code is_residual}) first folds 2×2 pixel patches into channels, bypasses each
+ * resampling stage with a shortcut that folds (encoder) or repeats (decoder) cells, and compresses
+ * 16×. One implementation serves both: the config says which blocks load.
  *
  * <p>Both directions run in temporal chunks, as the reference does, each causal convolution
  * remembering the last frames of the previous chunk; the chunking changes the numbers, so it is
@@ -29,6 +32,7 @@ public final class WanVae {
   private final CausalConv3d quantConv;
   private final CausalConv3d postQuantConv;
   private final WanVaeDecoder decoder;
+  private final PixelPatches patches;
   private final Tensor latentsMean;
   private final Tensor latentsInverseStd;
 
@@ -45,6 +49,7 @@ public final class WanVae {
     this.quantConv = quantConv;
     this.postQuantConv = postQuantConv;
     this.decoder = decoder;
+    this.patches = new PixelPatches(backend, config.patch());
     int z = config.zDim();
     float[] mean = new float[z];
     float[] inverseStd = new float[z];
@@ -83,10 +88,14 @@ public final class WanVae {
 
   // ---- encode ---------------------------------------------------------------------------------
 
-  /** Begins encoding {@code video [B, in_channels, T, H, W]} with values in {@code [-1, 1]}. */
+  /**
+   * Begins encoding {@code video [B, C, T, H, W]} ({@link WanVaeConfig#videoInChannels} channels)
+   * with values in {@code [-1, 1]}; its pixel patches are folded into channels here, once.
+   */
   public EncodeState startEncode(Tensor video) {
-    requireChannels("video", video, config.inChannels());
-    return new EncodeState(video, new CausalCache(encoder.cacheSlots()), backend.stepMemory());
+    requireChannels("video", video, config.videoInChannels());
+    return new EncodeState(
+        patches.fold(video), new CausalCache(encoder.cacheSlots()), backend.stepMemory());
   }
 
   /**
@@ -166,7 +175,8 @@ public final class WanVae {
             state.beginFrame(decoder.global(x, state.globalCache()));
           }
           DecodeTile tile = state.nextTile();
-          Tensor video = decoder.local(tile.inputOf(state.features()), state.nextTileCache());
+          Tensor video =
+              patches.unfold(decoder.local(tile.inputOf(state.features()), state.nextTileCache()));
           // A copy, so the halo's pixels are not retained with the tile.
           state.acceptTile(
               backend.contiguous(tile.outputOf(video, config.spatialCompression())), backend);
@@ -185,7 +195,10 @@ public final class WanVae {
     return next;
   }
 
-  /** The video of a finished decode, {@code [B, out_channels, T, H, W]} clamped to [-1, 1]. */
+  /**
+   * The video of a finished decode, {@code [B, C, T, H, W]} ({@link WanVaeConfig#videoOutChannels}
+   * channels) clamped to [-1, 1].
+   */
   public Tensor finish(DecodeState state) {
     if (!state.isDone()) {
       throw new IllegalStateException(

@@ -26,13 +26,8 @@ final class WanVaeDecoder {
   }
 
   static WanVaeDecoder load(WanVaeConfig config, Weights weights) {
-    List<Integer> mult = config.dimMult();
-    int base = config.decoderDim();
-    int[] dims = new int[mult.size() + 1];
-    dims[0] = base * mult.getLast();
-    for (int i = 0; i < mult.size(); i++) {
-      dims[i + 1] = base * mult.get(mult.size() - 1 - i);
-    }
+    int stages = config.dimMult().size();
+    int[] dims = config.decoderWidths();
     List<Boolean> temporal = config.temporalUpsample();
     return new WanVaeDecoder(
         CausalStack.load(
@@ -40,26 +35,42 @@ final class WanVaeDecoder {
             config.zDim(),
             dims[0],
             slots -> {
-              List<CausalLayer> stages = new ArrayList<>();
-              stages.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots));
-              for (int i = 0; i < mult.size(); i++) {
+              List<CausalLayer> layers = new ArrayList<>();
+              layers.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots));
+              for (int i = 0; i < stages; i++) {
                 Weights block = weights.scope("up_blocks." + i);
-                // Every upsampler halves the width, so later stages start from half the width.
-                int in = i == 0 ? dims[0] : dims[i] / 2;
+                boolean upsample = i < stages - 1;
+                if (config.isResidual() && upsample) {
+                  layers.add(
+                      ResidualUpBlock.load(
+                          block,
+                          dims[i],
+                          dims[i + 1],
+                          config.numResBlocks(),
+                          temporal.get(i),
+                          slots));
+                  continue;
+                }
+                // A Wan 2.1 upsampler halves the width, so its next stage starts from half.
+                int in = i == 0 || config.isResidual() ? dims[i] : dims[i] / 2;
                 for (int r = 0; r <= config.numResBlocks(); r++) {
-                  stages.add(
+                  layers.add(
                       ResidualBlock.load(block.scope("resnets." + r), in, dims[i + 1], slots));
                   in = dims[i + 1];
                 }
-                if (i < mult.size() - 1) {
-                  stages.add(
+                if (upsample) {
+                  layers.add(
                       Upsample.load(
-                          block.scope("upsamplers.0"), dims[i + 1], temporal.get(i), slots));
+                          block.scope("upsamplers.0"),
+                          dims[i + 1],
+                          dims[i + 1] / 2,
+                          temporal.get(i),
+                          slots));
                 }
               }
-              return stages;
+              return layers;
             },
-            dims[mult.size()],
+            dims[stages],
             config.outChannels()));
   }
 
@@ -87,10 +98,11 @@ final class WanVaeDecoder {
    * upsampler (applied after its ×2 nearest-neighbour doubling, so at the doubled resolution).
    * Passing back through a ×2 nearest doubling turns a reach of R cells into ⌈R/2⌉ cells (pixel
    * {@code p ± R} reads cell {@code ⌊(p ± R)/2⌋}). Norms act per position and shortcuts and
-   * temporal convolutions are 1×1 in space. Time does not compound the reach: a layer reads the
-   * previous layer's remembered frames at the same ±1 cells as its current ones, so every path from
-   * the global features to a pixel crosses each spatial kernel once. Cells the halo clips at the
-   * frame border are zero padding in the untiled decode too.
+   * temporal convolutions are 1×1 in space; so are the residual decoder's stage shortcuts, which
+   * repeat each cell into its own upsampled block. Time does not compound the reach: a layer reads
+   * the previous layer's remembered frames at the same ±1 cells as its current ones, so every path
+   * from the global features to a pixel crosses each spatial kernel once. Cells the halo clips at
+   * the frame border are zero padding in the untiled decode too.
    */
   static int haloCells(WanVaeConfig config) {
     int convsPerStage = 2 * (config.numResBlocks() + 1);

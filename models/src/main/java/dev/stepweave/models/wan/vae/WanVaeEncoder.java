@@ -4,40 +4,53 @@ import dev.stepweave.tensor.io.Weights;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Builds the encoder stack: video channels → {@code 2·z_dim} (mean and log-variance). */
+/**
+ * Builds the encoder stack: video channels → {@code 2·z_dim} (mean and log-variance). Wan 2.1
+ * numbers its residual blocks and downsamplers in one flat list; the residual (Wan 2.2) encoder
+ * groups each stage into a {@link ResidualDownBlock}.
+ */
 final class WanVaeEncoder {
   private WanVaeEncoder() {}
 
   static CausalStack load(WanVaeConfig config, Weights weights) {
-    List<Integer> mult = config.dimMult();
-    int[] dims = new int[mult.size() + 1];
-    dims[0] = config.baseDim();
-    for (int i = 0; i < mult.size(); i++) {
-      dims[i + 1] = config.baseDim() * mult.get(i);
-    }
-    int deepest = dims[dims.length - 1];
+    int[] dims = config.encoderWidths();
+    int stages = config.dimMult().size();
+    int deepest = dims[stages];
     return CausalStack.load(
         weights,
         config.inChannels(),
         dims[0],
         slots -> {
-          List<CausalLayer> stages = new ArrayList<>();
+          List<CausalLayer> layers = new ArrayList<>();
           int block = 0;
-          for (int i = 0; i < mult.size(); i++) {
+          for (int i = 0; i < stages; i++) {
+            boolean downsample = config.downsamples(i);
+            boolean temporal = downsample && config.temperalDownsample().get(i);
+            if (config.isResidual()) {
+              layers.add(
+                  ResidualDownBlock.load(
+                      weights.scope("down_blocks." + i),
+                      dims[i],
+                      dims[i + 1],
+                      config.numResBlocks(),
+                      downsample,
+                      temporal,
+                      slots));
+              continue;
+            }
             int in = dims[i];
             for (int r = 0; r < config.numResBlocks(); r++) {
               Weights scope = weights.scope("down_blocks." + block++);
-              stages.add(ResidualBlock.load(scope, in, dims[i + 1], slots));
+              layers.add(ResidualBlock.load(scope, in, dims[i + 1], slots));
               in = dims[i + 1];
             }
-            if (i < mult.size() - 1) {
+            if (downsample) {
               Weights scope = weights.scope("down_blocks." + block++);
-              boolean temporal = config.temperalDownsample().get(i);
-              stages.add(Downsample.load(scope, dims[i + 1], temporal, slots));
+              layers.add(Downsample.load(scope, dims[i + 1], temporal, slots));
             }
           }
-          stages.add(MidBlock.load(weights.scope("mid_block"), deepest, slots));
-          return stages;
+          layers.add(MidBlock.load(weights.scope("mid_block"), deepest, slots));
+          return layers;
         },
         deepest,
         2 * config.zDim());

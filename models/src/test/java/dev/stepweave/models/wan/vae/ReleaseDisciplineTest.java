@@ -47,6 +47,10 @@ class ReleaseDisciplineTest {
   private static WanVae plain;
   private static Poisoning poisoning;
   private static WanVae released;
+  private static SafetensorsFile residualWeightsFile;
+  private static SafetensorsFile residualExpected;
+  private static WanVae residualPlain;
+  private static WanVae residualReleased;
 
   @BeforeAll
   static void load() {
@@ -58,12 +62,23 @@ class ReleaseDisciplineTest {
     WanVaeConfig config = WanVaeConfig.read(dir.resolve("config.json"));
     plain = WanVae.load(config, new Weights(weightsFile, cpu, DType.F32));
     released = WanVae.load(config, new Weights(weightsFile, poisoning.backend(), DType.F32));
+    Path residualDir = GOLDEN.resolve("wan22-ti2v-tiny/vae");
+    residualWeightsFile =
+        SafetensorsFile.open(residualDir.resolve("diffusion_pytorch_model.safetensors"));
+    residualExpected =
+        SafetensorsFile.open(GOLDEN.resolve("wan22-ti2v-tiny-expected/vae.safetensors"));
+    WanVaeConfig residual = WanVaeConfig.read(residualDir.resolve("config.json"));
+    residualPlain = WanVae.load(residual, new Weights(residualWeightsFile, cpu, DType.F32));
+    residualReleased =
+        WanVae.load(residual, new Weights(residualWeightsFile, poisoning.backend(), DType.F32));
   }
 
   @AfterAll
   static void close() {
     expected.close();
     weightsFile.close();
+    residualExpected.close();
+    residualWeightsFile.close();
   }
 
   @Test
@@ -122,6 +137,27 @@ class ReleaseDisciplineTest {
     Tensor z = cpu.upload(expected.load("z"), DType.F32);
     assertArrayEquals(
         plain.decode(z).toFloatArray(), cpu.download(released.decode(z)).toFloatArray());
+  }
+
+  @Test
+  void theResidualVaeReleasesOnlyDeadTensorsEncodingAndDecoding() {
+    Tensor video = cpu.upload(residualExpected.load("video"), DType.F32);
+    long poisoned = poisoning.poisonedBytes();
+    Posterior a = residualPlain.encode(video);
+    Posterior b = residualReleased.encode(video);
+    assertArrayEquals(a.mean().toFloatArray(), b.mean().toFloatArray());
+    assertArrayEquals(a.logvar().toFloatArray(), b.logvar().toFloatArray());
+    Tensor z = cpu.upload(residualExpected.load("z"), DType.F32);
+    float[] decoded = residualPlain.decode(z).toFloatArray();
+    DecodeState state = residualReleased.startDecode(z, new DecodeTiling(32, 48));
+    Poisoning.Held memory = poisoning.lastMemory();
+    while (!state.isDone()) {
+      residualReleased.step(state);
+    }
+    assertEquals(bytes(state.decoded()), memory.bytes(), "a finished decode holds its frames only");
+    assertArrayEquals(decoded, cpu.download(residualReleased.finish(state)).toFloatArray());
+    assertArrayEquals(decoded, cpu.download(residualReleased.decode(z)).toFloatArray());
+    assertTrue(poisoning.poisonedBytes() > poisoned, "nothing was released");
   }
 
   private static long bytes(Collection<Tensor> tensors) {
