@@ -50,6 +50,15 @@ public final class Driver {
   static final MethodHandle cuMemGetInfo_v2 = Ffm.status(LIB, "cuMemGetInfo_v2", PTR, PTR);
   public static final MethodHandle cuMemAlloc_v2 = Ffm.status(LIB, "cuMemAlloc_v2", PTR, LONG);
   public static final MethodHandle cuMemFree_v2 = Ffm.status(LIB, "cuMemFree_v2", LONG);
+
+  /**
+   * Page-locked host memory the device copies to and from at full PCIe speed (a pageable buffer is
+   * staged through the driver's small pinned buffers, several times slower for parked weights).
+   */
+  public static final MethodHandle cuMemHostAlloc =
+      Ffm.status(LIB, "cuMemHostAlloc", PTR, LONG, INT);
+
+  public static final MethodHandle cuMemFreeHost = Ffm.status(LIB, "cuMemFreeHost", PTR);
   public static final MethodHandle cuMemcpyHtoD_v2 =
       Ffm.status(LIB, "cuMemcpyHtoD_v2", LONG, PTR, LONG);
   public static final MethodHandle cuMemcpyDtoH_v2 =

@@ -2,6 +2,7 @@ package dev.stepweave.cuda.memory;
 
 import dev.stepweave.cuda.driver.CudaContext;
 import dev.stepweave.cuda.driver.Driver;
+import dev.stepweave.cuda.driver.Ffm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -11,9 +12,10 @@ import java.util.List;
 /**
  * Device memory for one model component (e.g. "transformer" weights) on CUDA virtual memory: a
  * reserved address range backed by physical chunks mapped on demand. {@link #sleep} copies the
- * contents to host memory and releases the physical memory; {@link #wake} maps new physical memory
- * at the same addresses and restores the contents, so tensors holding those addresses stay valid.
- * {@link #reservedBytes} is exact: the physical bytes this component holds now.
+ * contents to (page-locked, when the driver grants it) host memory and releases the physical
+ * memory; {@link #wake} maps new physical memory at the same addresses and restores the contents,
+ * so tensors holding those addresses stay valid. {@link #reservedBytes} is exact: the physical
+ * bytes this component holds now.
  */
 public final class VirtualMemoryPool implements AutoCloseable {
   // CUmemAllocationProp: type, requestedHandleTypes, location{type, id}, win32 pointer, flags.
@@ -31,6 +33,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
   private final List<Long> handles = new ArrayList<>();
   private long used;
   private MemorySegment parked;
+  private boolean parkedPinned;
 
   /**
    * Reserves {@code capacity} bytes of address space (rounded up to the allocation granularity) for
@@ -125,7 +128,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
     }
     context.synchronize();
     long bytes = mappedBytes();
-    MemorySegment host = Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
+    MemorySegment host = parkingSpace(bytes);
     if (bytes > 0) {
       Driver.call(
           "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(host, base, bytes));
@@ -148,7 +151,36 @@ public final class VirtualMemoryPool implements AutoCloseable {
       Driver.call(
           "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(base, host, bytes));
     }
+    if (parkedPinned) {
+      Driver.call("cuMemFreeHost", () -> (int) Driver.cuMemFreeHost.invokeExact(host));
+    }
     parked = null;
+    parkedPinned = false;
+  }
+
+  /**
+   * Host memory for {@code bytes} of parked contents: page-locked when the driver grants it (the
+   * copies run at full speed), else ordinary memory (slower, but sleeping never fails for want of
+   * pinned memory).
+   */
+  private MemorySegment parkingSpace(long bytes) {
+    if (bytes > 0) {
+      try (Arena arena = Arena.ofConfined()) {
+        MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
+        int status;
+        try {
+          status = (int) Driver.cuMemHostAlloc.invokeExact(out, bytes, 0);
+        } catch (Throwable t) {
+          throw Ffm.rethrow("cuMemHostAlloc", t);
+        }
+        if (status == 0) {
+          parkedPinned = true;
+          return out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
+        }
+      }
+    }
+    parkedPinned = false;
+    return Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
   }
 
   public boolean asleep() {
@@ -200,6 +232,12 @@ public final class VirtualMemoryPool implements AutoCloseable {
   public void close() {
     context.synchronize();
     unmapAll();
+    if (parkedPinned) {
+      MemorySegment host = parked;
+      Driver.call("cuMemFreeHost", () -> (int) Driver.cuMemFreeHost.invokeExact(host));
+    }
+    parked = null;
+    parkedPinned = false;
     long size = capacity;
     Driver.call("cuMemAddressFree", () -> (int) Driver.cuMemAddressFree.invokeExact(base, size));
   }
