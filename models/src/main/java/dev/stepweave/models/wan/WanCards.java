@@ -250,12 +250,10 @@ public final class WanCards {
           config
               + ": image_dim "
               + image.imageDim()
-              + " attends to image-encoder states, but the "
-              + (pipeline.equals(I2V_PIPELINE) ? "checkpoint has no image_encoder" : pipeline)
-              + " gives none"
+              + " attends to image-encoder states, but "
               + (pipeline.equals(I2V_PIPELINE)
-                  ? ""
-                  : " (image conditioning is " + I2V_PIPELINE + ")"));
+                  ? "the checkpoint has no image_encoder"
+                  : "a " + pipeline + " gives none (image conditioning is " + I2V_PIPELINE + ")"));
     }
     if (image == null && imageEncoder) {
       throw new CheckpointException(
