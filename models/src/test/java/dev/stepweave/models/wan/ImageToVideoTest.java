@@ -89,7 +89,9 @@ class ImageToVideoTest {
         request("a", image(61, 45, 1), 1234, 32, 48, 4, 4.0),
         request("b", image(32, 48, 2), 7, 32, 48, 3, 5.0),
         request("c", image(40, 40, 3), 99, 32, 32, 5, 4.0),
-        request("d", image(61, 45, 1), 5, 32, 48, 4, 1.0));
+        request("d", image(61, 45, 1), 5, 32, 48, 4, 1.0),
+        request("e", image(24, 60, 4), 42, 32, 48, 6, 4.0),
+        request("f", image(32, 48, 2), 8, 32, 48, 6, 5.0));
   }
 
   private static float[] frames(RequestHandle h) throws Exception {
