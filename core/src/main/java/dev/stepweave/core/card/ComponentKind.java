@@ -6,5 +6,9 @@ public enum ComponentKind {
   VAE,
   TEXT_ENCODER,
   TOKENIZER,
-  SCHEDULER
+  SCHEDULER,
+  /** Encodes the input image into the states the transformer attends to (CLIP vision). */
+  IMAGE_ENCODER,
+  /** Turns a decoded image into the image encoder's input (resize, crop, normalise). */
+  IMAGE_PROCESSOR
 }

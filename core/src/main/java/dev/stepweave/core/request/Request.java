@@ -99,8 +99,66 @@ public record Request(
       throw new InvalidRequestException(
           "a t2i request makes one frame, got frames=" + params.frames());
     }
+    validateImages();
     validateAdapters();
     return this;
+  }
+
+  /** The images given. */
+  public List<ModalPart.Image> images() {
+    return inputs.stream()
+        .filter(ModalPart.Image.class::isInstance)
+        .map(ModalPart.Image.class::cast)
+        .toList();
+  }
+
+  /** The one input image of an image-to-video request. */
+  public ModalPart.Image image() {
+    List<ModalPart.Image> given = images();
+    if (given.size() != 1) {
+      throw new InvalidRequestException(
+          IMAGE, "a " + task.wireName() + " request has " + given.size() + " images, not one");
+    }
+    return given.getFirst();
+  }
+
+  /** The request field an input image travels in. */
+  public static final String IMAGE = "image";
+
+  /**
+   * The task decides how many images a request carries: i2v exactly one (its first frame), ti2v at
+   * most one, text-only tasks none (an image there would be ignored, silently).
+   */
+  private void validateImages() {
+    int n = images().size();
+    switch (task) {
+      case I2V -> {
+        if (n != 1) {
+          throw new InvalidRequestException(
+              IMAGE,
+              n == 0
+                  ? "an i2v request needs an input image (image / input_reference); none was given"
+                  : "an i2v request takes one input image, got " + n);
+        }
+      }
+      case TI2V -> {
+        if (n > 1) {
+          throw new InvalidRequestException(
+              IMAGE, "a ti2v request takes at most one input image, got " + n);
+        }
+      }
+      case T2V, T2I -> {
+        if (n > 0) {
+          throw new InvalidRequestException(
+              IMAGE,
+              "a "
+                  + task.wireName()
+                  + " request takes no input image (got "
+                  + n
+                  + "); image-to-video is task i2v");
+        }
+      }
+    }
   }
 
   /** At most eight adapters, each named once, each at a finite strength within ±4. */

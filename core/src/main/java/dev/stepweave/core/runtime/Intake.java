@@ -1,12 +1,14 @@
 package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.card.RecipeRefusedException;
+import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.memory.Reservation;
 import dev.stepweave.core.program.InlineProgram;
+import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
 import java.util.ArrayList;
 import java.util.List;
@@ -41,6 +43,19 @@ final class Intake {
       ProgramCheckpoint from,
       RequestOptions options) {
     request.validate();
+    if (!m.card().tasks().contains(request.task())) {
+      // Before the model's own checks, which assume a task it serves.
+      throw new InvalidRequestException(
+          "task",
+          "model '"
+              + m.card().modelId()
+              + "' does not serve task "
+              + request.task().wireName()
+              + " (it serves "
+              + String.join(
+                  ", ", m.card().tasks().stream().map(TaskType::wireName).sorted().toList())
+              + ")");
+    }
     m.validate(request);
     var plugins = extensions.admit(request, m.card());
     List<ResolvedAdapter> adapters = extensions.adapters().resolve(request);

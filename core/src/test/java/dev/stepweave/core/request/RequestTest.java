@@ -82,4 +82,37 @@ class RequestTest {
     assertEquals(plain.id(), full.id());
     assertEquals(full, full.toBuilder().build());
   }
+
+  private static Request withImages(TaskType task, int images) {
+    java.util.List<ModalPart> inputs = new java.util.ArrayList<>();
+    inputs.add(new ModalPart.Text("a red ball"));
+    for (int i = 0; i < images; i++) {
+      inputs.add(new ModalPart.Image(2, 2, new byte[12], "sha-" + i));
+    }
+    int frames = task == TaskType.T2I ? 1 : 81;
+    return Request.builder(task, params(50, 5, 832, 480, frames)).inputs(inputs).build();
+  }
+
+  @Test
+  void theTaskDecidesHowManyImagesARequestCarries() {
+    assertDoesNotThrow(() -> withImages(TaskType.I2V, 1).validate());
+    assertDoesNotThrow(() -> withImages(TaskType.TI2V, 0).validate());
+    assertDoesNotThrow(() -> withImages(TaskType.TI2V, 1).validate());
+    assertEquals(
+        "an i2v request needs an input image (image / input_reference); none was given",
+        rejection(withImages(TaskType.I2V, 0)));
+    assertEquals(
+        "an i2v request takes one input image, got 2", rejection(withImages(TaskType.I2V, 2)));
+    assertEquals(
+        "a ti2v request takes at most one input image, got 2",
+        rejection(withImages(TaskType.TI2V, 2)));
+    assertEquals(
+        "a t2v request takes no input image (got 1); image-to-video is task i2v",
+        rejection(withImages(TaskType.T2V, 1)));
+    assertEquals(
+        "a t2i request takes no input image (got 1); image-to-video is task i2v",
+        rejection(withImages(TaskType.T2I, 1)));
+    var e = assertThrows(InvalidRequestException.class, withImages(TaskType.I2V, 0)::validate);
+    assertEquals(Optional.of(Request.IMAGE), e.field());
+  }
 }

@@ -14,7 +14,7 @@ import java.util.Set;
 /**
  * transformers' {@code CLIPImageProcessor}, from its {@code preprocessor_config.json}: resize so
  * the shortest edge has {@code size.shortest_edge} pixels (the long edge scaled alike, rounded
- * down; the 8-bit antialiased bicubic filter of {@link BicubicResize}), centre crop to {@code
+ * down; the 8-bit antialiased bicubic filter of {@link AntialiasedResize}), centre crop to {@code
  * crop_size} (offsets rounded down), rescale ({@code × rescale_factor}) and normalise ({@code (x −
  * mean) / std} per channel) — bit for bit what the reference's default, torchvision-backed
  * processor computes on the CPU.
@@ -237,7 +237,13 @@ public record ClipImageProcessor(
     RgbImage resized = image;
     if (shortestEdge > 0) {
       int[] size = resizedSize(image.width(), image.height());
-      resized = BicubicResize.resize(image, size[0], size[1]);
+      resized =
+          AntialiasedResize.resize(
+              image,
+              size[0],
+              size[1],
+              AntialiasedResize.Filter.BICUBIC,
+              AntialiasedResize.Rounding.TORCH_UINT8);
     }
     return cropHeight > 0 ? centreCrop(resized) : resized;
   }

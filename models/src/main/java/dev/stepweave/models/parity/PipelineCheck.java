@@ -12,6 +12,7 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.models.clip.RgbImage;
 import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Backend;
@@ -28,7 +29,9 @@ import java.util.concurrent.ExecutionException;
 
 /**
  * The whole pipeline from prompt to frames, run through the loop contract and the engine facade
- * with the recording's initial latents: one request per prompt of the recording's batch.
+ * with the recording's initial latents: one request per prompt of the recording's batch. A
+ * recording with an {@code image_uint8} input is an image-to-video run: each request carries that
+ * image, and the image embeddings and the condition are compared too (when recorded).
  */
 final class PipelineCheck {
   private static final ObjectMapper JSON = new ObjectMapper();
@@ -80,11 +83,15 @@ final class PipelineCheck {
     List<Tensor> uncond = new ArrayList<>();
     List<List<Tensor>> stepLatents = new ArrayList<>(); // [row][step]
     List<Tensor> frames = new ArrayList<>();
+    List<Tensor> imageEmbeds = new ArrayList<>();
+    List<Tensor> conditions = new ArrayList<>();
+    ModalPart.Image image = image();
     try (Engine engine = new Engine(model, EngineConfig.defaults(), deployment)) {
       for (int row = 0; row < prompts.size(); row++) {
         ids.add(model.tokenizer().encode(List.of(prompts.get(row)), maxLength).inputIds());
         Request request =
-            request(prompts.get(row), initial.slice(0, row, row + 1).toF32(), maxLength, meta);
+            request(
+                prompts.get(row), initial.slice(0, row, row + 1).toF32(), image, maxLength, meta);
         checkExperts(request);
         List<Tensor> steps = new ArrayList<>();
         var handle =
@@ -102,6 +109,14 @@ final class PipelineCheck {
           uncond.add(ops.download(text.tensor("negative_prompt_embeds")));
         }
         stepLatents.add(steps);
+        var loops = result.loopResults();
+        if (loops.containsKey(WanCards.IMAGE_ENCODE)) {
+          imageEmbeds.add(
+              ops.download(loops.get(WanCards.IMAGE_ENCODE).tensor(IMAGE_EMBEDS_RESULT)));
+        }
+        if (loops.containsKey(WanCards.VAE_ENCODE)) {
+          conditions.add(ops.download(loops.get(WanCards.VAE_ENCODE).tensor(CONDITION_RESULT)));
+        }
         frames.add(result.artifact(Artifact.VideoArtifact.class).frames().unsqueeze(0));
       }
     } catch (InterruptedException e) {
@@ -133,6 +148,8 @@ final class PipelineCheck {
           rec.load("negative_prompt_embeds"),
           "prompt_embeds");
     }
+    compareImageOutput("image_embeds", imageEmbeds, "clip");
+    compareImageOutput("condition", conditions, "vae");
     List<Tensor> perStep = new ArrayList<>();
     for (int step = 0; step < stepLatents.getFirst().size(); step++) {
       List<Tensor> rows = new ArrayList<>();
@@ -153,6 +170,48 @@ final class PipelineCheck {
         "frames");
   }
 
+  /** The loops' result names of the image embeddings and the condition. */
+  private static final String IMAGE_EMBEDS_RESULT = "image_embeds";
+
+  private static final String CONDITION_RESULT = "condition";
+
+  /**
+   * An image-to-video output the recording holds, compared within {@code bound}; one the run made
+   * but the recording lacks is not compared, one the recording holds but the run never made is an
+   * error (the checkpoint does not run the recorded pipeline).
+   */
+  private void compareImageOutput(String name, List<Tensor> rows, String bound) {
+    if (!rec.keys().contains(name)) {
+      return;
+    }
+    if (rows.isEmpty()) {
+      throw new IllegalArgumentException(
+          "recording " + file + " has " + name + " but the checkpoint's program makes none");
+    }
+    out.compare(name, hostConcat(model.backend(), rows, 0), rec.load(name), bound);
+  }
+
+  /**
+   * The recording's input image ({@code image_uint8}, {@code [H, W, 3]}), or null for
+   * text-to-video; its hash, standing in for a file's, is that of its pixels.
+   */
+  private ModalPart.Image image() {
+    if (!rec.keys().contains("image_uint8")) {
+      return null;
+    }
+    RgbImage rgb = RgbImage.of(rec.load("image_uint8"));
+    return new ModalPart.Image(rgb.width(), rgb.height(), rgb.rgb(), sha256(rgb.rgb()));
+  }
+
+  private static String sha256(byte[] data) {
+    try {
+      return java.util.HexFormat.of()
+          .formatHex(java.security.MessageDigest.getInstance("SHA-256").digest(data));
+    } catch (java.security.NoSuchAlgorithmException e) {
+      throw new IllegalStateException("no SHA-256", e);
+    }
+  }
+
   /**
    * A two-expert recording says which expert ran each step ({@code experts_per_step}); the model's
    * routing must agree before anything is compared.
@@ -170,7 +229,12 @@ final class PipelineCheck {
     }
   }
 
-  private Request request(String prompt, Tensor latents, int maxLength, Map<String, String> meta) {
+  private Request request(
+      String prompt,
+      Tensor latents,
+      ModalPart.Image image,
+      int maxLength,
+      Map<String, String> meta) {
     int frames = Integer.parseInt(meta("num_frames"));
     var params =
         new DiffusionParams(
@@ -189,9 +253,14 @@ final class PipelineCheck {
         meta.containsKey("guidance_scale_2")
             ? Map.of("guidance_2", meta.get("guidance_scale_2"))
             : Map.of();
-    return Request.builder(TaskType.T2V, params)
+    List<ModalPart> inputs =
+        new ArrayList<>(List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)));
+    if (image != null) {
+      inputs.add(image);
+    }
+    return Request.builder(image == null ? TaskType.T2V : TaskType.I2V, params)
         .id("verify-" + UUID.randomUUID())
-        .inputs(List.of(new ModalPart.Text(prompt), new ModalPart.Latents(latents)))
+        .inputs(inputs)
         .nodeOverrides(
             Map.of(
                 WanCards.TEXT_ENCODE,

@@ -6,6 +6,7 @@ import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.core.request.AdapterUse;
+import dev.stepweave.models.clip.RgbImage;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.SamplerState;
 import dev.stepweave.models.sampling.Samplers;
@@ -156,6 +157,31 @@ enum RecordingKind {
       out.compare("out", ops.download(result), RecordingVerifier.input(rec, file, "out"), "dit");
     }
   },
+  /**
+   * The image encoder: the processor on {@code image_uint8} against the recorded {@code
+   * pixel_values}, and the encoder on the recorded {@code pixel_values} against {@code
+   * image_embeds} (so each is judged on its own inputs).
+   */
+  CLIP {
+    @Override
+    void check(
+        RecordingVerifier v, Path file, SafetensorsFile rec, RecordingVerifier.Recorder out) {
+      var model = v.model();
+      Tensor pixels = RecordingVerifier.input(rec, file, "pixel_values");
+      out.compare(
+          "pixel_values",
+          model
+              .imageProcessor()
+              .preprocess(RgbImage.of(RecordingVerifier.input(rec, file, "image_uint8"))),
+          pixels,
+          "pixel_values");
+      out.compare(
+          "image_embeds",
+          v.backend().download(model.imageEncoder().penultimateHiddenState(pixels.toF32())),
+          RecordingVerifier.input(rec, file, "image_embeds"),
+          "clip");
+    }
+  },
   VAE {
     @Override
     void check(
@@ -295,9 +321,11 @@ enum RecordingKind {
     }
     return switch (fileName) {
       case "umt5.safetensors" -> UMT5;
+      case "clip.safetensors" -> CLIP;
       case "dit.safetensors" -> DIT;
       case "vae.safetensors" -> VAE;
-      case "pipeline.safetensors", "pipeline_moe.safetensors" -> PIPELINE;
+      case "pipeline.safetensors", "pipeline_moe.safetensors", "pipeline_i2v.safetensors" ->
+          PIPELINE;
       case "dit_lora.safetensors" -> DIT_LORA;
       case "pipeline_lora.safetensors" -> PIPELINE_LORA;
       default -> null;

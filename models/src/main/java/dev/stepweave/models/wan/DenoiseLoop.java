@@ -66,6 +66,10 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param sampler the sampler's per-request state (step index, multistep history)
    * @param cond conditional text embeddings
    * @param uncond unconditional text embeddings, or null without guidance
+   * @param condition the image-to-video condition {@code [1, 4 + z_dim, F, H, W]} concatenated to
+   *     the latents at every step, or null for text-to-video
+   * @param imageEmbeds the image-encoder states the transformer attends to {@code [1, tokens,
+   *     image_dim]}, or null without an image encoder
    * @param request the request (the guidance policy and sampler are pure functions of it)
    * @param plugins the request's interceptor state, per plugin and CFG branch (serialised)
    * @param hooks the extension hooks assembled for this request (configuration, not state)
@@ -77,6 +81,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       SamplerState sampler,
       Tensor cond,
       Tensor uncond,
+      Tensor condition,
+      Tensor imageEmbeds,
       Request request,
       CancelScope scope,
       PluginState plugins,
@@ -110,11 +116,22 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             : null;
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
     Sampler sampler = model.sampler(request);
+    var loops = model.card().loops();
+    Tensor condition =
+        loops.containsKey(WanCards.VAE_ENCODE)
+            ? ctx.upstream(WanCards.VAE_ENCODE).tensor(VaeEncodeLoop.CONDITION)
+            : null;
+    Tensor imageEmbeds =
+        loops.containsKey(WanCards.IMAGE_ENCODE)
+            ? ctx.upstream(WanCards.IMAGE_ENCODE).tensor(ImageEncodeLoop.IMAGE_EMBEDS)
+            : null;
     return new State(
         latents,
         sampler.start(request.params().steps()),
         cond,
         uncond,
+        condition,
+        imageEmbeds,
         request,
         ctx.cancelScope(),
         new PluginState(),
@@ -182,8 +199,11 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     int branches = policy.needsUncond() ? 2 : 1;
     int[] shape = s.latents().shape();
     int textLen = s.cond().dim(1);
+    int channels = s.condition() == null ? shape[1] : shape[1] + s.condition().dim(1);
+    int imageTokens = s.imageEmbeds() == null ? 0 : s.imageEmbeds().dim(1);
     ShapeSignature signature =
-        ShapeSignature.of("wan-dit", shape[1], shape[2], shape[3], shape[4], textLen, branches);
+        ShapeSignature.of(
+            "wan-dit", channels, shape[2], shape[3], shape[4], textLen, imageTokens, branches);
     // The first step of a new expert computes: a step cache must not carry the other expert's
     // prediction across the switch (block caches are keyed by expert in DitCall).
     boolean switched =
@@ -212,7 +232,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         model.instanceId(),
         WorkKind.DIFFUSION_STEP,
         signature,
-        resources(shape, textLen, branches),
+        resources(shape, textLen, branches, s.condition(), s.imageEmbeds()),
         s.scope(),
         s.stepsDone(),
         new DitCall(
@@ -221,6 +241,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.sampler().timestep(),
             s.cond(),
             s.uncond(),
+            s.condition(),
+            s.imageEmbeds(),
             policy,
             s.stepsDone(),
             s.plugins(),
@@ -233,22 +255,38 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
 
   /**
    * What one step of latents {@code shape} with text length {@code textLen} needs: resident
-   * latents, sampler tensors (at their worst, {@link #MAX_SAMPLER_TENSORS}) and text embeddings;
-   * the transformer's peak activation; and its FLOPs and weight bytes (the cost model's seed).
+   * latents, sampler tensors (at their worst, {@link #MAX_SAMPLER_TENSORS}), text embeddings and
+   * the image-to-video condition and image embeddings (null when absent); the transformer's peak
+   * activation; and its FLOPs and weight bytes (the cost model's seed).
    */
-  ResourceRequest resources(int[] shape, int textLen, int branches) {
+  ResourceRequest resources(
+      int[] shape, int textLen, int branches, Tensor condition, Tensor imageEmbeds) {
+    long conditionBytes = condition == null ? 0 : condition.numel() * 4L;
+    long imageBytes = imageEmbeds == null ? 0 : imageEmbeds.numel() * 4L;
+    int imageTokens = imageEmbeds == null ? 0 : imageEmbeds.dim(1);
+    return resources(shape, textLen, branches, conditionBytes + imageBytes, imageTokens);
+  }
+
+  /**
+   * {@link #resources(int[], int, int, Tensor, Tensor)} by sizes: {@code conditionBytes} of
+   * condition and image embeddings resident, {@code imageTokens} cross-attended besides the text.
+   */
+  ResourceRequest resources(
+      int[] shape, int textLen, int branches, long conditionBytes, int imageTokens) {
     var cfg = model.transformerConfig();
     long d = cfg.innerDim();
     long tokens = (long) shape[2] * shape[3] * shape[4] / cfg.patchSize().volume();
     long latentBytes = Tensor.numel(shape) * 4L;
     long textBytes = (long) textLen * cfg.textDim() * 4;
-    long resident = latentBytes * (1 + MAX_SAMPLER_TENSORS) + textBytes * branches;
+    long resident = latentBytes * (1 + MAX_SAMPLER_TENSORS) + textBytes * branches + conditionBytes;
     long peak = tokens * d * 4L * 8 * branches + tokens * cfg.ffnDim() * 4L * branches;
     double perLayer =
         2.0 * tokens * d * d * 6 // self-attention q, k, v, o and cross-attention q, o
             + 2.0 * textLen * d * d * 2 // cross-attention k, v over the text
             + 2.0 * tokens * tokens * d * 2 // self-attention scores and values
             + 2.0 * tokens * textLen * d * 2 // cross-attention scores and values
+            + 2.0 * imageTokens * d * d * 2 // image k, v
+            + 2.0 * tokens * imageTokens * d * 2 // image attention scores and values
             + 2.0 * tokens * d * cfg.ffnDim() * 2; // feed-forward
     double weightBytes = 4.0 * cfg.numLayers() * (8.0 * d * d + 2.0 * d * cfg.ffnDim());
     return new ResourceRequest(
@@ -273,6 +311,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         step.state(),
         s.cond(),
         s.uncond(),
+        s.condition(),
+        s.imageEmbeds(),
         s.request(),
         s.scope(),
         plugins,
@@ -325,6 +365,12 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     if (s.uncond() != null) {
       tensors.put("uncond", s.uncond());
     }
+    if (s.condition() != null) {
+      tensors.put(VaeEncodeLoop.CONDITION, s.condition());
+    }
+    if (s.imageEmbeds() != null) {
+      tensors.put(ImageEncodeLoop.IMAGE_EMBEDS, s.imageEmbeds());
+    }
     s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, v));
     s.plugins().tensors(t -> t).forEach((k, v) -> tensors.put(PLUGIN + k, v));
     var json = StateJson.object();
@@ -362,16 +408,22 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
                 scalars.put(e.getKey(), e.getValue().asText());
               }
             });
-    Tensor uncond = data.tensors().get("uncond");
     return new State(
         model.restored(data.tensors().get(LATENTS)),
         SamplerState.restore(samplerTensors, scalars, model::restored),
         model.restored(data.tensors().get("cond")),
-        uncond == null ? null : model.restored(uncond),
+        restoredOrNull(data, "uncond"),
+        restoredOrNull(data, VaeEncodeLoop.CONDITION),
+        restoredOrNull(data, ImageEncodeLoop.IMAGE_EMBEDS),
         request,
         ctx.cancelScope(),
         PluginState.restore(pluginTensors, pluginNumbers, model::restored),
         hooks(request, ctx),
         adapters(ctx));
+  }
+
+  private Tensor restoredOrNull(SerializedState data, String key) {
+    Tensor t = data.tensors().get(key);
+    return t == null ? null : model.restored(t);
   }
 }

@@ -38,6 +38,9 @@ import java.util.List;
  * device backend records it once per input shapes and dtypes and replays the recording.
  *
  * @param latents the request's current latents {@code [1, C, F, H, W]}
+ * @param condition the request's image-to-video condition, concatenated to its latents on the
+ *     channels in every row of its branches, or null
+ * @param image the request's image-encoder states, the same for both of its branches, or null
  * @param timestep the sampler's timestep for this step
  * @param cond conditional text embeddings {@code [1, L, D]}
  * @param uncond unconditional text embeddings, or null when the policy needs none
@@ -56,6 +59,8 @@ record DitCall(
     float timestep,
     Tensor cond,
     Tensor uncond,
+    Tensor condition,
+    Tensor image,
     CfgPolicy policy,
     int step,
     PluginState plugins,
@@ -76,7 +81,7 @@ record DitCall(
    */
   @Override
   public Object batchKey() {
-    return List.of(model, expert, hooks.blockLayout(), taps);
+    return List.of(model, expert, hooks.blockLayout(), taps, image == null);
   }
 
   /**
@@ -94,16 +99,22 @@ record DitCall(
     PluginState work = plugins.copy();
     Tensor prediction;
     List<String> branches = branches();
+    Tensor x = input(ops);
     if (!policy.needsUncond()) {
-      prediction = forward(ops, latents, 1, cond, work, branches);
+      prediction = forward(ops, x, 1, cond, work, branches);
     } else if (policy.batched()) {
-      Tensor x = ops.concat(List.of(latents, latents), 0);
-      Tensor text = ops.concat(List.of(cond, uncond), 0);
-      Tensor both = forward(ops, x, 2, text, work, branches);
+      Tensor both =
+          forward(
+              ops,
+              ops.concat(List.of(x, x), 0),
+              2,
+              ops.concat(List.of(cond, uncond), 0),
+              work,
+              branches);
       prediction = policy.combine(ops, both.slice(0, 0, 1), both.slice(0, 1, 2), step);
     } else {
-      Tensor c = forward(ops, latents, 1, cond, work, branches.subList(0, 1));
-      Tensor u = forward(ops, latents, 1, uncond, work, branches.subList(1, 2));
+      Tensor c = forward(ops, x, 1, cond, work, branches.subList(0, 1));
+      Tensor u = forward(ops, x, 1, uncond, work, branches.subList(1, 2));
       prediction = policy.combine(ops, c, u, step);
     }
     taps.tap("prediction", prediction);
@@ -111,11 +122,21 @@ record DitCall(
     return StepResult.of(prediction, work);
   }
 
+  /** The transformer's input: the latents, with the condition after them for image-to-video. */
+  private Tensor input(Backend ops) {
+    return condition == null ? latents : ops.concat(List.of(latents, condition), 1);
+  }
+
+  /** The image states of {@code rows} rows of this call, or null without an image encoder. */
+  private Tensor images(Backend ops, int rows) {
+    return image == null ? null : ops.concat(java.util.Collections.nCopies(rows, image), 0);
+  }
+
   private Tensor forward(
       Backend ops, Tensor x, int batch, Tensor text, PluginState work, List<String> branches) {
     BlockHooks blocks = DenoiseHooks.blocks(hooks.rows(work, branches, step), ops);
     AdapterRows rows = AdapterRows.of(java.util.Collections.nCopies(batch, adapters));
-    return transformer(ops, x, timesteps(ops, batch), text, taps, blocks, rows);
+    return transformer(ops, x, timesteps(ops, batch), text, images(ops, batch), taps, blocks, rows);
   }
 
   /**
@@ -128,14 +149,15 @@ record DitCall(
       Tensor x,
       Tensor t,
       Tensor text,
+      Tensor images,
       TapSink sink,
       BlockHooks blocks,
       AdapterRows rows) {
     WanTransformer dit = model.transformer(expert);
     if (blocks != BlockHooks.NONE || sink != TapSink.NONE) {
-      return dit.forward(x, t, text, sink, blocks, rows);
+      return dit.forward(x, t, text, images, sink, blocks, rows);
     }
-    List<Tensor> inputs = List.of(x, t, text);
+    List<Tensor> inputs = images == null ? List.of(x, t, text) : List.of(x, t, text, images);
     GraphKey key =
         GraphKey.of(
                 model.instanceId(),
@@ -149,7 +171,15 @@ record DitCall(
     return ops.replayable(
         key,
         inputs,
-        in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE, BlockHooks.NONE, rows));
+        in ->
+            dit.forward(
+                in.get(0),
+                in.get(1),
+                in.get(2),
+                in.size() > 3 ? in.get(3) : null,
+                TapSink.NONE,
+                BlockHooks.NONE,
+                rows));
   }
 
   @Override
@@ -158,6 +188,7 @@ record DitCall(
     List<DitCall> dits = calls.stream().map(DitCall.class::cast).toList();
     List<Tensor> xs = new ArrayList<>();
     List<Tensor> texts = new ArrayList<>();
+    List<Tensor> images = new ArrayList<>();
     List<Float> ts = new ArrayList<>();
     List<PluginState> works = new ArrayList<>(dits.size());
     List<BlockCacheRow> rows = new ArrayList<>();
@@ -165,15 +196,16 @@ record DitCall(
     for (DitCall d : dits) {
       PluginState work = d.plugins().copy();
       works.add(work);
-      xs.add(d.latents());
-      texts.add(d.cond());
-      ts.add(d.timestep());
-      adapterRows.add(d.adapters());
-      if (d.policy().needsUncond()) {
-        xs.add(d.latents());
-        texts.add(d.uncond());
+      Tensor x = d.input(ops);
+      int rowsOfCall = d.policy().needsUncond() ? 2 : 1;
+      for (int r = 0; r < rowsOfCall; r++) {
+        xs.add(x);
+        texts.add(r == 0 ? d.cond() : d.uncond());
         ts.add(d.timestep());
         adapterRows.add(d.adapters());
+        if (d.image() != null) {
+          images.add(d.image());
+        }
       }
       rows.addAll(d.hooks().rows(work, d.branches(), d.step()));
     }
@@ -187,6 +219,7 @@ record DitCall(
             ops.concat(xs, 0),
             ops.upload(Tensor.of(t, t.length), DType.F32),
             ops.concat(texts, 0),
+            images.isEmpty() ? null : ops.concat(images, 0),
             TapSink.NONE, // calls with taps never batch (see batchKey)
             DenoiseHooks.blocks(rows, ops),
             AdapterRows.of(adapterRows));

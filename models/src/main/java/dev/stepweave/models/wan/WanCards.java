@@ -15,6 +15,8 @@ import dev.stepweave.core.card.PrecisionContract;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
+import dev.stepweave.models.clip.ClipImageProcessor;
+import dev.stepweave.models.clip.ClipVisionConfig;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Precision;
@@ -23,18 +25,19 @@ import dev.stepweave.tensor.io.DiffusersDirectory;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.EnumSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 
-/** Cards for Wan 2.1 text-to-video checkpoints. */
+/** Cards for Wan text-to-video and image-to-video checkpoints. */
 public final class WanCards {
   public static final String FAMILY = "wan";
   public static final String TEXT_ENCODE = "text_encode";
   public static final String DENOISE = "denoise";
   public static final String VAE_DECODE = "vae_decode";
+  public static final String IMAGE_ENCODE = "image_encode";
+  public static final String VAE_ENCODE = "vae_encode";
 
   /** The diffusers class each component must have, by component id. */
   static final Map<String, String> COMPONENT_CLASSES =
@@ -83,41 +86,62 @@ public final class WanCards {
   }
 
   /**
-   * Imports a diffusers WanPipeline checkpoint.
+   * Imports a diffusers {@code WanPipeline} (text-to-video) or {@code WanImageToVideoPipeline}
+   * checkpoint. An image-to-video one either has a CLIP image encoder and its processor and a
+   * transformer that attends to image tokens ({@code image_dim}; Wan2.1 I2V), or neither and a
+   * transformer without image tokens (Wan2.2 I2V A14B: the condition latents alone); both kinds
+   * take the {@value #CONDITION_CHANNELS} condition channels and the condition latents on top of
+   * the noise ({@code in_channels} {@code 2·z_dim + 4}).
    *
-   * @throws CheckpointException when a component T2V needs is missing or of another class
+   * @throws CheckpointException naming the file and field when a component is missing, of another
+   *     class, or its config does not fit the pipeline
    */
   public static ModelCard importDiffusers(DiffusersDirectory dir) {
     Path index = dir.dir().resolve("model_index.json");
-    if (!dir.pipelineClass().isEmpty() && !dir.pipelineClass().equals("WanPipeline")) {
+    // A model_index.json without _class_name is read as the text-to-video pipeline.
+    String pipeline = dir.pipelineClass().isEmpty() ? T2V_PIPELINE : dir.pipelineClass();
+    boolean imageToVideo = pipeline.equals(I2V_PIPELINE);
+    if (!pipeline.equals(T2V_PIPELINE) && !imageToVideo) {
       throw new CheckpointException(
           index
               + ": pipeline '"
-              + dir.pipelineClass()
-              + "' is not supported (only WanPipeline, text-to-video)");
+              + pipeline
+              + "' is not supported (only WanPipeline, text-to-video, and"
+              + " WanImageToVideoPipeline, image-to-video)");
     }
     checkAttributes(index, dir);
     boolean twoExperts = checkExperts(index, dir);
+    boolean imageEncoder = imageToVideo && hasImageEncoder(index, dir);
     for (var e : dir.components().entrySet()) {
-      if (!COMPONENT_CLASSES.containsKey(e.getKey())
-          && !(twoExperts && e.getKey().equals(SECOND_EXPERT))) {
+      String id = e.getKey();
+      boolean known =
+          COMPONENT_CLASSES.containsKey(id)
+              || (twoExperts && id.equals(SECOND_EXPERT))
+              || (imageEncoder && IMAGE_COMPONENT_CLASSES.containsKey(id));
+      if (!known) {
         throw new CheckpointException(
             index
                 + ": component '"
-                + e.getKey()
+                + id
                 + "' ("
                 + e.getValue().className()
-                + ") is not supported yet"
-                + UNSUPPORTED_COMPONENTS.getOrDefault(e.getKey(), ""));
+                + ") is not supported"
+                + (IMAGE_COMPONENT_CLASSES.containsKey(id)
+                    ? " by a " + pipeline + " (image conditioning needs " + I2V_PIPELINE + ")"
+                    : ""));
       }
     }
     Map<String, ComponentSpec> components = new LinkedHashMap<>();
-    for (var e : COMPONENT_CLASSES.entrySet()) {
+    Map<String, String> classes = new LinkedHashMap<>(COMPONENT_CLASSES);
+    if (imageEncoder) {
+      classes.putAll(IMAGE_COMPONENT_CLASSES);
+    }
+    for (var e : classes.entrySet()) {
       String id = e.getKey();
       var declared = dir.components().get(id);
       if (declared == null) {
         throw new CheckpointException(
-            index + ": missing component '" + id + "' (Wan text-to-video needs it)");
+            index + ": missing component '" + id + "' (Wan " + pipeline + " needs it)");
       }
       if (!e.getValue().isEmpty() && !e.getValue().equals(declared.className())) {
         throw new CheckpointException(
@@ -132,6 +156,20 @@ public final class WanCards {
       components.put(
           id, new ComponentSpec(id, kindOf(id), id, declared.className(), Precision.F32));
     }
+    // The configs' every field the components do not implement is refused here, naming the file,
+    // before any weights load (loading reads them again).
+    Path vaeConfig = dir.component("vae").configFile();
+    WanVaeConfig vae = WanVaeConfig.read(vaeConfig);
+    if (vae.isResidual()) {
+      // The VAE itself loads; a TI2V checkpoint also needs per-token timesteps and its task.
+      throw new CheckpointException(
+          vaeConfig
+              + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
+              + " by the Wan import yet");
+    }
+    Path transformerConfig = dir.component("transformer").configFile();
+    WanTransformerConfig transformer = WanTransformerConfig.read(transformerConfig);
+    checkTransformer(transformerConfig, transformer, pipeline, imageEncoder, vae.zDim());
     if (twoExperts) {
       components.put(
           SECOND_EXPERT,
@@ -141,41 +179,144 @@ public final class WanCards {
               SECOND_EXPERT,
               expertClass(index, dir),
               Precision.F32));
-      WanTransformerConfig.read(dir.component(SECOND_EXPERT).configFile());
+      Path second = dir.component(SECOND_EXPERT).configFile();
+      checkTransformer(
+          second, WanTransformerConfig.read(second), pipeline, imageEncoder, vae.zDim());
     }
-    // The configs' every field the components do not implement is refused here, naming the file,
-    // before any weights load (loading reads them again).
-    Path transformerConfig = dir.component("transformer").configFile();
-    WanTransformerConfig.ImageConditioning image =
-        WanTransformerConfig.read(transformerConfig).image();
-    if (image != null) {
-      // The transformer runs image tokens, but the card has no image encoder or I2V task yet.
-      throw new CheckpointException(
-          transformerConfig
-              + ": image_dim "
-              + image.imageDim()
-              + " (image-token conditioning, Wan2.1 I2V) is not supported by the Wan import yet");
-    }
-    Path vaeConfig = dir.component("vae").configFile();
-    if (WanVaeConfig.read(vaeConfig).isResidual()) {
-      // The VAE itself loads; a TI2V checkpoint also needs per-token timesteps and its task.
-      throw new CheckpointException(
-          vaeConfig
-              + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
-              + " by the Wan import yet");
+    if (imageEncoder) {
+      checkImageEncoder(dir, transformerConfig, transformer.image().imageDim());
     }
     String modelId = dir.dir().toAbsolutePath().normalize().getFileName().toString();
-    return card(modelId, components, RecipeSpec.base(), GenerationDefaults.WAN_480P);
+    return card(
+        modelId,
+        components,
+        RecipeSpec.base(),
+        GenerationDefaults.WAN_480P,
+        imageToVideo ? TaskType.I2V : TaskType.T2V);
+  }
+
+  /** The text-to-video pipeline class. */
+  private static final String T2V_PIPELINE = "WanPipeline";
+
+  /** The image-to-video pipeline class (Wan2.1 I2V, Wan2.2 I2V A14B). */
+  private static final String I2V_PIPELINE = "WanImageToVideoPipeline";
+
+  /** The CLIP vision encoder of a Wan2.1 I2V checkpoint. */
+  public static final String IMAGE_ENCODER = "image_encoder";
+
+  /** The CLIP image processor of a Wan2.1 I2V checkpoint. */
+  public static final String IMAGE_PROCESSOR = "image_processor";
+
+  /** The image components and the class each must have. */
+  static final Map<String, String> IMAGE_COMPONENT_CLASSES =
+      Map.of(IMAGE_ENCODER, "CLIPVisionModel", IMAGE_PROCESSOR, "CLIPImageProcessor");
+
+  /** The condition's mask channels (one per frame the VAE folds into a latent frame). */
+  public static final int CONDITION_CHANNELS = 4;
+
+  /**
+   * Whether an image-to-video checkpoint has its image encoder: the encoder and its processor come
+   * together (either alone leaves the other unusable).
+   */
+  private static boolean hasImageEncoder(Path index, DiffusersDirectory dir) {
+    boolean encoder = dir.components().containsKey(IMAGE_ENCODER);
+    boolean processor = dir.components().containsKey(IMAGE_PROCESSOR);
+    if (encoder != processor) {
+      throw new CheckpointException(
+          index
+              + ": component '"
+              + (encoder ? IMAGE_ENCODER : IMAGE_PROCESSOR)
+              + "' needs '"
+              + (encoder ? IMAGE_PROCESSOR : IMAGE_ENCODER)
+              + "', which is missing");
+    }
+    return encoder;
+  }
+
+  /**
+   * A transformer config against its pipeline: image tokens exactly when there is an image encoder,
+   * and the input channels the pipeline concatenates (the noise, for I2V also the mask and the
+   * condition latents).
+   */
+  private static void checkTransformer(
+      Path config,
+      WanTransformerConfig transformer,
+      String pipeline,
+      boolean imageEncoder,
+      int zDim) {
+    var image = transformer.image();
+    if (image != null && !imageEncoder) {
+      throw new CheckpointException(
+          config
+              + ": image_dim "
+              + image.imageDim()
+              + " attends to image-encoder states, but "
+              + (pipeline.equals(I2V_PIPELINE)
+                  ? "the checkpoint has no image_encoder"
+                  : "a " + pipeline + " gives none (image conditioning is " + I2V_PIPELINE + ")"));
+    }
+    if (image == null && imageEncoder) {
+      throw new CheckpointException(
+          config
+              + ": no image_dim, but the checkpoint has an image_encoder whose states the"
+              + " transformer would never read");
+    }
+    boolean imageToVideo = pipeline.equals(I2V_PIPELINE);
+    int expected = imageToVideo ? 2 * zDim + CONDITION_CHANNELS : zDim;
+    if (transformer.inChannels() != expected) {
+      throw new CheckpointException(
+          config
+              + ": in_channels "
+              + transformer.inChannels()
+              + " does not fit "
+              + (imageToVideo
+                  ? "image-to-video: the noise, the mask and the condition latents are "
+                      + zDim
+                      + " + "
+                      + CONDITION_CHANNELS
+                      + " + "
+                      + zDim
+                      + " = "
+                      + expected
+                  : "text-to-video: the noise latents are the VAE's z_dim " + zDim));
+    }
+  }
+
+  /**
+   * The image encoder's width must be the transformer's {@code image_dim}, and its processor must
+   * make images of the encoder's size.
+   */
+  private static void checkImageEncoder(DiffusersDirectory dir, Path transformer, int imageDim) {
+    Path encoderConfig = dir.component(IMAGE_ENCODER).configFile();
+    ClipVisionConfig clip = ClipVisionConfig.read(encoderConfig);
+    if (clip.hiddenSize() != imageDim) {
+      throw new CheckpointException(
+          transformer
+              + ": image_dim "
+              + imageDim
+              + " does not match the image encoder's hidden_size "
+              + clip.hiddenSize()
+              + " ("
+              + encoderConfig
+              + ")");
+    }
+    Path processorConfig = dir.component(IMAGE_PROCESSOR).configFile();
+    ClipImageProcessor processor = ClipImageProcessor.read(processorConfig);
+    if (processor.cropHeight() != clip.imageSize() || processor.cropWidth() != clip.imageSize()) {
+      throw new CheckpointException(
+          processorConfig
+              + ": crop_size "
+              + processor.cropHeight()
+              + "x"
+              + processor.cropWidth()
+              + " must be the image encoder's image_size "
+              + clip.imageSize()
+              + " (do_center_crop on)");
+    }
   }
 
   /** The low-noise expert of a two-expert (Wan2.2 A14B) checkpoint. */
   static final String SECOND_EXPERT = "transformer_2";
-
-  /** What a component this import does not implement would be for, in its refusal. */
-  private static final Map<String, String> UNSUPPORTED_COMPONENTS =
-      Map.of(
-          "image_encoder", " (image conditioning, Wan2.1 I2V)",
-          "image_processor", " (image conditioning, Wan2.1 I2V)");
 
   /**
    * Whether the checkpoint has two experts: {@code transformer_2} and {@code boundary_ratio} come
@@ -255,26 +396,57 @@ public final class WanCards {
     }
   }
 
-  /** A Wan T2V card over the standard components with the given recipe. */
+  /** A Wan text-to-video card (tasks t2v and t2i) over the given components and recipe. */
   public static ModelCard card(
       String modelId,
       Map<String, ComponentSpec> components,
       RecipeSpec recipe,
       GenerationDefaults defaults) {
+    return card(modelId, components, recipe, defaults, TaskType.T2V);
+  }
+
+  /**
+   * A Wan card over the given components and recipe for {@code task}: {@link TaskType#T2V} (which
+   * also serves t2i, one frame) or {@link TaskType#I2V}. Image-to-video encodes the image with the
+   * CLIP encoder when the card has one, and the condition video with the VAE, before denoising.
+   */
+  public static ModelCard card(
+      String modelId,
+      Map<String, ComponentSpec> components,
+      RecipeSpec recipe,
+      GenerationDefaults defaults,
+      TaskType task) {
+    if (task != TaskType.T2V && task != TaskType.I2V) {
+      throw new IllegalArgumentException("a Wan card serves t2v or i2v, not " + task.wireName());
+    }
     Map<String, LoopSpec> loops = new LinkedHashMap<>();
     loops.put(
         TEXT_ENCODE,
         new LoopSpec(TEXT_ENCODE, WorkKind.ENCODER_CHUNK, List.of("tokenizer", "text_encoder")));
+    if (components.containsKey(IMAGE_ENCODER)) {
+      loops.put(
+          IMAGE_ENCODE,
+          new LoopSpec(
+              IMAGE_ENCODE, WorkKind.ENCODER_CHUNK, List.of(IMAGE_PROCESSOR, IMAGE_ENCODER)));
+    }
+    if (task == TaskType.I2V) {
+      loops.put(VAE_ENCODE, new LoopSpec(VAE_ENCODE, WorkKind.VAE_TILE, List.of("vae")));
+    }
     List<String> denoise =
         components.containsKey(SECOND_EXPERT)
             ? List.of("transformer", SECOND_EXPERT, "scheduler")
             : List.of("transformer", "scheduler");
     loops.put(DENOISE, new LoopSpec(DENOISE, WorkKind.DIFFUSION_STEP, denoise));
     loops.put(VAE_DECODE, new LoopSpec(VAE_DECODE, WorkKind.VAE_TILE, List.of("vae")));
-    List<String> program = List.of(TEXT_ENCODE, DENOISE, VAE_DECODE);
+    List<String> program = List.copyOf(loops.keySet());
+    Map<TaskType, List<String>> capabilities =
+        task == TaskType.I2V
+            ? Map.of(TaskType.I2V, program)
+            : Map.of(TaskType.T2V, program, TaskType.T2I, program);
+    // Every component runs in every task the card serves; none is optional.
     Map<String, CheckpointManifest.Requirement> manifest = new LinkedHashMap<>();
     for (String id : components.keySet()) {
-      manifest.put(id, new CheckpointManifest.Requirement(EnumSet.allOf(TaskType.class), Set.of()));
+      manifest.put(id, new CheckpointManifest.Requirement(capabilities.keySet(), Set.of()));
     }
     List<String> taps =
         new ArrayList<>(
@@ -285,7 +457,7 @@ public final class WanCards {
             FAMILY,
             components,
             loops,
-            Map.of(TaskType.T2V, program, TaskType.T2I, program),
+            capabilities,
             recipe,
             new ParitySpec(ConsistencyRung.C1, taps, GOLDEN_TOLERANCES),
             Map.of(
@@ -311,6 +483,8 @@ public final class WanCards {
       case "text_encoder" -> ComponentKind.TEXT_ENCODER;
       case "tokenizer" -> ComponentKind.TOKENIZER;
       case "scheduler" -> ComponentKind.SCHEDULER;
+      case IMAGE_ENCODER -> ComponentKind.IMAGE_ENCODER;
+      case IMAGE_PROCESSOR -> ComponentKind.IMAGE_PROCESSOR;
       default -> throw new IllegalArgumentException("not a Wan component: " + id);
     };
   }

@@ -10,6 +10,9 @@ import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.models.clip.ClipImageProcessor;
+import dev.stepweave.models.clip.ClipVisionConfig;
+import dev.stepweave.models.clip.ClipVisionEncoder;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.text.PromptTokenizer;
 import dev.stepweave.models.text.UMT5Config;
@@ -51,7 +54,14 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   /** Bytes of text embeddings kept for reuse across requests (≈ 64 prompts of 512×4096 F32). */
   public static final long TEXT_EMBEDDING_BUDGET_BYTES = 512L << 20;
 
-  /** The components whose weights live on the backend, each in a pool of its own there. */
+  /** Bytes of image embeddings kept for reuse across requests (≈ 48 images of 257×1280 F32). */
+  public static final long IMAGE_EMBEDDING_BUDGET_BYTES = 64L << 20;
+
+  /**
+   * The components whose weights live on the backend in every Wan checkpoint, each in a pool of its
+   * own there; {@link #weightComponents()} adds the image encoder and the second expert when the
+   * checkpoint has them.
+   */
   public static final List<String> WEIGHT_COMPONENTS =
       List.of("text_encoder", "transformer", "vae");
 
@@ -66,6 +76,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final ExpertRouting routing;
   private final List<String> weightComponents;
   private final WanVae vae;
+  private final ClipImageProcessor imageProcessor; // null without an image encoder
+  private final ClipVisionEncoder imageEncoder; // null without an image encoder
   private final SamplerChoice samplers;
   private final TextEncodeLoop textEncode;
   private final DenoiseLoop denoise;
@@ -77,6 +89,9 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   // precision; it holds no request's state.
   private final FeatureCache<Tensor> textEmbeddings =
       new FeatureCache<>(TEXT_EMBEDDING_BUDGET_BYTES, EvictionPolicy.FIFO, Tensor::byteSize);
+  // Keyed by the image's hash, the encoder, its weights and precision, like the text cache.
+  private final FeatureCache<Tensor> imageEmbeddings =
+      new FeatureCache<>(IMAGE_EMBEDDING_BUDGET_BYTES, EvictionPolicy.FIFO, Tensor::byteSize);
   private final WanAdapters adapters;
 
   private WanModel(
@@ -90,6 +105,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       WanTransformer transformer2,
       ExpertRouting routing,
       WanVae vae,
+      ClipImageProcessor imageProcessor,
+      ClipVisionEncoder imageEncoder,
       SamplerChoice samplers,
       List<TensorSource> sources) {
     this.instanceId = instanceId;
@@ -103,8 +120,10 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.transformer = transformer;
     this.transformer2 = transformer2;
     this.routing = routing;
-    this.weightComponents = componentsWithWeights(!routing.single());
+    this.weightComponents = componentsWithWeights(!routing.single(), imageEncoder != null);
     this.vae = vae;
+    this.imageProcessor = imageProcessor;
+    this.imageEncoder = imageEncoder;
     this.samplers = samplers;
     this.textEncode = new TextEncodeLoop(this);
     this.denoise = new DenoiseLoop(this);
@@ -115,11 +134,15 @@ public final class WanModel implements ModelInstance, AutoCloseable {
             backend,
             transformer::adaptableLayers,
             WanAdapters.DEFAULT_BUDGET_BYTES);
-    this.loops =
-        Map.of(
-            WanCards.TEXT_ENCODE, textEncode,
-            WanCards.DENOISE, denoise,
-            WanCards.VAE_DECODE, vaeDecode);
+    Map<String, Loop<? extends LoopState>> all = new LinkedHashMap<>();
+    all.put(WanCards.TEXT_ENCODE, textEncode);
+    all.put(WanCards.IMAGE_ENCODE, new ImageEncodeLoop(this));
+    all.put(WanCards.VAE_ENCODE, new VaeEncodeLoop(this));
+    all.put(WanCards.DENOISE, denoise);
+    all.put(WanCards.VAE_DECODE, vaeDecode);
+    // The loops the card declares, no more: an I2V loop on a T2V card would read no image.
+    all.keySet().retainAll(card.loops().keySet());
+    this.loops = Map.copyOf(all);
   }
 
   /**
@@ -187,6 +210,24 @@ public final class WanModel implements ModelInstance, AutoCloseable {
               backend,
               sources,
               w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
+      boolean hasImageEncoder = card.components().containsKey(WanCards.IMAGE_ENCODER);
+      ClipImageProcessor imageProcessor =
+          hasImageEncoder
+              ? ClipImageProcessor.read(d.component(WanCards.IMAGE_PROCESSOR).configFile())
+              : null;
+      ClipVisionEncoder imageEncoder =
+          hasImageEncoder
+              ? loadComponent(
+                  d,
+                  WanCards.IMAGE_ENCODER,
+                  instanceId,
+                  backend,
+                  sources,
+                  w ->
+                      ClipVisionEncoder.load(
+                          ClipVisionConfig.read(d.component(WanCards.IMAGE_ENCODER).configFile()),
+                          w))
+              : null;
       if (textEncoder.config().dModel() != transformer.config().textDim()) {
         throw new CheckpointException(
             d.component("transformer").configFile()
@@ -206,20 +247,30 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           transformer2,
           routing,
           vae,
+          imageProcessor,
+          imageEncoder,
           samplers,
           sources);
     } catch (RuntimeException e) {
       tokenizer.close();
       sources.forEach(TensorSource::close);
-      componentsWithWeights(d.components().containsKey(ExpertRouting.SECOND))
+      componentsWithWeights(
+              d.components().containsKey(ExpertRouting.SECOND),
+              card.components().containsKey(WanCards.IMAGE_ENCODER))
           .forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
       throw e;
     }
   }
 
-  /** {@link #WEIGHT_COMPONENTS}, with the second expert after the first when there is one. */
-  private static List<String> componentsWithWeights(boolean twoExperts) {
+  /**
+   * {@link #WEIGHT_COMPONENTS}, with the image encoder after the text encoder and the second expert
+   * after the first when there are.
+   */
+  private static List<String> componentsWithWeights(boolean twoExperts, boolean imageEncoder) {
     List<String> out = new ArrayList<>(WEIGHT_COMPONENTS);
+    if (imageEncoder) {
+      out.add(out.indexOf("text_encoder") + 1, WanCards.IMAGE_ENCODER);
+    }
     if (twoExperts) {
       out.add(out.indexOf(ExpertRouting.FIRST) + 1, ExpertRouting.SECOND);
     }
@@ -450,6 +501,45 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     return weightComponents;
   }
 
+  /**
+   * The image encoder, woken first if it sleeps.
+   *
+   * @throws IllegalStateException when the checkpoint has none
+   */
+  public ClipVisionEncoder imageEncoder() {
+    requireImageEncoder();
+    wake(WanCards.IMAGE_ENCODER);
+    return imageEncoder;
+  }
+
+  /** The image encoder's processor. */
+  public ClipImageProcessor imageProcessor() {
+    requireImageEncoder();
+    return imageProcessor;
+  }
+
+  /** The image encoder's configuration (reading it wakes nothing). */
+  public ClipVisionConfig imageEncoderConfig() {
+    requireImageEncoder();
+    return imageEncoder.config();
+  }
+
+  private void requireImageEncoder() {
+    if (imageEncoder == null) {
+      throw new IllegalStateException("model '" + card.modelId() + "' has no image encoder");
+    }
+  }
+
+  /** The image-embedding cache of this instance (empty without an image encoder). */
+  public FeatureCache<Tensor> imageEmbeddingCache() {
+    return imageEmbeddings;
+  }
+
+  /** The noise latents' shape for a request: {@code [1, z_dim, F', H', W']}. */
+  int[] latentShape(Request request) {
+    return denoise.latentShape(request);
+  }
+
   /** The VAE, woken first if it sleeps. */
   public WanVae vae() {
     wake("vae");
@@ -578,7 +668,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   }
 
   /**
-   * The request's worst case over its program: the text embeddings (held to the end), the denoise
+   * The request's worst case over its program: the text embeddings (held to the end), the
+   * image-to-video condition and image embeddings (held to the end of denoising), the denoise
    * state, the denoised latents and the decode state all resident at once; the largest peak
    * activation of any step; and the FLOPs and bytes of every step.
    */
@@ -588,29 +679,47 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     int length = maxSequenceLength(request);
     int[] latents = denoise.latentShape(request);
     int steps = request.params().steps();
-    ResourceRequest text = textEncode.resources(length);
-    ResourceRequest step = denoise.resources(latents, length, branches);
+    List<ResourceRequest> once = new ArrayList<>(List.of(textEncode.resources(length)));
+    for (int b = 1; b < branches; b++) {
+      once.add(textEncode.resources(length));
+    }
+    long conditionBytes = 0;
+    int imageTokens = 0;
+    if (loops.get(WanCards.IMAGE_ENCODE) instanceof ImageEncodeLoop image) {
+      ResourceRequest encode = image.resources();
+      once.add(encode);
+      conditionBytes += encode.residentBytes();
+      imageTokens =
+          1 + imageEncoder.config().patchesPerSide() * imageEncoder.config().patchesPerSide();
+    }
+    if (loops.get(WanCards.VAE_ENCODE) instanceof VaeEncodeLoop condition) {
+      ResourceRequest encode = condition.resources(request);
+      once.add(encode);
+      conditionBytes +=
+          Tensor.numel(latents) / latents[1] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
+    }
+    ResourceRequest step =
+        denoise.resources(latents, length, branches, conditionBytes, imageTokens);
     ResourceRequest decode = vaeDecode.resources(latents);
-    long latentBytes = dev.stepweave.tensor.Tensor.numel(latents) * 4L;
-    long resident =
-        text.residentBytes() * branches
-            + step.residentBytes()
-            + latentBytes
-            + decode.residentBytes();
-    long peak =
-        Math.max(
-            text.peakActivationBytes(),
-            Math.max(step.peakActivationBytes(), decode.peakActivationBytes()));
+    long latentBytes = Tensor.numel(latents) * 4L;
+    long resident = step.residentBytes() + latentBytes + decode.residentBytes();
+    long peak = Math.max(step.peakActivationBytes(), decode.peakActivationBytes());
+    double flops = step.flops() * steps;
+    double bytes = step.bytesMoved() * steps;
+    for (ResourceRequest r : once) {
+      resident += r.residentBytes();
+      peak = Math.max(peak, r.peakActivationBytes());
+      flops += r.flops();
+      bytes += r.bytesMoved();
+    }
     int decodeSteps = latents[2];
     return new ResourceRequest(
         0,
         resident,
         peak,
         0,
-        text.flops() * branches + step.flops() * steps + decode.flops() * decodeSteps,
-        text.bytesMoved() * branches
-            + step.bytesMoved() * steps
-            + decode.bytesMoved() * decodeSteps);
+        flops + decode.flops() * decodeSteps,
+        bytes + decode.bytesMoved() * decodeSteps);
   }
 
   /** The sampler a request runs with. */
@@ -647,6 +756,13 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           case "transformer" -> transformer;
           case "vae" -> vae;
           case "scheduler" -> samplers;
+          case WanCards.IMAGE_ENCODER, WanCards.IMAGE_PROCESSOR -> {
+            if (imageEncoder == null) {
+              throw new IllegalArgumentException(
+                  "model '" + card.modelId() + "' has no component '" + id + "'");
+            }
+            yield id.equals(WanCards.IMAGE_ENCODER) ? imageEncoder : imageProcessor;
+          }
           case ExpertRouting.SECOND -> {
             if (transformer2 == null) {
               throw new IllegalArgumentException(

@@ -59,6 +59,32 @@ class RecordingVerifierTest {
   }
 
   @Test
+  void theImageToVideoGoldensMatchEncoderTransformerAndWholePipeline() {
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan21-i2v-tiny"), new CpuBackend(), s -> {})
+            .verify(GOLDEN.resolve("wan21-i2v-tiny-expected"), c -> {});
+    report.comparisons().forEach(c -> System.out.println(c.line()));
+    assertEquals(List.of(), report.errors());
+    assertTrue(report.passed(), () -> "first divergence: " + report.firstDivergence());
+    Set<String> names =
+        report.comparisons().stream().map(Comparison::name).collect(Collectors.toSet());
+    assertTrue(
+        names.containsAll(
+            Set.of(
+                "clip/pixel_values",
+                "clip/image_embeds",
+                "dit/out",
+                "pipeline_i2v/prompt_ids",
+                "pipeline_i2v/prompt_embeds",
+                "pipeline_i2v/negative_prompt_embeds",
+                "pipeline_i2v/image_embeds",
+                "pipeline_i2v/condition",
+                "pipeline_i2v/step_latents",
+                "pipeline_i2v/frames")),
+        names::toString);
+  }
+
+  @Test
   void theLoraGoldensMatchWithEachAdapterAloneStackedAndNone() {
     ParityReport report =
         new RecordingVerifier(GOLDEN.resolve("wan21-lora-tiny"), new CpuBackend(), s -> {})

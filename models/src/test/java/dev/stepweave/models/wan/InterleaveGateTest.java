@@ -173,6 +173,8 @@ class InterleaveGateTest {
               900f - 100 * i,
               ops.upload(g.randn(1, 16, textDim), dev.stepweave.tensor.DType.F32),
               ops.upload(g.randn(1, 16, textDim), dev.stepweave.tensor.DType.F32),
+              null, // text-to-video: no condition
+              null,
               policies[i],
               i,
               new dev.stepweave.core.extend.PluginState(),

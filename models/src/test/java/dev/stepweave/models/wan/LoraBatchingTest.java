@@ -170,6 +170,8 @@ class LoraBatchingTest {
               800f - 50 * i,
               ops.upload(g.randn(1, 7, textDim), DType.F32),
               ops.upload(g.randn(1, 7, textDim), DType.F32),
+              null, // text-to-video: no condition
+              null,
               i % 2 == 0 ? new CfgPolicy.Classic(5.0, false) : new CfgPolicy.CondOnly(),
               i,
               new dev.stepweave.core.extend.PluginState(),

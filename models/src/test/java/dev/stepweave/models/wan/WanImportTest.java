@@ -5,6 +5,10 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.card.ComponentKind;
+import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.TaskType;
 import dev.stepweave.tensor.io.CheckpointException;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import java.io.IOException;
@@ -12,20 +16,23 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.List;
+import java.util.Set;
 import java.util.function.Consumer;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The Wan T2V import never guesses: every field of {@code model_index.json} and the configs it does
- * not implement is a one-line error naming the file and the field — above all a Wan2.2 checkpoint,
+ * The Wan import never guesses: every field of {@code model_index.json} and the configs it does not
+ * implement is a one-line error naming the file and the field — above all a Wan2.2 checkpoint,
  * which would otherwise load and generate with its first transformer only. The variants are the
  * golden tiny checkpoint's files with one field changed as the Wan2.2 and I2V checkpoints have it
  * (weights are not needed: the import reads only the JSON).
  */
 class WanImportTest {
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  private static final Path I2V = Path.of(System.getProperty("stepweave.golden"), "wan21-i2v-tiny");
 
   @TempDir Path dir;
 
@@ -34,7 +41,11 @@ class WanImportTest {
    * {@code file} edited by {@code edit}.
    */
   private Path variant(String file, Consumer<ObjectNode> edit) throws IOException {
-    Path source = ResumeInNewProcessTest.CHECKPOINT;
+    return variant(ResumeInNewProcessTest.CHECKPOINT, file, edit);
+  }
+
+  /** {@link #variant(String, Consumer)} of the checkpoint at {@code source}. */
+  private Path variant(Path source, String file, Consumer<ObjectNode> edit) throws IOException {
     try (Stream<Path> all = Files.walk(source)) {
       for (Path p : all.toList()) {
         Path target = dir.resolve(source.relativize(p).toString());
@@ -62,6 +73,9 @@ class WanImportTest {
   void theGoldenT2vCheckpointImports() throws IOException {
     variant("model_index.json", n -> {});
     assertEquals(3, WanCards.importDiffusers(DiffusersDirectory.open(dir)).loops().size());
+    assertEquals(
+        Set.of(TaskType.T2V, TaskType.T2I),
+        WanCards.importDiffusers(DiffusersDirectory.open(dir)).tasks());
   }
 
   @Test
@@ -120,7 +134,7 @@ class WanImportTest {
   }
 
   @Test
-  void anImageEncoderIsRefused() throws IOException {
+  void anImageEncoderOnATextToVideoPipelineIsRefused() throws IOException {
     Path index =
         variant(
             "model_index.json",
@@ -131,8 +145,8 @@ class WanImportTest {
     Files.createDirectories(dir.resolve("image_encoder"));
     assertEquals(
         index
-            + ": component 'image_encoder' (CLIPVisionModel) is not supported yet (image"
-            + " conditioning, Wan2.1 I2V)",
+            + ": component 'image_encoder' (CLIPVisionModel) is not supported by a WanPipeline"
+            + " (image conditioning needs WanImageToVideoPipeline)",
         refusal(dir));
   }
 
@@ -158,17 +172,154 @@ class WanImportTest {
   }
 
   @Test
-  void anImageConditionedTransformerIsRefusedUntilTheImportHasImageToVideo() throws IOException {
-    // The transformer itself runs image tokens (WanTransformerParityTest); the card has no image
-    // encoder or I2V task to feed it yet.
+  void anImageConditionedTransformerOnATextToVideoPipelineIsRefused() throws IOException {
     Path transformer =
         variant(
             "transformer/config.json",
             n -> n.put("in_channels", 36).put("image_dim", 24).put("added_kv_proj_dim", 32));
     assertEquals(
         transformer
-            + ": image_dim 24 (image-token conditioning, Wan2.1 I2V) is not supported by the Wan"
-            + " import yet",
+            + ": image_dim 24 attends to image-encoder states, but a WanPipeline gives none"
+            + " (image conditioning is WanImageToVideoPipeline)",
+        refusal(dir));
+  }
+
+  @Test
+  void aTextToVideoCardServesT2vAndT2iAndRequiresEveryComponentForBoth() throws IOException {
+    variant("model_index.json", n -> {});
+    ModelCard card = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    assertEquals(Set.of(TaskType.T2V, TaskType.T2I), card.tasks());
+    card.checkpoint()
+        .components()
+        .forEach(
+            (id, r) -> {
+              assertEquals(Set.of(TaskType.T2V, TaskType.T2I), r.requiredFor(), id);
+              assertEquals(Set.of(), r.optionalFor(), id);
+            });
+  }
+
+  @Test
+  void theWan21I2vCheckpointImportsAsAnImageToVideoCard() throws IOException {
+    variant(I2V, "model_index.json", n -> {});
+    ModelCard card = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    assertEquals(Set.of(TaskType.I2V), card.tasks());
+    assertEquals(
+        List.of(
+            WanCards.TEXT_ENCODE,
+            WanCards.IMAGE_ENCODE,
+            WanCards.VAE_ENCODE,
+            WanCards.DENOISE,
+            WanCards.VAE_DECODE),
+        card.loopsFor(TaskType.I2V));
+    assertEquals(ComponentKind.IMAGE_ENCODER, card.components().get(WanCards.IMAGE_ENCODER).kind());
+    assertEquals(
+        ComponentKind.IMAGE_PROCESSOR, card.components().get(WanCards.IMAGE_PROCESSOR).kind());
+    assertEquals(
+        List.of(WanCards.IMAGE_PROCESSOR, WanCards.IMAGE_ENCODER),
+        card.loops().get(WanCards.IMAGE_ENCODE).components());
+    assertEquals(card.components().keySet(), card.checkpoint().components().keySet());
+    card.checkpoint()
+        .components()
+        .forEach((id, r) -> assertEquals(Set.of(TaskType.I2V), r.requiredFor(), id));
+    // diffusers' WanImageToVideoPipeline.__call__ defaults: 832x480, 81 frames, 50 steps,
+    // guidance 5; its examples export at 16 fps.
+    assertEquals(GenerationDefaults.WAN_480P, card.defaults());
+  }
+
+  @Test
+  void aTwoExpertI2vCheckpointWithoutAnImageEncoderImportsWithTheConditionAlone()
+      throws IOException {
+    var expert = JSON.createArrayNode().add("diffusers").add("WanTransformer3DModel");
+    withoutImageEncoder(
+        n -> {
+          n.set("transformer_2", expert);
+          n.put("boundary_ratio", 0.9);
+        });
+    Files.createDirectories(dir.resolve("transformer_2"));
+    Files.copy(
+        dir.resolve("transformer/config.json"),
+        dir.resolve("transformer_2/config.json"),
+        StandardCopyOption.REPLACE_EXISTING);
+    ModelCard card = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    assertEquals(Set.of(TaskType.I2V), card.tasks());
+    assertEquals(
+        List.of(WanCards.TEXT_ENCODE, WanCards.VAE_ENCODE, WanCards.DENOISE, WanCards.VAE_DECODE),
+        card.loopsFor(TaskType.I2V));
+    assertEquals(
+        List.of("transformer", "transformer_2", "scheduler"),
+        card.loops().get(WanCards.DENOISE).components());
+  }
+
+  /** The I2V checkpoint without its image encoder and processor, its transformer without them. */
+  private Path withoutImageEncoder(Consumer<ObjectNode> editIndex) throws IOException {
+    variant(
+        I2V,
+        "transformer/config.json",
+        n -> {
+          n.remove("image_dim");
+          n.remove("added_kv_proj_dim");
+        });
+    Path index = dir.resolve("model_index.json");
+    ObjectNode node = (ObjectNode) JSON.readTree(index.toFile());
+    node.remove(WanCards.IMAGE_ENCODER);
+    node.remove(WanCards.IMAGE_PROCESSOR);
+    editIndex.accept(node);
+    JSON.writeValue(index.toFile(), node);
+    return index;
+  }
+
+  @Test
+  void everyOtherImageToVideoCombinationIsRefusedNamingTheFileAndTheField() throws IOException {
+    Path index = variant(I2V, "model_index.json", n -> n.remove(WanCards.IMAGE_PROCESSOR));
+    assertEquals(
+        index + ": component 'image_encoder' needs 'image_processor', which is missing",
+        refusal(dir));
+    Path transformer =
+        variant(
+            I2V,
+            "transformer/config.json",
+            n -> {
+              n.remove("image_dim");
+              n.remove("added_kv_proj_dim");
+            });
+    assertEquals(
+        transformer
+            + ": no image_dim, but the checkpoint has an image_encoder whose states the"
+            + " transformer would never read",
+        refusal(dir));
+    variant(
+        I2V,
+        "model_index.json",
+        n -> {
+          n.remove(WanCards.IMAGE_ENCODER);
+          n.remove(WanCards.IMAGE_PROCESSOR);
+        });
+    assertEquals(
+        transformer
+            + ": image_dim 24 attends to image-encoder states, but the checkpoint has no"
+            + " image_encoder",
+        refusal(dir));
+    variant(I2V, "transformer/config.json", n -> n.put("in_channels", 16));
+    assertEquals(
+        transformer
+            + ": in_channels 16 does not fit image-to-video: the noise, the mask and the condition"
+            + " latents are 16 + 4 + 16 = 36",
+        refusal(dir));
+    variant(I2V, "transformer/config.json", n -> n.put("image_dim", 32));
+    assertEquals(
+        transformer
+            + ": image_dim 32 does not match the image encoder's hidden_size 24 ("
+            + dir.resolve("image_encoder/config.json")
+            + ")",
+        refusal(dir));
+    Path processor =
+        variant(
+            I2V,
+            "image_processor/preprocessor_config.json",
+            n -> n.set("crop_size", JSON.createObjectNode().put("height", 16).put("width", 16)));
+    assertEquals(
+        processor
+            + ": crop_size 16x16 must be the image encoder's image_size 32 (do_center_crop on)",
         refusal(dir));
   }
 

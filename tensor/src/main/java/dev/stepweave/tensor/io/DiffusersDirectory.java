@@ -19,10 +19,11 @@ public final class DiffusersDirectory {
 
   /**
    * Where a component keeps its configuration, in order of preference: networks have config.json,
-   * schedulers scheduler_config.json, tokenizers their tokenizer.json.
+   * schedulers scheduler_config.json, tokenizers their tokenizer.json, image processors
+   * preprocessor_config.json.
    */
   private static final List<String> CONFIG_NAMES =
-      List.of("config.json", "scheduler_config.json", "tokenizer.json");
+      List.of("config.json", "scheduler_config.json", "tokenizer.json", "preprocessor_config.json");
 
   private final Path dir;
   private final String pipelineClass;

@@ -1,46 +1,79 @@
 package dev.stepweave.models.clip;
 
 /**
- * The antialiased bicubic resize of 8-bit images that the reference image processor runs: Pillow's
- * algorithm ({@code ImagingResample}) with the fixed-point weights of torch's CPU uint8 kernel,
- * which transformers' default ({@code torchvision}-backed) {@code CLIPImageProcessor} calls.
+ * The antialiased resize of 8-bit images that the reference pipelines run: Pillow's algorithm
+ * ({@code ImagingResample}) with one of two kernels and one of two ways of rounding the taps.
  *
  * <p>It is a separable convolution, horizontal pass first, each pass rounding and clamping its
- * result to 8 bits. Each output sample's kernel is the Keys cubic ({@code a = -0.5}) centred on the
- * sample's centre in input coordinates and, when downscaling, stretched by the scale factor so it
- * averages over the sample's whole footprint; its taps are normalised to sum to one and rounded to
- * 16-bit integers with as many fractional bits as the pass's largest tap allows. Pillow itself (the
- * processor's PIL backend) rounds the taps to 22 fractional bits instead, and a few samples then
- * come out one level apart: such are the last-bit differences the golden bound allows.
+ * result to 8 bits; a side that keeps its size is not touched. Each output sample's kernel is
+ * centred on the sample's centre in input coordinates and, when downscaling, stretched by the scale
+ * factor so it averages over the sample's whole footprint; its taps are normalised to sum to one
+ * and rounded to integers with {@link Taps#precision} fractional bits.
+ *
+ * <p>transformers' default ({@code torchvision}-backed) {@code CLIPImageProcessor} calls torch's
+ * CPU uint8 kernel: bicubic taps as 16-bit integers with as many fractional bits as the pass's
+ * largest tap allows ({@link Rounding#TORCH_UINT8}). diffusers' {@code VideoProcessor} resizes with
+ * Pillow itself, Lanczos, 22 fractional bits ({@link Rounding#PILLOW}). Pillow's bicubic (the CLIP
+ * processor's PIL backend) would round to 22 bits too, and a few samples then come out one level
+ * apart: such are the last-bit differences the CLIP golden bound allows.
  */
-final class BicubicResize {
-  private static final double SUPPORT = 2.0;
+public final class AntialiasedResize {
+  /** The convolution kernels, with their support in input samples at scale one. */
+  public enum Filter {
+    /** Keys' cubic convolution with {@code a = -0.5} (Pillow's and torch's bicubic). */
+    BICUBIC(2.0),
+    /** Pillow's Lanczos: a sinc windowed by a sinc three times wider. */
+    LANCZOS(3.0);
+
+    private final double support;
+
+    Filter(double support) {
+      this.support = support;
+    }
+
+    double weight(double x) {
+      return switch (this) {
+        case BICUBIC -> cubic(x);
+        case LANCZOS -> -3.0 <= x && x < 3.0 ? sinc(x) * sinc(x / 3.0) : 0.0;
+      };
+    }
+  }
+
+  /** How the normalised taps become integers. */
+  public enum Rounding {
+    /** torch's uint8 kernel: int16 taps with as many fractional bits (at most 22) as fit. */
+    TORCH_UINT8,
+    /** Pillow: 22 fractional bits, whatever the taps. */
+    PILLOW
+  }
+
   private static final double A = -0.5;
 
-  /** torch's bound on fractional bits, whatever the taps (Pillow's fixed precision). */
+  /** Pillow's fractional bits, and torch's bound on them. */
   private static final int MAX_PRECISION = 22;
 
   private static final int INT16_LIMIT = 1 << 15;
   private static final int CHANNELS = 3;
 
-  private BicubicResize() {}
+  private AntialiasedResize() {}
 
   /**
    * {@code image} resampled to {@code width × height}; a side that keeps its size is not touched.
    */
-  static RgbImage resize(RgbImage image, int width, int height) {
+  public static RgbImage resize(
+      RgbImage image, int width, int height, Filter filter, Rounding rounding) {
     RgbImage out = image;
     if (width != out.width()) {
-      out = horizontal(out, width);
+      out = horizontal(out, width, filter, rounding);
     }
     if (height != out.height()) {
-      out = vertical(out, height);
+      out = vertical(out, height, filter, rounding);
     }
     return out;
   }
 
-  private static RgbImage horizontal(RgbImage in, int width) {
-    Taps taps = Taps.of(in.width(), width);
+  private static RgbImage horizontal(RgbImage in, int width, Filter filter, Rounding rounding) {
+    Taps taps = Taps.of(in.width(), width, filter, rounding);
     byte[] src = in.rgb();
     byte[] dst = new byte[width * in.height() * CHANNELS];
     for (int y = 0; y < in.height(); y++) {
@@ -60,8 +93,8 @@ final class BicubicResize {
     return new RgbImage(width, in.height(), dst);
   }
 
-  private static RgbImage vertical(RgbImage in, int height) {
-    Taps taps = Taps.of(in.height(), height);
+  private static RgbImage vertical(RgbImage in, int height, Filter filter, Rounding rounding) {
+    Taps taps = Taps.of(in.height(), height, filter, rounding);
     byte[] src = in.rgb();
     int rowBytes = in.width() * CHANNELS;
     byte[] dst = new byte[height * rowBytes];
@@ -77,6 +110,15 @@ final class BicubicResize {
       }
     }
     return new RgbImage(in.width(), height, dst);
+  }
+
+  /** {@code sin(πx)/(πx)}, as Pillow computes it. */
+  private static double sinc(double x) {
+    if (x == 0.0) {
+      return 1.0;
+    }
+    double px = x * Math.PI;
+    return Math.sin(px) / px;
   }
 
   /** Keys' cubic convolution kernel with {@code a = -0.5}, support 2. */
@@ -96,10 +138,10 @@ final class BicubicResize {
    * onwards, one per weight; weights have {@code precision} fractional bits.
    */
   private record Taps(int[] first, int[][] weights, int precision) {
-    static Taps of(int inSize, int outSize) {
+    static Taps of(int inSize, int outSize, Filter filter, Rounding rounding) {
       double scale = (double) inSize / outSize;
       double filterScale = Math.max(scale, 1.0);
-      double support = SUPPORT * filterScale;
+      double support = filter.support * filterScale;
       double inverseFilterScale = 1.0 / filterScale;
       int[] first = new int[outSize];
       double[][] normalised = new double[outSize][];
@@ -112,7 +154,7 @@ final class BicubicResize {
         double[] w = new double[hi - lo];
         double total = 0.0;
         for (int i = 0; i < w.length; i++) {
-          w[i] = cubic((i + lo - center + 0.5) * inverseFilterScale);
+          w[i] = filter.weight((i + lo - center + 0.5) * inverseFilterScale);
           total += w[i];
         }
         for (int i = 0; i < w.length; i++) {
@@ -124,7 +166,7 @@ final class BicubicResize {
         first[j] = lo;
         normalised[j] = w;
       }
-      int precision = precisionFor(largest);
+      int precision = rounding == Rounding.PILLOW ? MAX_PRECISION : precisionFor(largest);
       int[][] weights = new int[outSize][];
       for (int j = 0; j < outSize; j++) {
         double[] w = normalised[j];
