@@ -39,6 +39,12 @@ class GoldenBf16GpuTest {
     assertWithinBound("wan22-moe-tiny", 5);
   }
 
+  /** Image-to-video: the CLIP encoder, the image-token DiT and the whole I2V pipeline. */
+  @Test
+  void theImageToVideoRecordingsAreWithinTheBf16Bound() {
+    assertWithinBound("wan21-i2v-tiny", 10);
+  }
+
   private static void assertWithinBound(String set, int atLeast) {
     ParityReport report =
         new RecordingVerifier(GOLDEN.resolve(set), Gpu.bf16(), System.out::println)
