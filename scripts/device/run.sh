@@ -6,7 +6,7 @@
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
 #   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
-#   REFERENCE=all|quick|lora|none (default none)  scripts/device/reference.py: the PyTorch side,
+#   REFERENCE=all|quick|lora|variants|none (default none)  scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU (lora:
 #                                                 the 1.3B forward plain and with PEFT's unmerged
 #                                                 rank-32 LoRA, beside MAINS="LoraBench")
