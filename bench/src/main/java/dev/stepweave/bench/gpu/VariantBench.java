@@ -15,6 +15,7 @@ import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.Set;
 
 /**
  * Issue 12's benchmarks at the released configurations with random weights, BF16 mode, CUDA-event
@@ -24,8 +25,10 @@ import java.util.Arrays;
  * activations as the BF16 mode runs the VAE, and BF16 activations with the golden error that would
  * cost), and the Wan2.1-I2V-14B DiT forward at 480p×81 (latent {@code [1, 36, 21, 60, 104]}: 16
  * noisy + 20 condition channels, 257 CLIP image tokens of width 1280, text 512). {@code
- * VariantBench profile} adds the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what |
- * ours}.
+ * VariantBench profile} times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what |
+ * ours}. Parts, one argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code
+ * profile}, {@code vae}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p decode, then the
+ * convolution engines cuDNN was given per shape, with their timings).
  */
 public final class VariantBench {
   private static final int[] TI2V_LATENTS = {1, 48, 31, 44, 80};
@@ -44,14 +47,28 @@ public final class VariantBench {
   public static void main(String[] args) {
     VariantBench bench = new VariantBench(Bench.openBf16OrExit());
     System.out.println("== " + bench.gpu.name());
-    boolean profile = args.length > 0 && args[0].equals("profile");
-    bench.ti2vForward();
-    if (profile) {
+    // One argument per part (run.sh's MAINS="VariantBench:i2v,vae-paths" passes two).
+    Set<String> parts = args.length > 0 ? Set.of(args) : Set.of("all");
+    boolean all = parts.contains("all");
+    if (all || parts.contains("ti2v")) {
+      bench.ti2vForward();
+    }
+    if (parts.contains("profile")) {
       bench.ti2vProfile();
     }
-    bench.vaeDecode(DType.F32, 3);
-    bench.vaeDecode(DType.BF16, 2);
-    bench.i2vForward();
+    if (all || parts.contains("vae")) {
+      bench.vaeDecode(DType.F32, TI2V_LATENTS, 3);
+      bench.vaeDecode(DType.BF16, TI2V_LATENTS, 2);
+    }
+    if (all || parts.contains("i2v")) {
+      bench.i2vForward();
+    }
+    if (parts.contains("vae-paths")) {
+      // Two latent frames at 720p: every convolution shape of the decode, once each, with the
+      // engine cuDNN was given and its timing.
+      bench.vaeDecode(DType.F32, new int[] {1, 48, 2, 44, 80}, 1);
+      System.out.println("  conv3d paths:\n" + bench.gpu.conv3dPaths().indent(4));
+    }
     System.exit(0);
   }
 
@@ -128,7 +145,7 @@ public final class VariantBench {
    * latents the same way and prints its relative L2 error against the recording, since the BF16
    * mode keeps only what stays within 1e-2.
    */
-  private void vaeDecode(DType activations, int iterations) {
+  private void vaeDecode(DType activations, int[] shape, int iterations) {
     if (activations == DType.BF16) {
       goldenDecodeError();
     }
@@ -139,14 +156,15 @@ public final class VariantBench {
             cfg,
             new Weights(
                 new RandomWeights(WanVaeShapes.of(cfg), activations, 0.05f), gpu, activations));
-    Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, TI2V_LATENTS), activations);
+    Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, shape), activations);
     gpu.synchronize();
     gpu.resetPeaks();
     Tensor[] video = new Tensor[1];
     float ms = Bench.median(gpu, iterations, () -> video[0] = vae.decode(latents));
     System.out.printf(
-        "ROW Wan2.2 VAE decode 720p×121 (%s activations) | %.0f ms | peak live %.1f GB, held %.1f"
-            + " GB, out %s %s%n",
+        "ROW Wan2.2 VAE decode %s latents (%s activations) | %.0f ms | peak live %.1f GB, held"
+            + " %.1f GB, out %s %s%n",
+        Arrays.toString(shape),
         activations,
         ms,
         gpu.peakLiveBytes() / 1e9,
