@@ -8,7 +8,9 @@ for with CUDA events (median after one warm-up) and prints `REF <what> | <ms>` r
 FFN linear of every block in PEFT's unmerged form (base(x) + scale·B(A(x))): PEFT's own LoRA layers
 injected into this module structure when the `peft` package is importable, else our rendering of
 that path (said so in the output).
-Usage: python reference.py [quick|lora]
+`variants` times issue 12's Wan2.2-TI2V-5B (per-token timesteps) and Wan2.1-I2V-14B (image tokens)
+forwards.
+Usage: python reference.py [quick|lora|variants [ti2v|i2v]]
 """
 import contextlib
 import math
@@ -56,24 +58,38 @@ def rotate(x, cos, sin):
     return out.type_as(x)
 
 
+def sdpa(q, k, v):
+    # [B, L, H, D] in and out, as torch's SDPA takes [B, H, L, D].
+    return F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2)).transpose(1, 2)
+
+
 class Attention(nn.Module):
     # Modules named as diffusers' WanAttention (to_q … to_out.0), so LoRA targets read the same.
-    def __init__(self, dim, heads, eps):
+    # With image tokens (I2V) the cross-attention also attends them through add_k_proj/add_v_proj
+    # (keys RMS-normalised by norm_added_k) and sums the two results before to_out, as diffusers'
+    # processor does with the [image | text] context split at its last 512 tokens.
+    def __init__(self, dim, heads, eps, image=False):
         super().__init__()
         self.heads, self.eps = heads, eps
         self.to_q, self.to_k, self.to_v = linear(dim, dim), linear(dim, dim), linear(dim, dim)
         self.to_out = nn.ModuleList([linear(dim, dim)])
         self.norm_q, self.norm_k = param(dim, scale=1.0), param(dim, scale=1.0)
+        if image:
+            self.add_k_proj, self.add_v_proj = linear(dim, dim), linear(dim, dim)
+            self.norm_added_k = param(dim, scale=1.0)
 
-    def forward(self, x, context, rope):
+    def forward(self, x, context, rope, image=None):
         src = x if context is None else context
         q = rms_norm(self.to_q(x), self.norm_q, self.eps).unflatten(2, (self.heads, -1))
         k = rms_norm(self.to_k(src), self.norm_k, self.eps).unflatten(2, (self.heads, -1))
         v = self.to_v(src).unflatten(2, (self.heads, -1))
         if rope is not None:
             q, k = rotate(q, *rope), rotate(k, *rope)
-        o = F.scaled_dot_product_attention(q.transpose(1, 2), k.transpose(1, 2), v.transpose(1, 2))
-        return self.to_out[0](o.transpose(1, 2).flatten(2))
+        o = sdpa(q, k, v)
+        if image is not None:
+            ki = rms_norm(self.add_k_proj(image), self.norm_added_k, self.eps).unflatten(2, (self.heads, -1))
+            o = o + sdpa(q, ki, self.add_v_proj(image).unflatten(2, (self.heads, -1)))
+        return self.to_out[0](o.flatten(2))
 
 
 class GeluProjection(nn.Module):
@@ -96,36 +112,55 @@ class FeedForward(nn.Module):
 
 
 class Block(nn.Module):
-    def __init__(self, dim, ffn, heads, eps=1e-6):
+    def __init__(self, dim, ffn, heads, eps=1e-6, image=False):
         super().__init__()
         self.eps, self.dim = eps, dim
-        self.attn1, self.attn2 = Attention(dim, heads, eps), Attention(dim, heads, eps)
+        self.attn1, self.attn2 = Attention(dim, heads, eps), Attention(dim, heads, eps, image)
         self.norm2 = (param(dim, scale=1.0), param(dim))
         self.ffn = FeedForward(dim, ffn)
-        self.table = param(1, 6, dim).float()
+        self.table = param(1, 1, 6, dim).float()
 
-    def forward(self, x, context, temb, rope):
-        shift, scale, gate, c_shift, c_scale, c_gate = (self.table + temb.float()).chunk(6, dim=1)
+    def forward(self, x, context, tproj, rope, image=None):
+        # tproj [B, T, 6, dim]: T = 1 (one timestep per sample) or L (one per token, Wan2.2 TI2V),
+        # so every modulation vector is [B, T, dim], broadcast over the tokens when T = 1.
+        mods = (self.table + tproj.float()).chunk(6, dim=2)
+        shift, scale, gate, c_shift, c_scale, c_gate = (m.squeeze(2) for m in mods)
         plain = lambda t: F.layer_norm(t.float(), (self.dim,), eps=self.eps)
         h = (plain(x) * (1 + scale) + shift).type_as(x)
         x = (x.float() + self.attn1(h, None, rope) * gate).type_as(x)
         h = F.layer_norm(x.float(), (self.dim,), self.norm2[0].float(), self.norm2[1].float(), self.eps).type_as(x)
-        x = x + self.attn2(h, context, None)
+        x = x + self.attn2(h, context, None, image)
         h = (plain(x) * (1 + c_scale) + c_shift).type_as(x)
         ff = self.ffn(h)
         return (x.float() + ff.float() * c_gate).type_as(x)
 
 
+class ImageEmbedder(nn.Module):
+    """diffusers' WanImageEmbedding: FP32 LayerNorm, exact-GELU MLP (image_dim → image_dim → dim), FP32 LayerNorm."""
+
+    def __init__(self, image_dim, dim):
+        super().__init__()
+        self.norm1 = (param(image_dim, scale=1.0).float(), param(image_dim).float())
+        self.ff1, self.ff2 = linear(image_dim, image_dim), linear(dim, image_dim)
+        self.norm2 = (param(dim, scale=1.0).float(), param(dim).float())
+
+    def forward(self, states):
+        h = F.layer_norm(states.float(), (states.shape[-1],), *self.norm1).to(BF16)
+        h = self.ff2(F.gelu(self.ff1(h)))
+        return F.layer_norm(h.float(), (h.shape[-1],), *self.norm2).to(BF16)
+
+
 class Dit(nn.Module):
-    def __init__(self, dim, ffn, heads, layers, text_dim=4096, freq_dim=256, channels=16):
+    def __init__(self, dim, ffn, heads, layers, text_dim=4096, freq_dim=256, channels=16, in_channels=None, image_dim=None):
         super().__init__()
         self.dim, self.heads, self.freq_dim, self.channels = dim, heads, freq_dim, channels
-        self.patch = (param(dim, channels, 1, 2, 2), param(dim))
+        self.patch = (param(dim, in_channels or channels, 1, 2, 2), param(dim))
         self.t1, self.t2 = linear_params(dim, freq_dim), linear_params(dim, dim)
         self.tproj = linear_params(6 * dim, dim)
         self.c1, self.c2 = linear_params(dim, text_dim), linear_params(dim, dim)
-        self.blocks = nn.ModuleList([Block(dim, ffn, heads) for _ in range(layers)])
-        self.table = param(1, 2, dim).float()
+        self.image = ImageEmbedder(image_dim, dim) if image_dim else None
+        self.blocks = nn.ModuleList([Block(dim, ffn, heads, image=bool(image_dim)) for _ in range(layers)])
+        self.table = param(1, 1, 2, dim).float()
         self.proj_out = linear_params(channels * 4, dim)
 
     def rope(self, f, h, w):
@@ -148,20 +183,23 @@ class Dit(nn.Module):
         ).reshape(1, f * h * w, 1, d // 2)
         return grid.cos().float(), grid.sin().float()
 
-    def forward(self, latents, t, text):
+    def forward(self, latents, t, text, image_states=None):
+        """t: [B] (one timestep per sample) or [B, L] (one per token); image_states [B, S, image_dim] for I2V."""
         b, _, f, hh, ww = latents.shape
         f2, h2, w2 = f, hh // 2, ww // 2
         rope = self.rope(f2, h2, w2)
         x = F.conv3d(latents.to(BF16), *self.patch, stride=(1, 2, 2)).flatten(2).transpose(1, 2)
         half = self.freq_dim // 2
         freqs = torch.exp(-math.log(10000) * torch.arange(half, device=DEV, dtype=torch.float32) / half)
-        sinus = torch.cat((torch.cos(t[:, None] * freqs), torch.sin(t[:, None] * freqs)), dim=1)
-        temb = F.linear(F.silu(F.linear(sinus.to(BF16), *self.t1)), *self.t2)
-        tproj = F.linear(F.silu(temb), *self.tproj).unflatten(1, (6, self.dim))
+        flat = t.reshape(-1, 1)
+        sinus = torch.cat((torch.cos(flat * freqs), torch.sin(flat * freqs)), dim=1)
+        temb = F.linear(F.silu(F.linear(sinus.to(BF16), *self.t1)), *self.t2).unflatten(0, (b, -1))
+        tproj = F.linear(F.silu(temb), *self.tproj).unflatten(2, (6, self.dim))
         context = F.linear(F.gelu(F.linear(text.to(BF16), *self.c1), approximate="tanh"), *self.c2)
+        image = self.image(image_states) if self.image is not None else None
         for block in self.blocks:
-            x = block(x, context, tproj, rope)
-        shift, scale = (self.table + temb.float().unsqueeze(1)).chunk(2, dim=1)
+            x = block(x, context, tproj, rope, image)
+        shift, scale = (m.squeeze(2) for m in (self.table + temb.float().unsqueeze(2)).chunk(2, dim=2))
         x = (F.layer_norm(x.float(), (self.dim,), eps=1e-6) * (1 + scale) + shift).type_as(x)
         x = F.linear(x, *self.proj_out)
         x = x.reshape(b, f2, h2, w2, 1, 2, 2, self.channels).permute(0, 7, 1, 4, 2, 5, 3, 6)
@@ -333,6 +371,43 @@ def lora():
         )
 
 
+@torch.no_grad()
+def variants(only=None):
+    """Issue 12's DiT forwards: Wan2.2-TI2V-5B at 720p×121 with per-token timesteps (the first
+    latent frame's tokens at 0, as in TI2V image mode) and Wan2.1-I2V-14B at 480p×81 with 257 CLIP
+    image tokens, or only the case `only` names (ti2v, i2v); the Wan2.2 VAE decode is not rendered
+    here. Default SDPA only: forcing cuDNN changed nothing at these shapes (2026-12-01, 1344 vs
+    1340 ms and 3731 vs 3733 ms)."""
+    cases = [
+        ("ti2v", "Wan2.2-TI2V-5B 720p×121 (latent [1, 48, 31, 44, 80], per-token timesteps)",
+         dict(dim=3072, ffn=14336, heads=24, layers=30, channels=48), (1, 48, 31, 44, 80), None),
+        ("i2v", "Wan2.1-I2V-14B 480p×81 (latent [1, 36, 21, 60, 104], 257 image tokens)",
+         dict(dim=5120, ffn=13824, heads=40, layers=40, channels=16, in_channels=36, image_dim=1280),
+         (1, 36, 21, 60, 104), (1, 257, 1280)),
+    ]
+    for name, what, cfg, shape, image_shape in cases:
+        if only not in (None, name):
+            continue
+        dit = Dit(**cfg)
+        latents = torch.randn(*shape, device=DEV)
+        text = torch.randn(1, 512, 4096, device=DEV)
+        if image_shape is None:
+            frame_tokens = (shape[3] // 2) * (shape[4] // 2)
+            t = torch.full((1, shape[2] * frame_tokens), 500.0, device=DEV)
+            t[:, :frame_tokens] = 0.0
+            image = None
+        else:
+            t = torch.full((1,), 500.0, device=DEV)
+            image = torch.randn(*image_shape, device=DEV)
+        torch.cuda.synchronize()
+        torch.cuda.reset_peak_memory_stats()
+        ms = median_ms(lambda: dit(latents, t, text, image), 3)
+        row(f"{what} (eager, our torch DiT, default SDPA)", f"{ms:.0f} ms")
+        row(f"{what}: peak memory (torch max allocated)", f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
+        del dit
+        torch.cuda.empty_cache()
+
+
 def median_ms(work, iterations):
     times = []
     for i in range(iterations + 1):
@@ -354,8 +429,8 @@ def row(what, value):
 def main():
     quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
     print(f"== torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
-    if len(sys.argv) > 1 and sys.argv[1] == "lora":
-        lora()
+    if len(sys.argv) > 1 and sys.argv[1] in ("lora", "variants"):
+        {"lora": lora, "variants": variants}[sys.argv[1]](*sys.argv[2:])
         return
     l = 300 if quick else 32760
     q, k, v = (torch.randn(1, 12, l, 128, device=DEV, dtype=BF16) for _ in range(3))

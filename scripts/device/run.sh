@@ -6,7 +6,7 @@
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
 #   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
-#   REFERENCE=all|quick|lora|none (default none)  scripts/device/reference.py: the PyTorch side,
+#   REFERENCE=all|quick|lora|variants [ti2v|i2v]|none (default none)  scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU (lora:
 #                                                 the 1.3B forward plain and with PEFT's unmerged
 #                                                 rank-32 LoRA, beside MAINS="LoraBench")
@@ -65,7 +65,9 @@ done
 if [ "${REFERENCE:-none}" != none ]; then
   {
     echo "$header"
-    timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/reference.py" "$REFERENCE"
+    # Unquoted: REFERENCE may carry the mode's arguments ("variants i2v").
+    # shellcheck disable=SC2086
+    timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/reference.py" $REFERENCE
     echo "reference exit: $?"
   } 2>&1 | tee "$out/reference.log"
 fi

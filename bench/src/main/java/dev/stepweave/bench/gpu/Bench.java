@@ -119,7 +119,6 @@ public final class Bench {
     return randomDit(gpu, size);
   }
 
-  /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */
   /**
    * The benchmarks' backend: device 0 in {@link Precision#BF16}; without usable CUDA libraries the
    * one-line notice and exit status 2.
@@ -134,6 +133,7 @@ public final class Bench {
     return CudaBackend.open(0, Precision.BF16);
   }
 
+  /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */
   static WanTransformer randomDit(CudaBackend gpu, String size) {
     return randomDit(gpu, gpu, size);
   }
@@ -282,8 +282,15 @@ public final class Bench {
     profile.print("1.3B 480p×81, batch 1");
   }
 
-  /** Median CUDA-event milliseconds of {@code iterations} timed runs after one warm-up. */
   private float median(int iterations, Runnable work) {
+    return median(gpu, iterations, work);
+  }
+
+  /**
+   * Median CUDA-event milliseconds of {@code iterations} timed runs after one warm-up (the upper
+   * middle one for an even count), each run printed.
+   */
+  static float median(CudaBackend gpu, int iterations, Runnable work) {
     float[] ms = new float[iterations];
     for (int i = -1; i < iterations; i++) {
       float t = gpu.context().time(work);
@@ -302,26 +309,35 @@ public final class Bench {
   }
 
   /**
-   * Wan2.1 DiT configurations: {@code small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b}.
+   * Wan DiT configurations of the released checkpoints' {@code transformer/config.json}: {@code
+   * small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b} (Wan2.1 T2V), {@code i2v-14b} (Wan2.1
+   * I2V 14B: 36 input channels, CLIP ViT-H image states of width 1280), {@code ti2v-5b} (Wan2.2
+   * TI2V 5B: 24 heads, 48 latent channels; its per-token timesteps are an input, not a field).
    */
   static WanTransformerConfig config(String size) {
-    boolean big = size.startsWith("14b");
+    boolean big = size.endsWith("14b");
+    boolean five = size.equals("ti2v-5b");
     ObjectNode json = new ObjectMapper().createObjectNode();
     json.put("attention_head_dim", 128);
-    json.put("num_attention_heads", big ? 40 : 12);
-    json.put("ffn_dim", big ? 13824 : 8960);
+    json.put("num_attention_heads", big ? 40 : five ? 24 : 12);
+    json.put("ffn_dim", big ? 13824 : five ? 14336 : 8960);
     json.put("freq_dim", 256);
-    json.put("num_layers", size.equals("1.3b") ? 30 : size.equals("14b") ? 40 : 2);
+    json.put("num_layers", size.equals("small") ? 2 : big ? 40 : 30);
     json.put("text_dim", 4096);
-    json.put("in_channels", 16);
-    json.put("out_channels", 16);
+    json.put("in_channels", five ? 48 : size.equals("i2v-14b") ? 36 : 16);
+    json.put("out_channels", five ? 48 : 16);
     json.putArray("patch_size").add(1).add(2).add(2);
     json.put("cross_attn_norm", true);
     json.put("qk_norm", "rms_norm_across_heads");
     json.put("eps", 1e-6);
     json.put("rope_max_seq_len", 1024);
-    json.putNull("added_kv_proj_dim");
-    json.putNull("image_dim");
+    if (size.equals("i2v-14b")) {
+      json.put("added_kv_proj_dim", 5120);
+      json.put("image_dim", 1280);
+    } else {
+      json.putNull("added_kv_proj_dim");
+      json.putNull("image_dim");
+    }
     json.putNull("pos_embed_seq_len");
     return WanTransformerConfig.fromJson(json);
   }

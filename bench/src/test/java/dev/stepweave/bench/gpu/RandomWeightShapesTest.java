@@ -22,6 +22,21 @@ class RandomWeightShapesTest {
   }
 
   @Test
+  void imageToVideoTransformerShapesMatchTheI2vGoldenCheckpoint() {
+    assertTransformerMatches("wan21-i2v-tiny");
+  }
+
+  @Test
+  void perTokenTimestepTransformerShapesMatchTheTi2vGoldenCheckpoint() {
+    assertTransformerMatches("wan22-ti2v-tiny");
+  }
+
+  private static void assertTransformerMatches(String checkpoint) {
+    Path dir = Path.of(System.getProperty("stepweave.golden"), checkpoint, "transformer");
+    assertMatches(dir, WanDitShapes.of(WanTransformerConfig.read(dir.resolve("config.json"))));
+  }
+
+  @Test
   void vaeShapesMatchTheGoldenCheckpoint() {
     Path dir = TINY.resolve("vae");
     assertMatches(dir, WanVaeShapes.of(WanVaeConfig.read(dir.resolve("config.json"))));
