@@ -30,7 +30,7 @@ import java.util.stream.Collectors;
  * our kernel, and the same two over channels-last copies; else nothing: {@link #conv3d} returns
  * null and the caller runs its im2col path. Within the first graph that cuDNN takes, the engine is
  * chosen by measurement: the first run of the key times up to {@value #TUNED_CONFIGS} plans of
- * heuristics mode A (configurations needing more than {@value #MAX_WORKSPACE} B of workspace are
+ * heuristics mode A (configurations needing more workspace than {@link #workspaceCap} allows are
  * passed over) on its own buffers with CUDA events, best of {@value #TIMED_RUNS} runs each, and
  * keeps the fastest for the rest of the process. A key first met while a CUDA graph records keeps
  * the heuristics' first plan untimed (events cannot be waited on then).
@@ -46,8 +46,22 @@ public final class CudnnConvolution implements AutoCloseable {
   /** How many of heuristics mode A's engine configurations are timed per key. */
   static final int TUNED_CONFIGS = 8;
 
-  /** The most workspace a timed plan may need: 1 GiB. */
-  static final long MAX_WORKSPACE = 1L << 30;
+  /** The least workspace cap, whatever the device: 1 GiB. */
+  static final long SMALLEST_WORKSPACE_CAP = 1L << 30;
+
+  /** The largest workspace cap: 8 GiB. */
+  static final long LARGEST_WORKSPACE_CAP = 8L << 30;
+
+  /**
+   * The most workspace a timed plan may need on a device of {@code deviceBytes}: a twentieth of it,
+   * between {@link #SMALLEST_WORKSPACE_CAP} and {@link #LARGEST_WORKSPACE_CAP} (7 GiB on an H200).
+   * The tensor-core plans of a 720p VAE decode's full-resolution shapes need more than 1 GiB; under
+   * a 1 GiB cap they fell back to a workspace-free engine 50× slower. The workspace lives for one
+   * convolution, within the admission budget's headroom.
+   */
+  static long workspaceCap(long deviceBytes) {
+    return Math.clamp(deviceBytes / 20, SMALLEST_WORKSPACE_CAP, LARGEST_WORKSPACE_CAP);
+  }
 
   /** Timed runs per plan; the best counts (the first may pay for lazy loading). */
   static final int TIMED_RUNS = 2;
@@ -160,11 +174,14 @@ public final class CudnnConvolution implements AutoCloseable {
   private final Map<Key, Choice> choices = new LinkedHashMap<>();
   private PlanChoices timedBefore;
 
+  private final long maxWorkspace;
+
   public CudnnConvolution(DeviceTensors tensors, CudnnRuntime cudnn) {
     this.tensors = tensors;
     this.kernels = tensors.kernels();
     this.cudnn = cudnn;
     this.weights = new Bf16Weights(tensors);
+    this.maxWorkspace = workspaceCap(tensors.context().memoryInfo()[1]);
   }
 
   /**
@@ -220,7 +237,8 @@ public final class CudnnConvolution implements AutoCloseable {
     }
     Tensor y = tensors.empty(key.dataType(), yShape);
     long wsBytes = choice.workspaceBytes();
-    Tensor ws = wsBytes == 0 ? null : tensors.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
+    // 8-byte elements: a workspace of several GiB still counts its elements in an int.
+    Tensor ws = wsBytes == 0 ? null : tensors.empty(DType.I64, Math.toIntExact((wsBytes + 7) / 8));
     long[] uids = bb == null ? new long[] {X, W, Y} : new long[] {X, W, Y, BIAS};
     long[] pointers =
         bb == null
@@ -390,7 +408,7 @@ public final class CudnnConvolution implements AutoCloseable {
                 owned,
                 graph(owned, cudnn.handle(), key, variant),
                 TUNED_CONFIGS,
-                MAX_WORKSPACE,
+                maxWorkspace,
                 refusals,
                 variant.label);
         if (!candidates.plans().isEmpty()) {
@@ -421,7 +439,7 @@ public final class CudnnConvolution implements AutoCloseable {
             : "; "
                 + candidates.overWorkspace()
                 + " configuration(s) over the "
-                + MAX_WORKSPACE
+                + maxWorkspace
                 + " B workspace cap passed over";
     String stored = key + "/" + variant.label;
     var earlier = timedBefore().lookup(stored, i -> plans.get(i).engine(), plans.size());

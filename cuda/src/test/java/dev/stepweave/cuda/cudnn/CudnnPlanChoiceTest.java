@@ -54,7 +54,7 @@ class CudnnPlanChoiceTest {
               g,
               graph,
               CudnnConvolution.TUNED_CONFIGS,
-              CudnnConvolution.MAX_WORKSPACE,
+              CudnnConvolution.SMALLEST_WORKSPACE_CAP,
               refusals,
               "fused");
       assertEquals(List.of("11", "12"), c.plans().stream().map(Plan::engine).toList());
@@ -86,7 +86,7 @@ class CudnnPlanChoiceTest {
           CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
       Candidates c =
           CudnnRuntime.candidates(
-              g, graph, 8, CudnnConvolution.MAX_WORKSPACE, refusals, Variant.NCDHW.label);
+              g, graph, 8, CudnnConvolution.SMALLEST_WORKSPACE_CAP, refusals, Variant.NCDHW.label);
       assertEquals(List.of(), c.plans());
       // Mode A's one configuration, then the fallback list's.
       assertEquals(2, c.overWorkspace());
