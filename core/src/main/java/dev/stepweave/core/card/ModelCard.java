@@ -41,6 +41,14 @@ public record ModelCard(
     return capabilities.keySet();
   }
 
+  /** The tasks this card serves as users name them, in declaration order: "t2v, t2i". */
+  public String taskNames() {
+    return java.util.Arrays.stream(TaskType.values())
+        .filter(capabilities::containsKey)
+        .map(TaskType::wireName)
+        .collect(java.util.stream.Collectors.joining(", "));
+  }
+
   /** The loop ids a task runs, in order. */
   public List<String> loopsFor(TaskType task) {
     List<String> ids = capabilities.get(task);
@@ -51,7 +59,7 @@ public record ModelCard(
               + "' cannot run task "
               + task.wireName()
               + " (it serves "
-              + tasks()
+              + taskNames()
               + ")");
     }
     return ids;
