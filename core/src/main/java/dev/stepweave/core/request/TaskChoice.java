@@ -12,16 +12,15 @@ public final class TaskChoice {
   private TaskChoice() {}
 
   /**
-   * With an image: i2v when the card serves it, else ti2v. Without: t2i for one frame when served,
+   * The task of a video request: with an image, i2v when the card serves it, else ti2v; without,
    * t2v when served, else ti2v (its text-only mode). Whatever is left the engine refuses naming the
    * card's tasks.
    *
    * @param imageInput how the user gives the image ("--image", "input_reference"), for messages
-   * @throws InvalidRequestException ({@link Request#IMAGE}) for an image to a card that takes
-   *     none, or no image to a card that needs one
+   * @throws InvalidRequestException ({@link Request#IMAGE}) for an image to a card that takes none,
+   *     or no image to a card that needs one
    */
-  public static TaskType forInputs(
-      ModelCard card, boolean hasImage, int frames, String imageInput) {
+  public static TaskType forVideo(ModelCard card, boolean hasImage, String imageInput) {
     var tasks = card.tasks();
     if (hasImage) {
       if (tasks.contains(TaskType.I2V)) {
@@ -40,9 +39,6 @@ public final class TaskChoice {
               + imageInput
               + " needs an image-to-video model");
     }
-    if (frames == 1 && tasks.contains(TaskType.T2I)) {
-      return TaskType.T2I;
-    }
     if (tasks.contains(TaskType.T2V)) {
       return TaskType.T2V;
     }
@@ -59,6 +55,6 @@ public final class TaskChoice {
               + "): give "
               + imageInput);
     }
-    return frames == 1 ? TaskType.T2I : TaskType.T2V;
+    return TaskType.T2V;
   }
 }

@@ -38,31 +38,31 @@ class TaskChoiceTest {
         c.defaults());
   }
 
-  private static TaskType choose(ModelCard card, boolean image, int frames) {
-    return TaskChoice.forInputs(card, image, frames, "--image");
+  private static TaskType choose(ModelCard card, boolean image) {
+    return TaskChoice.forVideo(card, image, "--image");
   }
 
   @Test
   void anImageMeansI2vWhereServedElseTi2v() {
-    assertEquals(TaskType.I2V, choose(serving(TaskType.I2V), true, 81));
-    assertEquals(TaskType.I2V, choose(serving(TaskType.I2V, TaskType.T2V), true, 81));
-    assertEquals(TaskType.TI2V, choose(serving(TaskType.TI2V), true, 81));
+    assertEquals(TaskType.I2V, choose(serving(TaskType.I2V), true));
+    assertEquals(TaskType.I2V, choose(serving(TaskType.I2V, TaskType.T2V), true));
+    assertEquals(TaskType.TI2V, choose(serving(TaskType.TI2V), true));
   }
 
   @Test
-  void noImageMeansTextTasksWhereServedElseTi2vsTextMode() {
-    assertEquals(TaskType.T2V, choose(serving(TaskType.T2V, TaskType.T2I), false, 81));
-    assertEquals(TaskType.T2I, choose(serving(TaskType.T2V, TaskType.T2I), false, 1));
-    assertEquals(TaskType.T2V, choose(serving(TaskType.T2V, TaskType.I2V), false, 81));
-    assertEquals(TaskType.TI2V, choose(serving(TaskType.TI2V), false, 81));
+  void noImageMeansT2vWhereServedElseTi2vsTextMode() {
+    assertEquals(TaskType.T2V, choose(serving(TaskType.T2V, TaskType.T2I), false));
+    assertEquals(TaskType.T2V, choose(serving(TaskType.T2V, TaskType.I2V), false));
+    assertEquals(TaskType.TI2V, choose(serving(TaskType.TI2V), false));
+    // Left for the engine to refuse, naming the card's tasks.
+    assertEquals(TaskType.T2V, choose(serving(TaskType.T2I), false));
   }
 
   @Test
   void anImageToATextOnlyCardIsRefusedNamingItsTasks() {
     var e =
         assertThrows(
-            InvalidRequestException.class,
-            () -> choose(serving(TaskType.T2V, TaskType.T2I), true, 81));
+            InvalidRequestException.class, () -> choose(serving(TaskType.T2V, TaskType.T2I), true));
     assertEquals(
         "model 'tiny-4step' takes no input image (it serves t2v, t2i); --image needs an"
             + " image-to-video model",
@@ -75,7 +75,7 @@ class TaskChoiceTest {
     var e =
         assertThrows(
             InvalidRequestException.class,
-            () -> TaskChoice.forInputs(serving(TaskType.I2V), false, 81, "input_reference"));
+            () -> TaskChoice.forVideo(serving(TaskType.I2V), false, "input_reference"));
     assertEquals(
         "model 'tiny-4step' needs an input image, its first frame (it serves i2v): give"
             + " input_reference",
