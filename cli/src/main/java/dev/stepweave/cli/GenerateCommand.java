@@ -56,6 +56,7 @@ final class GenerateCommand implements Callable<Integer> {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       Request request = options.request(wan.card(), options.seedOrRandom());
       printCard(out, wan, engine, request, loadTime);
+      options.imageSummary(request).ifPresent(out::println);
       GenerationResult result = run(engine, request, err);
       options.writeOutputs(result, target);
       result
