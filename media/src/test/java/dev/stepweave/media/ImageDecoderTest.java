@@ -144,7 +144,7 @@ class ImageDecoderTest {
             .put(0, 1)
             .put(0, 1) // distance: one 1-bit symbol, 0
             // One unused zero byte after the last bit: the decoder reads a byte ahead.
-            .put(0, 32)
+            .put(0, 8)
             .bytes();
     int chunk = 1 + stream.length;
     int padded = chunk + (chunk & 1);
