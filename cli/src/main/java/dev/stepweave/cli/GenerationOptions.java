@@ -61,7 +61,7 @@ final class GenerationOptions {
   @Option(
       names = "--model",
       paramLabel = "DIR",
-      description = "A diffusers-format Wan 2.1 T2V checkpoint.")
+      description = "A diffusers-format Wan checkpoint (Wan2.1 T2V, Wan2.2 T2V A14B).")
   Path model;
 
   @Option(names = "--steps", paramLabel = "N", description = "Denoising steps (1..1000).")
