@@ -62,7 +62,7 @@ final class GenerateCommand implements Callable<Integer> {
       result
           .loopTimings()
           .forEach(
-              (loop, t) -> out.printf(Locale.ROOT, "  %-11s %8.2f s%n", loop, t.toNanos() / 1e9));
+              (loop, t) -> out.printf(Locale.ROOT, "  %-12s %8.2f s%n", loop, t.toNanos() / 1e9));
       result.loopResults().values().stream()
           .flatMap(r -> r.report().entrySet().stream())
           .forEach(e -> out.printf(Locale.ROOT, "  %-28s %d%n", e.getKey(), e.getValue()));
