@@ -59,7 +59,7 @@ class GenerateImageTest {
   void anImageToATextToVideoModelIsRefusedNamingItsTasks() throws IOException {
     String image = png(tmp.resolve("first.png"), 48, 32).toString();
     rejected(
-        "model 'wan21-tiny' takes no input image (it serves t2v, t2i); --image needs an"
+        "model 'wan21-tiny' takes no input image (it serves t2i, t2v); --image needs an"
             + " image-to-video model",
         false,
         "generate",
@@ -75,7 +75,7 @@ class GenerateImageTest {
         "--image",
         image);
     rejected(
-        "model 'wan21-tiny' takes no input image (it serves t2v, t2i)",
+        "model 'wan21-tiny' takes no input image (it serves t2i, t2v)",
         false,
         "bench",
         "generate",

@@ -390,7 +390,7 @@ class InputReferenceApiTest {
     byte[] png = image("png", 8, 8, 1);
     try (Harness h = new Harness(tmp.resolve("artifacts"))) {
       String expected =
-          "model 'pattern-test' takes no input image (it serves t2v, t2i); input_reference needs"
+          "model 'pattern-test' takes no input image (it serves t2i, t2v); input_reference needs"
               + " an image-to-video model";
       assertEquals(expected, refused(h.postJson("/v1/videos", json(dataUrl("image/png", png)))));
       assertEquals(

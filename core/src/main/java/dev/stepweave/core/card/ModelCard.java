@@ -41,12 +41,9 @@ public record ModelCard(
     return capabilities.keySet();
   }
 
-  /** The tasks this card serves as users name them, in declaration order: "t2v, t2i". */
+  /** The tasks this card serves as users name them, sorted: "t2i, t2v". */
   public String taskNames() {
-    return java.util.Arrays.stream(TaskType.values())
-        .filter(capabilities::containsKey)
-        .map(TaskType::wireName)
-        .collect(java.util.stream.Collectors.joining(", "));
+    return String.join(", ", tasks().stream().map(TaskType::wireName).sorted().toList());
   }
 
   /** The loop ids a task runs, in order. */

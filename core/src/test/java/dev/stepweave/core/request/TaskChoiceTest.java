@@ -64,7 +64,7 @@ class TaskChoiceTest {
         assertThrows(
             InvalidRequestException.class, () -> choose(serving(TaskType.T2V, TaskType.T2I), true));
     assertEquals(
-        "model 'tiny-4step' takes no input image (it serves t2v, t2i); --image needs an"
+        "model 'tiny-4step' takes no input image (it serves t2i, t2v); --image needs an"
             + " image-to-video model",
         e.getMessage());
     assertEquals(Optional.of(Request.IMAGE), e.field());
