@@ -433,7 +433,7 @@ class InputReferenceApiTest {
           h.postJson("/v1/images/generations", Map.of("prompt", "x", "size", "32x32"));
       assertError(r, 400, null);
       assertEquals(
-          "model 'pattern-i2v' cannot run task t2i (it serves i2v)",
+          "model 'pattern-i2v' does not serve task t2i (it serves i2v)",
           r.json().get("error").get("message").asText());
       nothingLeft(h);
     }
