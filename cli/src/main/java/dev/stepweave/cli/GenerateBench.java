@@ -81,6 +81,7 @@ final class GenerateBench implements Callable<Integer> {
         Request request = generate.request(wan.card(), seed);
         if (i == 0) {
           GenerateCommand.printCard(out, wan, engine, request, loadTime);
+          generate.imageSummary(request).ifPresent(out::println);
         }
         Map<WorkKind, Long> before = stepNanos(engine.profiler());
         long t0 = System.nanoTime();

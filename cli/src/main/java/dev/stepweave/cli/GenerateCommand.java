@@ -56,12 +56,13 @@ final class GenerateCommand implements Callable<Integer> {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       Request request = options.request(wan.card(), options.seedOrRandom());
       printCard(out, wan, engine, request, loadTime);
+      options.imageSummary(request).ifPresent(out::println);
       GenerationResult result = run(engine, request, err);
       options.writeOutputs(result, target);
       result
           .loopTimings()
           .forEach(
-              (loop, t) -> out.printf(Locale.ROOT, "  %-11s %8.2f s%n", loop, t.toNanos() / 1e9));
+              (loop, t) -> out.printf(Locale.ROOT, "  %-12s %8.2f s%n", loop, t.toNanos() / 1e9));
       result.loopResults().values().stream()
           .flatMap(r -> r.report().entrySet().stream())
           .forEach(e -> out.printf(Locale.ROOT, "  %-28s %d%n", e.getKey(), e.getValue()));

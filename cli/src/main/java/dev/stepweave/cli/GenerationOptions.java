@@ -10,11 +10,15 @@ import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.TaskChoice;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.media.ImageDecoder;
+import dev.stepweave.media.InvalidImageException;
 import dev.stepweave.media.Mp4Writer;
 import dev.stepweave.media.PngWriter;
 import dev.stepweave.models.wan.WanModel;
@@ -25,8 +29,10 @@ import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.io.PrintWriter;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -55,7 +61,7 @@ final class GenerationOptions {
   @Option(
       names = "--model",
       paramLabel = "DIR",
-      description = "A diffusers-format Wan 2.1 T2V checkpoint.")
+      description = "A diffusers-format Wan checkpoint (Wan2.1 T2V, Wan2.2 T2V A14B).")
   Path model;
 
   @Option(names = "--steps", paramLabel = "N", description = "Denoising steps (1..1000).")
@@ -159,6 +165,18 @@ final class GenerationOptions {
       })
   List<String> loras = List.of();
 
+  @Option(
+      names = "--image",
+      paramLabel = "FILE",
+      description = {
+        "The first frame of an image-to-video run (PNG, JPEG or WebP); needs a model that serves"
+            + " i2v or ti2v. The model resizes it to --size as its reference pipeline does."
+      })
+  Path image;
+
+  /** The --image file decoded by {@link #checkedTarget}, null without --image. */
+  private ImageDecoder.Decoded decodedImage;
+
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
@@ -177,6 +195,13 @@ final class GenerationOptions {
     parseSettings(settings);
     pluginParams();
     LoraArguments.fileUses(loras);
+    if (image != null) {
+      if (isImage()) {
+        throw new InvalidRequestException(
+            Request.IMAGE, "--image makes a video from the image: --frames must be 5 or more");
+      }
+      decodedImage = decode(image);
+    }
     if (isImage() && output == null) {
       output = Path.of("out.png");
     }
@@ -198,6 +223,57 @@ final class GenerationOptions {
 
   private boolean isImage() {
     return frames != null && frames == 1;
+  }
+
+  /**
+   * Reads and decodes an input image file.
+   *
+   * @throws InvalidRequestException naming the file when it is missing, unreadable, too large, or
+   *     not a PNG, JPEG or WebP image
+   */
+  private static ImageDecoder.Decoded decode(Path file) throws IOException {
+    if (!Files.isRegularFile(file)) {
+      throw new InvalidRequestException(Request.IMAGE, file + ": no such image file");
+    }
+    // Checked before reading, so a huge file is refused without being loaded.
+    long size = Files.size(file);
+    if (size > ImageDecoder.MAX_FILE_BYTES) {
+      throw new InvalidRequestException(
+          Request.IMAGE,
+          file
+              + ": "
+              + size
+              + " bytes, over the "
+              + (ImageDecoder.MAX_FILE_BYTES >> 20)
+              + " MB limit");
+    }
+    try {
+      return ImageDecoder.decode(Files.readAllBytes(file), file.toString());
+    } catch (InvalidImageException e) {
+      throw new InvalidRequestException(Request.IMAGE, e.getMessage());
+    }
+  }
+
+  /**
+   * The --image line of the run's summary: the file, its size, format and hash, and what the model
+   * does with it; empty without --image.
+   */
+  Optional<String> imageSummary(Request request) {
+    if (decodedImage == null) {
+      return Optional.empty();
+    }
+    var p = request.params();
+    return Optional.of(
+        String.format(
+            Locale.ROOT,
+            "image   %s (%dx%d %s, sha256 %s; the model resizes it to %dx%d)",
+            image,
+            decodedImage.width(),
+            decodedImage.height(),
+            decodedImage.format(),
+            decodedImage.sha256().substring(0, 16),
+            p.width(),
+            p.height()));
   }
 
   /** --model, or the embedded model (with a note that it is untrained). */
@@ -254,9 +330,22 @@ final class GenerationOptions {
             negative,
             Optional.ofNullable(sampler),
             Optional.ofNullable(shift));
-    TaskType task = params.frames() == 1 ? TaskType.T2I : TaskType.T2V;
+    TaskType task =
+        decodedImage == null && params.frames() == 1
+            ? TaskType.T2I
+            : TaskChoice.forVideo(card, decodedImage != null, "--image");
+    List<ModalPart> inputs = new ArrayList<>();
+    inputs.add(new ModalPart.Text(prompt));
+    if (decodedImage != null) {
+      inputs.add(
+          new ModalPart.Image(
+              decodedImage.width(),
+              decodedImage.height(),
+              decodedImage.rgb(),
+              decodedImage.sha256()));
+    }
     return Request.builder(task, params)
-        .prompt(prompt)
+        .inputs(inputs)
         .output(saveLatents != null ? OutputSpec.WITH_LATENTS : OutputSpec.DEFAULT)
         .nodeOverrides(parseSettings(settings))
         .overrideRecipe(overrideRecipe)

@@ -86,4 +86,85 @@ class ImageDecoderTest {
     assertEquals(1, e.getMessage().lines().count());
     assertEquals(true, e.getMessage().startsWith("t: unreadable image"), e.getMessage());
   }
+
+  /** Bits written least significant first, as VP8L reads them. */
+  private static final class Bits {
+    private final ByteArrayOutputStream out = new ByteArrayOutputStream();
+    private int current;
+    private int used;
+
+    Bits put(int value, int count) {
+      for (int i = 0; i < count; i++) {
+        current |= ((value >> i) & 1) << used;
+        if (++used == 8) {
+          out.write(current);
+          current = 0;
+          used = 0;
+        }
+      }
+      return this;
+    }
+
+    /** A prefix code of one 8-bit symbol: "simple", one symbol, 8 bits wide; it costs no bits. */
+    Bits onlySymbol(int symbol) {
+      return put(1, 1).put(0, 1).put(1, 1).put(symbol, 8);
+    }
+
+    byte[] bytes() {
+      if (used > 0) {
+        out.write(current);
+        current = 0;
+        used = 0;
+      }
+      return out.toByteArray();
+    }
+  }
+
+  /**
+   * A 1×1 lossless WebP (VP8L) written from the format's specification: the header, no transforms,
+   * no colour cache, one prefix-code group whose green, red, blue and alpha codes each hold the one
+   * symbol of the pixel (so the pixel itself takes no bits) and whose distance code is unused.
+   */
+  private static byte[] onePixelWebp(int r, int g, int b) {
+    byte[] stream =
+        new Bits()
+            .put(0, 14) // width - 1
+            .put(0, 14) // height - 1
+            .put(0, 1) // alpha not used
+            .put(0, 3) // version 0
+            .put(0, 1) // no transform
+            .put(0, 1) // no colour cache
+            .put(0, 1) // one prefix-code group
+            .onlySymbol(g)
+            .onlySymbol(r)
+            .onlySymbol(b)
+            .onlySymbol(255)
+            .put(1, 1)
+            .put(0, 1)
+            .put(0, 1)
+            .put(0, 1) // distance: one 1-bit symbol, 0
+            // One unused zero byte after the last bit: the decoder reads a byte ahead.
+            .put(0, 8)
+            .bytes();
+    int chunk = 1 + stream.length;
+    int padded = chunk + (chunk & 1);
+    java.nio.ByteBuffer file =
+        java.nio.ByteBuffer.allocate(20 + padded).order(java.nio.ByteOrder.LITTLE_ENDIAN);
+    file.put("RIFF".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+        .putInt(12 + padded)
+        .put("WEBPVP8L".getBytes(java.nio.charset.StandardCharsets.US_ASCII))
+        .putInt(chunk)
+        .put((byte) 0x2f) // the VP8L signature
+        .put(stream);
+    return file.array();
+  }
+
+  @Test
+  void aLosslessWebpDecodesToItsPixel() {
+    ImageDecoder.Decoded d = ImageDecoder.decode(onePixelWebp(200, 100, 50), "pixel.webp");
+    assertEquals("webp", d.format());
+    assertEquals(1, d.width());
+    assertEquals(1, d.height());
+    assertArrayEquals(new byte[] {(byte) 200, 100, 50}, d.rgb());
+  }
 }

@@ -39,7 +39,8 @@ final class Api implements HttpHandler {
           "seed",
           FormFields.CACHE,
           "exact",
-          FormFields.LORAS);
+          FormFields.LORAS,
+          FormFields.INPUT_REFERENCE);
   private static final Set<String> IMAGE_FIELDS =
       Set.of(
           "prompt",
@@ -166,8 +167,8 @@ final class Api implements HttpHandler {
   }
 
   private ObjectNode createVideo(HttpExchange ex) throws IOException {
-    Map<String, String> fields = fields(ex, VIDEO_FIELDS);
-    return ApiJson.video(jobs.submitVideo(settings.video(fields)));
+    FormFields.Form form = form(ex, VIDEO_FIELDS, limits.maxVideoBodyBytes());
+    return ApiJson.video(jobs.submitVideo(settings.video(form)));
   }
 
   private ObjectNode list(Map<String, String> q) {
@@ -368,7 +369,12 @@ final class Api implements HttpHandler {
   }
 
   private Map<String, String> fields(HttpExchange ex, Set<String> allowed) throws IOException {
-    byte[] body = Exchanges.readBody(ex, limits.maxBodyBytes());
+    return form(ex, allowed, limits.maxBodyBytes()).fields();
+  }
+
+  private FormFields.Form form(HttpExchange ex, Set<String> allowed, int maxBytes)
+      throws IOException {
+    byte[] body = Exchanges.readBody(ex, maxBytes);
     return FormFields.parse(ex.getRequestHeaders().getFirst("Content-Type"), body, allowed);
   }
 

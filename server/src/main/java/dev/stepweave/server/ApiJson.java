@@ -29,7 +29,9 @@ final class ApiJson {
    * size, seconds, prompt, error}) plus the effective settings, {@code exact}, {@code cache} (the
    * cache plugins it runs with every parameter, or null), {@code cache_report} (what they did, once
    * completed), {@code loras} (the adapters it runs with: name, scale and the file's sha256 when it
-   * was submitted; empty when none) and {@code timings}: seconds queued, running, and per loop.
+   * was submitted; empty when none), {@code task} (t2v, i2v, ti2v), {@code input_reference} (the
+   * input image it runs from: the file's sha256, its width, height, format and bytes; null when
+   * none) and {@code timings}: seconds queued, running, and per loop.
    */
   static ObjectNode video(Job job) {
     ObjectNode o = Exchanges.JSON.createObjectNode();
@@ -50,6 +52,18 @@ final class ApiJson {
     o.put("size", job.settings().size());
     o.put("seconds", job.settings().seconds());
     o.put("prompt", job.settings().prompt());
+    o.put("task", job.settings().task().wireName());
+    job.settings()
+        .image()
+        .ifPresentOrElse(
+            i ->
+                o.putObject("input_reference")
+                    .put("sha256", i.image().sourceSha256())
+                    .put("width", i.image().width())
+                    .put("height", i.image().height())
+                    .put("format", i.format())
+                    .put("bytes", i.bytes()),
+            () -> o.putNull("input_reference"));
     var p = job.settings().params();
     o.put("num_frames", p.frames());
     o.put("fps", p.fps());

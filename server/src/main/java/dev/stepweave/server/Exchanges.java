@@ -13,7 +13,16 @@ import java.nio.file.Path;
 
 /** Reading bounded bodies and writing JSON, errors and files on one HTTP exchange. */
 final class Exchanges {
-  static final ObjectMapper JSON = new ObjectMapper();
+  // Every body is bounded by the call's limit before it is parsed, so Jackson's own string limit
+  // (20 M chars) must not refuse an input image's data URL first.
+  static final ObjectMapper JSON =
+      new ObjectMapper(
+          com.fasterxml.jackson.core.JsonFactory.builder()
+              .streamReadConstraints(
+                  com.fasterxml.jackson.core.StreamReadConstraints.builder()
+                      .maxStringLength(Integer.MAX_VALUE)
+                      .build())
+              .build());
 
   private Exchanges() {}
 

@@ -18,9 +18,14 @@ import java.util.Set;
  * "dbcache,stepcache"}) and {@code cache.PLUGIN.PARAM} fields carry parameters; a JSON object
  * {@code {"cache": {"dbcache": {"threshold": 0.1}}}} is read as exactly those fields. Adapters are
  * flat the same way: {@code lora.NAME=SCALE} fields in the order they stack, which is how forms
- * send them and what a JSON {@code "loras": [{"name": NAME, "scale": SCALE}, …]} becomes.
+ * send them and what a JSON {@code "loras": [{"name": NAME, "scale": SCALE}, …]} becomes. The input
+ * image, {@code input_reference}, is a file part of a multipart body, or text: a data URL string,
+ * which in JSON may also come as OpenAI's reference object {@code {"image_url": …}}.
  */
 final class FormFields {
+  /** The field of a video call's input image (OpenAI's name). */
+  static final String INPUT_REFERENCE = "input_reference";
+
   /** The field naming the cache plugins a request turns on. */
   static final String CACHE = "cache";
 
@@ -32,18 +37,27 @@ final class FormFields {
 
   private FormFields() {}
 
+  /** A call's text fields and its file parts (multipart bodies only), each by field name. */
+  record Form(Map<String, String> fields, Map<String, Multipart.Upload> files) {}
+
   /**
-   * Parses {@code body} by its content type and refuses fields outside {@code allowed}.
+   * Parses {@code body} by its content type and refuses fields outside {@code allowed}; a file part
+   * is accepted only for a field in {@code allowed} that is {@link #INPUT_REFERENCE}.
    *
    * @throws ApiException 400 for a malformed body or an unknown field, 415 for another content type
    */
-  static Map<String, String> parse(String contentType, byte[] body, Set<String> allowed) {
+  static Form parse(String contentType, byte[] body, Set<String> allowed) {
     String type = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
     Map<String, String> fields;
+    Map<String, Multipart.Upload> files = Map.of();
     if (type.startsWith("application/json") || (type.isEmpty() && body.length > 0)) {
       fields = json(body);
     } else if (type.startsWith("multipart/form-data")) {
-      fields = Multipart.parse(boundary(contentType), body);
+      Set<String> fileFields =
+          allowed.contains(INPUT_REFERENCE) ? Set.of(INPUT_REFERENCE) : Set.of();
+      Multipart.Parts parts = Multipart.parse(boundary(contentType), body, fileFields);
+      fields = parts.fields();
+      files = parts.files();
     } else if (type.startsWith("application/x-www-form-urlencoded")) {
       fields = urlencoded(body);
     } else {
@@ -61,7 +75,7 @@ final class FormFields {
         throw ApiException.badRequest(name, "unknown parameter '" + name + "'");
       }
     }
-    return fields;
+    return new Form(fields, files);
   }
 
   private static Map<String, String> json(byte[] body) {
@@ -91,6 +105,15 @@ final class FormFields {
         flattenLoras(v, fields);
         continue;
       }
+      if (e.getKey().equals(INPUT_REFERENCE) && !v.isTextual()) {
+        if (!v.isObject()) {
+          throw ApiException.badRequest(
+              INPUT_REFERENCE,
+              "input_reference must be a data URL string or an object {\"image_url\": …}");
+        }
+        fields.put(INPUT_REFERENCE, imageUrl(v));
+        continue;
+      }
       if (e.getKey().startsWith(LORA)) {
         // One spelling per body keeps the stacking order the order of the array.
         throw ApiException.badRequest(
@@ -102,6 +125,34 @@ final class FormFields {
       fields.put(e.getKey(), v.asText());
     }
     return fields;
+  }
+
+  /**
+   * OpenAI's reference object, {"image_url": URL} or {"file_id": ID}, as its URL: this server has
+   * no Files API, so a file id is refused.
+   */
+  private static String imageUrl(JsonNode reference) {
+    for (Map.Entry<String, JsonNode> field : reference.properties()) {
+      if (!field.getKey().equals("image_url") && !field.getKey().equals("file_id")) {
+        throw ApiException.badRequest(
+            INPUT_REFERENCE,
+            "unknown parameter '"
+                + field.getKey()
+                + "' of input_reference (image_url; or send the image as a multipart file)");
+      }
+    }
+    if (reference.hasNonNull("file_id")) {
+      throw ApiException.badRequest(
+          INPUT_REFERENCE,
+          "input_reference.file_id is not supported (this server has no Files API); send"
+              + " input_reference.image_url as a data URL or the image as a multipart file");
+    }
+    JsonNode url = reference.get("image_url");
+    if (url == null || !url.isTextual()) {
+      throw ApiException.badRequest(
+          INPUT_REFERENCE, "input_reference.image_url is required and must be a string");
+    }
+    return url.textValue();
   }
 
   /** {"dbcache": {"threshold": 0.1}, "stepcache": {}} → cache=dbcache,stepcache and params. */

@@ -1,7 +1,6 @@
 package dev.stepweave.server;
 
 import dev.stepweave.core.card.RecipeRefusedException;
-import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.ActivePlugin;
 import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
@@ -10,6 +9,7 @@ import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
 import dev.stepweave.core.runtime.Engine;
@@ -19,6 +19,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -87,13 +88,13 @@ final class Jobs implements AutoCloseable {
   }
 
   Job submitVideo(Settings.Generation g) {
-    Job job = submit(JobIds.VIDEO, TaskType.T2V, g);
+    Job job = submit(JobIds.VIDEO, g);
     videos.put(job.id(), job);
     return job;
   }
 
   Job submitImage(Settings.Generation g) {
-    return submit(JobIds.IMAGE, TaskType.T2I, g);
+    return submit(JobIds.IMAGE, g);
   }
 
   /**
@@ -179,7 +180,7 @@ final class Jobs implements AutoCloseable {
     return clean;
   }
 
-  private Job submit(String prefix, TaskType task, Settings.Generation g) {
+  private Job submit(String prefix, Settings.Generation g) {
     if (!accepting()) {
       refusedDraining.incrementAndGet();
       throw new ApiException(
@@ -200,10 +201,13 @@ final class Jobs implements AutoCloseable {
           limits.maxPendingJobs() + " jobs are already queued or running; retry later");
     }
     String id = JobIds.next(prefix);
+    List<ModalPart> inputs = new ArrayList<>();
+    inputs.add(new ModalPart.Text(g.prompt()));
+    g.image().ifPresent(i -> inputs.add(i.image()));
     Request request =
-        Request.builder(task, g.params())
+        Request.builder(g.task(), g.params())
             .id(id)
-            .prompt(g.prompt())
+            .inputs(inputs)
             .plugins(g.plugins())
             .exact(g.exact())
             .adapters(g.adapters())
@@ -241,7 +245,7 @@ final class Jobs implements AutoCloseable {
             g,
             effectiveCache(request),
             adapters,
-            engine.model().card().loopsFor(task),
+            engine.model().card().loopsFor(g.task()),
             handle);
     unfinished.add(job);
     job.finished()
@@ -293,8 +297,18 @@ final class Jobs implements AutoCloseable {
     return out;
   }
 
-  /** The engine's request field ("plugins.dbcache.threshold") as the API's ("cache.dbcache…"). */
+  /**
+   * The engine's request field ("plugins.dbcache.threshold") as the API's ("cache.dbcache…",
+   * "input_reference" for the image); null for the task, which the server declares (the message
+   * names the task and the card's).
+   */
   static String wireField(String field) {
+    if (field.equals("task")) {
+      return null;
+    }
+    if (field.equals(Request.IMAGE)) {
+      return FormFields.INPUT_REFERENCE;
+    }
     return field.equals("plugins") || field.startsWith("plugins.")
         ? FormFields.CACHE + field.substring("plugins".length())
         : field;

@@ -5,21 +5,36 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.Locale;
 import java.util.Map;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
-/** The text fields of a multipart/form-data body (RFC 7578). File parts are refused. */
+/**
+ * The fields of a multipart/form-data body (RFC 7578): text parts, and file parts for the fields
+ * that take a file (an upload anywhere else is refused naming the field).
+ */
 final class Multipart {
   private static final byte[] CRLF = {'\r', '\n'};
   private static final byte[] HEADER_END = {'\r', '\n', '\r', '\n'};
   private static final Pattern NAME = Pattern.compile("(?i);\\s*name=\"([^\"]*)\"");
   private static final Pattern FILENAME = Pattern.compile("(?i);\\s*filename\\*?=");
+  private static final Pattern QUOTED_FILENAME = Pattern.compile("(?i);\\s*filename=\"([^\"]*)\"");
 
   private Multipart() {}
 
-  static Map<String, String> parse(String boundary, byte[] body) {
+  /**
+   * A file part: the name the client gave it (empty when none), its declared {@code Content-Type}
+   * (null when none) and its bytes.
+   */
+  record Upload(String filename, String contentType, byte[] bytes) {}
+
+  /** The text parts and the file parts, each by field name; a name is in one of them at most. */
+  record Parts(Map<String, String> fields, Map<String, Upload> files) {}
+
+  static Parts parse(String boundary, byte[] body, Set<String> fileFields) {
     byte[] delimiter = ("--" + boundary).getBytes(StandardCharsets.ISO_8859_1);
     Map<String, String> fields = new LinkedHashMap<>();
+    Map<String, Upload> files = new LinkedHashMap<>();
     int at = indexOf(body, delimiter, 0);
     if (at < 0) {
       throw malformed("no boundary line");
@@ -27,7 +42,7 @@ final class Multipart {
     while (true) {
       int afterDelimiter = at + delimiter.length;
       if (startsWith(body, afterDelimiter, new byte[] {'-', '-'})) {
-        return fields; // the closing delimiter
+        return new Parts(fields, files); // the closing delimiter
       }
       if (!startsWith(body, afterDelimiter, CRLF)) {
         throw malformed("boundary line not followed by CRLF");
@@ -44,31 +59,44 @@ final class Multipart {
       if (next < 0) {
         throw malformed("part without a closing boundary");
       }
-      String name = partName(headers);
-      if (fields.containsKey(name)) {
+      String disposition =
+          header(headers, "content-disposition")
+              .orElseThrow(() -> malformed("part without Content-Disposition"));
+      Matcher m = NAME.matcher(disposition);
+      if (!m.find()) {
+        throw malformed("part without a name");
+      }
+      String name = m.group(1);
+      if (fields.containsKey(name) || files.containsKey(name)) {
         throw ApiException.badRequest(name, "field '" + name + "' given twice");
       }
-      fields.put(name, new String(body, contentStart, next - contentStart, StandardCharsets.UTF_8));
+      if (FILENAME.matcher(disposition).find()) {
+        if (!fileFields.contains(name)) {
+          throw ApiException.badRequest(
+              name, "file uploads are not supported (field '" + name + "')");
+        }
+        Matcher f = QUOTED_FILENAME.matcher(disposition);
+        files.put(
+            name,
+            new Upload(
+                f.find() ? f.group(1) : "",
+                header(headers, "content-type").orElse(null),
+                Arrays.copyOfRange(body, contentStart, next)));
+      } else {
+        fields.put(
+            name, new String(body, contentStart, next - contentStart, StandardCharsets.UTF_8));
+      }
       at = next + CRLF.length;
     }
   }
 
-  private static String partName(String headers) {
-    String disposition =
-        headers
-            .lines()
-            .filter(l -> l.toLowerCase(Locale.ROOT).startsWith("content-disposition:"))
-            .findFirst()
-            .orElseThrow(() -> malformed("part without Content-Disposition"));
-    Matcher m = NAME.matcher(disposition);
-    if (!m.find()) {
-      throw malformed("part without a name");
-    }
-    if (FILENAME.matcher(disposition).find()) {
-      throw ApiException.badRequest(
-          m.group(1), "file uploads are not supported (field '" + m.group(1) + "')");
-    }
-    return m.group(1);
+  /** The value of the part header {@code name} (lower case), when the part has it. */
+  private static java.util.Optional<String> header(String headers, String name) {
+    return headers
+        .lines()
+        .filter(l -> l.toLowerCase(Locale.ROOT).startsWith(name + ":"))
+        .map(l -> l.substring(name.length() + 1).strip())
+        .findFirst();
   }
 
   private static ApiException malformed(String why) {

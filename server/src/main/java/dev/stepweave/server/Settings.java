@@ -2,8 +2,11 @@ package dev.stepweave.server;
 
 import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.AdapterUse;
 import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.TaskChoice;
 import java.math.BigDecimal;
 import java.security.SecureRandom;
 import java.util.ArrayList;
@@ -39,6 +42,8 @@ final class Settings {
    *     validates them against the deployment's schemas)
    * @param exact whether the request refuses distribution-altering plugins
    * @param adapters the adapters to stack, in order (the engine checks names, bounds and count)
+   * @param task what the request declares: {@link TaskChoice} for a video, t2i for an image
+   * @param image the decoded {@code input_reference}, when the call gave one
    */
   record Generation(
       String prompt,
@@ -47,7 +52,9 @@ final class Settings {
       String size,
       Map<String, Map<String, String>> plugins,
       boolean exact,
-      List<AdapterUse> adapters) {
+      List<AdapterUse> adapters,
+      TaskType task,
+      Optional<InputReference.InputImage> image) {
     Generation {
       plugins = Map.copyOf(plugins);
       adapters = List.copyOf(adapters);
@@ -56,9 +63,12 @@ final class Settings {
 
   /**
    * The frame count: {@code num_frames} when given (4k+1), else {@code seconds × fps} rounded to
-   * the nearest 4k+1 count (Wan's VAE packs frames 1 + 4k), else the card's default.
+   * the nearest 4k+1 count (Wan's VAE packs frames 1 + 4k), else the card's default. The task
+   * follows the card and whether {@code input_reference} is given; the image is decoded only once
+   * every other field has passed and the card takes one.
    */
-  Generation video(Map<String, String> f) {
+  Generation video(FormFields.Form form) {
+    Map<String, String> f = form.fields();
     String prompt = prompt(f);
     checkModel(f);
     GenerationDefaults d = card.defaults();
@@ -92,14 +102,33 @@ final class Settings {
     }
     DiffusionParams params = params(f, frames, fps);
     String reported = seconds != null ? seconds : lengthOf(frames, fps);
+    var plugins = plugins(f);
+    boolean exact = bool(f, "exact");
+    var adapters = adapters(f);
+    String text = f.get(FormFields.INPUT_REFERENCE);
+    Multipart.Upload upload = form.files().get(FormFields.INPUT_REFERENCE);
+    TaskType task;
+    try {
+      task = TaskChoice.forVideo(card, text != null || upload != null, "input_reference");
+    } catch (InvalidRequestException e) {
+      throw ApiException.badRequest(FormFields.INPUT_REFERENCE, e.getMessage());
+    }
+    Optional<InputReference.InputImage> image =
+        upload != null
+            ? Optional.of(InputReference.fromUpload(upload, limits.maxImageBytes()))
+            : text != null
+                ? Optional.of(InputReference.fromText(text, limits.maxImageBytes()))
+                : Optional.empty();
     return new Generation(
         prompt,
         params,
         reported,
         params.width() + "x" + params.height(),
-        plugins(f),
-        bool(f, "exact"),
-        adapters(f));
+        plugins,
+        exact,
+        adapters,
+        task,
+        image);
   }
 
   /** One image's settings (a one-frame video); {@code index} offsets the seed for n > 1. */
@@ -126,7 +155,9 @@ final class Settings {
         p.width() + "x" + p.height(),
         plugins(f),
         bool(f, "exact"),
-        adapters(f));
+        adapters(f),
+        TaskType.T2I,
+        Optional.empty());
   }
 
   String prompt(Map<String, String> f) {

@@ -69,12 +69,20 @@ class BadInputTest {
   @Test
   void refusesLongPromptsLargeBodiesAndOtherContentTypes() {
     assertError(h.postJson("/v1/videos", Map.of("prompt", "p".repeat(4001))), 400, "prompt");
-    byte[] huge = ("{\"prompt\":\"" + "p".repeat(1 << 20) + "\"}").getBytes(StandardCharsets.UTF_8);
+    // A video call's body may carry one input image beside the fields; an image call's may not.
+    int videoBody = ServerConfig.defaults().maxVideoBodyBytes();
+    byte[] huge =
+        ("{\"prompt\":\"" + "p".repeat(videoBody) + "\"}").getBytes(StandardCharsets.UTF_8);
     assertError(h.post("/v1/videos", "application/json", huge), 413, null);
+    byte[] overImageBody =
+        ("{\"prompt\":\"" + "p".repeat(1 << 20) + "\"}").getBytes(StandardCharsets.UTF_8);
+    assertError(h.post("/v1/images/generations", "application/json", overImageBody), 413, null);
     assertError(
         h.post("/v1/videos", "text/plain", "prompt".getBytes(StandardCharsets.UTF_8)), 415, null);
+    // An image to this text-to-video card (InputReferenceApiTest has the rest).
     String fileUpload =
-        "--b\r\nContent-Disposition: form-data; name=\"input_reference\"; filename=\"a.png\"\r\n"
+        "--b\r\nContent-Disposition: form-data; name=\"prompt\"\r\n\r\nx\r\n"
+            + "--b\r\nContent-Disposition: form-data; name=\"input_reference\"; filename=\"a.png\"\r\n"
             + "Content-Type: image/png\r\n\r\nPNG\r\n--b--\r\n";
     assertError(
         h.post(

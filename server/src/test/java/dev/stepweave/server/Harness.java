@@ -39,14 +39,20 @@ final class Harness implements AutoCloseable {
     return Extensions.builder().enable(PatternModel.CACHE).build();
   }
 
-  final PatternModel model = new PatternModel();
+  final PatternModel model;
   final Engine engine;
   final StepweaveServer server;
   final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  Harness(Path artifacts, ServerConfig config, Extensions extensions) throws IOException {
+  Harness(Path artifacts, ServerConfig config, Extensions extensions, PatternModel model)
+      throws IOException {
+    this.model = model;
     engine = new Engine(model, EngineConfig.defaults(), extensions);
     server = StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts));
+  }
+
+  Harness(Path artifacts, ServerConfig config, Extensions extensions) throws IOException {
+    this(artifacts, config, extensions, new PatternModel());
   }
 
   Harness(Path artifacts, ServerConfig config) throws IOException {

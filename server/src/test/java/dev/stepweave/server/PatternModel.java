@@ -34,6 +34,7 @@ import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.AppliedAdapter;
 import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Provenance;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.tensor.Backend;
@@ -63,6 +64,10 @@ import java.util.TreeSet;
  * refused naming it. Each adapter a request runs with adds {@link #ADAPTER_STEP} × its scale to
  * every denoise step's value, so its strength reaches the output, and the artifact's provenance
  * lists it.
+ *
+ * <p>Variants serve other tasks ({@link #serving}): an image-to-video one takes the request's input
+ * image, whose mean brightness moves the starting value (so the image reaches the output), and
+ * records the hash of every image its denoise loop starts from ({@link #receivedImages}).
  */
 final class PatternModel implements ModelInstance {
   static final String ID = "pattern-test";
@@ -102,7 +107,28 @@ final class PatternModel implements ModelInstance {
         }
       };
 
-  private final ModelCard card = patternCard();
+  private final ModelCard card;
+  private final java.util.Queue<String> receivedImages =
+      new java.util.concurrent.ConcurrentLinkedQueue<>();
+
+  /** The text-to-video card (t2v, t2i). */
+  PatternModel() {
+    this(ID, Set.of(TaskType.T2V, TaskType.T2I));
+  }
+
+  private PatternModel(String id, Set<TaskType> tasks) {
+    card = patternCard(id, tasks);
+  }
+
+  /** A variant whose card, {@code id}, serves exactly {@code tasks}. */
+  static PatternModel serving(String id, TaskType... tasks) {
+    return new PatternModel(id, Set.of(tasks));
+  }
+
+  /** The sha256 of each input image a denoise loop started from, in order. */
+  List<String> receivedImages() {
+    return List.copyOf(receivedImages);
+  }
 
   /**
    * @param threshold the request's cache threshold, 0 without the cache
@@ -152,6 +178,15 @@ final class PatternModel implements ModelInstance {
           denoised == null
               ? (r.params().seed() % 997) / 997f
               : denoised.tensor("value").getFloat(0);
+      if (denoised == null && !r.images().isEmpty()) {
+        ModalPart.Image image = r.image();
+        receivedImages.add(image.sourceSha256());
+        long sum = 0;
+        for (byte b : image.rgb()) {
+          sum += b & 0xff;
+        }
+        start = (start + sum / (float) image.rgb().length / 255f * 0.5f) % 1f;
+      }
       int total = kind == WorkKind.DIFFUSION_STEP ? r.params().steps() : 1;
       double threshold = 0;
       int warmup = 0;
@@ -321,11 +356,13 @@ final class PatternModel implements ModelInstance {
           "denoise", new PatternLoop("denoise", WorkKind.DIFFUSION_STEP),
           "decode", new PatternLoop("decode", WorkKind.VAE_TILE));
 
-  private static ModelCard patternCard() {
+  private static ModelCard patternCard(String id, Set<TaskType> tasks) {
     var all = EnumSet.allOf(TaskType.class);
     List<String> program = List.of("denoise", "decode");
+    Map<TaskType, List<String>> capabilities = new java.util.EnumMap<>(TaskType.class);
+    tasks.forEach(t -> capabilities.put(t, program));
     return new ModelCard(
-        ID,
+        id,
         "wan",
         Map.of(
             "dit",
@@ -335,7 +372,7 @@ final class PatternModel implements ModelInstance {
         Map.of(
             "denoise", new LoopSpec("denoise", WorkKind.DIFFUSION_STEP, List.of("dit")),
             "decode", new LoopSpec("decode", WorkKind.VAE_TILE, List.of("vae"))),
-        Map.of(TaskType.T2V, program, TaskType.T2I, program),
+        capabilities,
         RecipeSpec.base(),
         new ParitySpec(ConsistencyRung.C1, List.of(), Map.of()),
         Map.of(CACHE.id(), CacheContract.distributionAltering(CACHE.id(), "step")),

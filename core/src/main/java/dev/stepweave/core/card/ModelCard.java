@@ -41,6 +41,11 @@ public record ModelCard(
     return capabilities.keySet();
   }
 
+  /** The tasks this card serves as users name them, sorted: "t2i, t2v". */
+  public String taskNames() {
+    return String.join(", ", tasks().stream().map(TaskType::wireName).sorted().toList());
+  }
+
   /** The loop ids a task runs, in order. */
   public List<String> loopsFor(TaskType task) {
     List<String> ids = capabilities.get(task);
@@ -51,7 +56,7 @@ public record ModelCard(
               + "' cannot run task "
               + task.wireName()
               + " (it serves "
-              + tasks()
+              + taskNames()
               + ")");
     }
     return ids;

@@ -1,7 +1,6 @@
 package dev.stepweave.core.runtime;
 
 import dev.stepweave.core.card.RecipeRefusedException;
-import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.loop.ModelInstance;
@@ -52,8 +51,7 @@ final class Intake {
               + "' does not serve task "
               + request.task().wireName()
               + " (it serves "
-              + String.join(
-                  ", ", m.card().tasks().stream().map(TaskType::wireName).sorted().toList())
+              + m.card().taskNames()
               + ")");
     }
     m.validate(request);

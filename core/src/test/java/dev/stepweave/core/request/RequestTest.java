@@ -115,4 +115,13 @@ class RequestTest {
     var e = assertThrows(InvalidRequestException.class, withImages(TaskType.I2V, 0)::validate);
     assertEquals(Optional.of(Request.IMAGE), e.field());
   }
+
+  @Test
+  void anImageOutsideTheSizeLimitsIsRefusedNamingTheField() {
+    var e =
+        assertThrows(
+            InvalidRequestException.class, () -> new ModalPart.Image(0, 4, new byte[0], "00"));
+    assertEquals("image must be 1..8192 pixels on each side, got 0x4", e.getMessage());
+    assertEquals(Optional.of(Request.IMAGE), e.field());
+  }
 }

@@ -136,4 +136,23 @@ class CardContractsAtTheEngineTest {
     assertEquals(CardProblem.Code.UNSUPPORTED_PARALLEL_PLAN, e.problems().getFirst().code());
     assertEquals(1, e.getMessage().lines().count());
   }
+
+  @Test
+  void aTaskTheCardDoesNotServeIsRefusedAtSubmitNamingTheCardsTasks() {
+    try (Engine engine = new Engine(new CountingModel(card(ConsistencyRung.C1)))) {
+      Request i2v =
+          Request.builder(TaskType.I2V, request(false, false).params())
+              .inputs(
+                  List.of(
+                      new dev.stepweave.core.request.ModalPart.Text("count"),
+                      new dev.stepweave.core.request.ModalPart.Image(
+                          1, 1, new byte[] {0, 0, 0}, "00")))
+              .build();
+      var e =
+          assertThrows(
+              dev.stepweave.core.request.InvalidRequestException.class, () -> engine.submit(i2v));
+      assertEquals("model 'tiny-4step' does not serve task i2v (it serves t2v)", e.getMessage());
+      assertEquals(Optional.of("task"), e.field());
+    }
+  }
 }
