@@ -35,6 +35,7 @@ final class Api implements HttpHandler {
           "fps",
           "num_inference_steps",
           "guidance_scale",
+          Settings.SECOND_GUIDANCE,
           "negative_prompt",
           "seed",
           FormFields.CACHE,

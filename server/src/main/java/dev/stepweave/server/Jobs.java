@@ -211,6 +211,7 @@ final class Jobs implements AutoCloseable {
             .plugins(g.plugins())
             .exact(g.exact())
             .adapters(g.adapters())
+            .nodeOverrides(g.loopSettings())
             .build();
     RequestHandle handle;
     List<ResolvedAdapter> adapters;
@@ -308,6 +309,9 @@ final class Jobs implements AutoCloseable {
     }
     if (field.equals(Request.IMAGE)) {
       return FormFields.INPUT_REFERENCE;
+    }
+    if (field.equals("denoise.guidance_2")) {
+      return Settings.SECOND_GUIDANCE;
     }
     return field.equals("plugins") || field.startsWith("plugins.")
         ? FormFields.CACHE + field.substring("plugins".length())

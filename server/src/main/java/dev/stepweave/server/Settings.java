@@ -25,6 +25,7 @@ final class Settings {
   private static final Pattern SIZE = Pattern.compile("(\\d{1,5})x(\\d{1,5})");
   private static final Pattern PLUGIN_ID = Pattern.compile("[a-z0-9_]{1,64}");
   private static final SecureRandom SEEDS = new SecureRandom();
+  static final String SECOND_GUIDANCE = "guidance_scale_2";
 
   private final ModelCard card;
   private final ServerConfig limits;
@@ -44,6 +45,8 @@ final class Settings {
    * @param adapters the adapters to stack, in order (the engine checks names, bounds and count)
    * @param task what the request declares: {@link TaskChoice} for a video, t2i for an image
    * @param image the decoded {@code input_reference}, when the call gave one
+   * @param loopSettings per-loop settings the call asked for ({@code guidance_scale_2} is the
+   *     denoise loop's {@code guidance_2}: the second expert's scale of a two-expert model)
    */
   record Generation(
       String prompt,
@@ -54,10 +57,12 @@ final class Settings {
       boolean exact,
       List<AdapterUse> adapters,
       TaskType task,
-      Optional<InputReference.InputImage> image) {
+      Optional<InputReference.InputImage> image,
+      Map<String, Map<String, String>> loopSettings) {
     Generation {
       plugins = Map.copyOf(plugins);
       adapters = List.copyOf(adapters);
+      loopSettings = Map.copyOf(loopSettings);
     }
   }
 
@@ -128,7 +133,24 @@ final class Settings {
         exact,
         adapters,
         task,
-        image);
+        image,
+        secondGuidance(f));
+  }
+
+  /**
+   * {@code guidance_scale_2} as the denoise loop's {@code guidance_2} (the model refuses it unless
+   * it has two experts), held to the same bounds as {@code guidance_scale}.
+   */
+  private static Map<String, Map<String, String>> secondGuidance(Map<String, String> f) {
+    if (!f.containsKey(SECOND_GUIDANCE)) {
+      return Map.of();
+    }
+    double g = number(f.get(SECOND_GUIDANCE), SECOND_GUIDANCE);
+    if (!(g >= 0) || g > 100) {
+      throw ApiException.badRequest(
+          SECOND_GUIDANCE, SECOND_GUIDANCE + " must be between 0 and 100, got " + g);
+    }
+    return Map.of("denoise", Map.of("guidance_2", Double.toString(g)));
   }
 
   /** One image's settings (a one-frame video); {@code index} offsets the seed for n > 1. */
@@ -157,7 +179,8 @@ final class Settings {
         bool(f, "exact"),
         adapters(f),
         TaskType.T2I,
-        Optional.empty());
+        Optional.empty(),
+        Map.of());
   }
 
   String prompt(Map<String, String> f) {

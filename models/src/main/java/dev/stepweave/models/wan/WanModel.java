@@ -654,6 +654,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     if (routing.single()
         && request.overridesFor(WanCards.DENOISE).containsKey(Guidance.SECOND_SCALE)) {
       throw new InvalidRequestException(
+          WanCards.DENOISE + "." + Guidance.SECOND_SCALE,
           "denoise."
               + Guidance.SECOND_SCALE
               + " needs a two-expert model; '"
