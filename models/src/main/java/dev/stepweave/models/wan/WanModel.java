@@ -684,6 +684,35 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     }
     sampler(request);
     VaeDecodeLoop.tiling(request, vae);
+    checkSize(request);
+  }
+
+  /**
+   * The frame size must fold into whole transformer patches of latents: a multiple of the VAE's
+   * spatial compression times the patch (16 for Wan2.1, 32 for Wan2.2 TI2V's 16× VAE). The
+   * reference rounds a size that is not down, with a warning; a request here says what it gets.
+   */
+  private void checkSize(Request request) {
+    var patch = transformer.config().patchSize();
+    int unitH = vae.config().spatialCompression() * patch.h();
+    int unitW = vae.config().spatialCompression() * patch.w();
+    var p = request.params();
+    if (p.width() % unitW != 0 || p.height() % unitH != 0) {
+      throw new InvalidRequestException(
+          "size "
+              + p.width()
+              + "x"
+              + p.height()
+              + ": model '"
+              + card.modelId()
+              + "' needs a width that is a multiple of "
+              + unitW
+              + " and a height of "
+              + unitH
+              + " (the VAE's "
+              + vae.config().spatialCompression()
+              + "x times the transformer's patch)");
+    }
   }
 
   /**

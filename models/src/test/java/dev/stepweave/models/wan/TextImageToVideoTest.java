@@ -189,7 +189,7 @@ class TextImageToVideoTest {
   }
 
   @Test
-  void otherTasksAndTwoImagesAreOneLineErrors() {
+  void otherTasksTwoImagesAndSizesOffThePatchGridAreOneLineErrors() {
     try (Engine engine = new Engine(model)) {
       // The text-only request as t2v, the one with an image as i2v: each well-formed for its task.
       for (TaskType task : List.of(TaskType.T2V, TaskType.I2V)) {
@@ -216,6 +216,15 @@ class TextImageToVideoTest {
                           .build()));
       assertEquals("a ti2v request takes at most one input image, got 2", e.getMessage());
       assertEquals(Optional.of(Request.IMAGE), e.field());
+      // 48 is a multiple of 16 (any Wan request size) but not of the 16× VAE times patch 2.
+      e =
+          assertThrows(
+              InvalidRequestException.class,
+              () -> engine.submit(request("g", null, 1, 48, 32, 2, 4.0)));
+      assertEquals(
+          "size 48x32: model 'wan22-ti2v-tiny' needs a width that is a multiple of 32 and a height"
+              + " of 32 (the VAE's 16x times the transformer's patch)",
+          e.getMessage());
     }
   }
 }
