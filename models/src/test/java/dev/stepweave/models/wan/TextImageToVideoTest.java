@@ -14,6 +14,7 @@ import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineStats;
+import dev.stepweave.core.runtime.ProgramCheckpoint;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.nio.file.Path;
@@ -26,13 +27,15 @@ import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Wan2.2 TI2V on the tiny TI2V checkpoint through the loops and the engine: requests with and
  * without an image (the image mode and the text-only mode of one card), of different sizes, seeds
  * and step counts, interleaved and batched, give their serial frames bit for bit; a batched step
  * with rows of both modes equals each call alone (each row its own first frame and per-token
- * timesteps); and every TI2V loop keeps the loop contract in both modes.
+ * timesteps); every TI2V loop keeps the loop contract in both modes; a run resumed after any step
+ * gives the whole run's frames; and requests that do not fit the card are one-line errors.
  */
 class TextImageToVideoTest {
   static final Path CHECKPOINT = Path.of(System.getProperty("stepweave.golden"), "wan22-ti2v-tiny");
@@ -225,6 +228,45 @@ class TextImageToVideoTest {
           "size 48x32: model 'wan22-ti2v-tiny' needs a width that is a multiple of 32 and a height"
               + " of 32 (the VAE's 16x times the transformer's patch)",
           e.getMessage());
+    }
+  }
+
+  @Test
+  void aRunResumedAfterAnyStepGivesTheWholeRunsFramesInBothModes(@TempDir Path dir)
+      throws Exception {
+    for (Request r : List.of(mix().get(0), mix().get(1))) {
+      List<Path> checkpoints = new ArrayList<>();
+      List<String> loops = new ArrayList<>();
+      float[] whole;
+      try (Engine engine = new Engine(model)) {
+        whole =
+            frames(
+                engine.submit(
+                    r,
+                    cp -> {
+                      Path f = dir.resolve(r.id() + checkpoints.size() + ".safetensors");
+                      cp.write(f);
+                      checkpoints.add(f);
+                      loops.add(cp.current().loopId());
+                    }));
+      }
+      List<String> expected = new ArrayList<>(List.of("text_encode", "text_encode"));
+      if (!r.images().isEmpty()) {
+        expected.add("vae_encode"); // without an image the loop runs no step
+      }
+      expected.addAll(List.of("denoise", "denoise", "denoise", "vae_decode", "vae_decode"));
+      assertEquals(expected, loops, r.id());
+      // A fresh instance (nothing cached) reads each checkpoint back from its file.
+      try (WanModel fresh = WanModel.load(CHECKPOINT, new CpuBackend())) {
+        for (int i = 1; i < checkpoints.size() - 1; i++) {
+          try (Engine engine = new Engine(fresh)) {
+            assertArrayEquals(
+                whole,
+                frames(engine.resume(r, ProgramCheckpoint.read(checkpoints.get(i)), null)),
+                r.id() + " resumed after step " + i + " (" + loops.get(i) + ")");
+          }
+        }
+      }
     }
   }
 }
