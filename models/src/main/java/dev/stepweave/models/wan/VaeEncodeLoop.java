@@ -166,20 +166,36 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
   }
 
   /**
-   * What one condition encode needs: the condition video and the condition resident, a peak of
-   * eight encoder-width frames, and that traffic as the cost model's seed.
+   * What one condition encode needs: the condition video (the image alone with per-token timesteps)
+   * and the condition resident, a peak of eight encoder-width frames, and that traffic as the cost
+   * model's seed.
    */
   ResourceRequest resources(Request request) {
     var p = request.params();
     var cfg = model.vaeConfig();
     long pixels = (long) p.width() * p.height();
-    long videoBytes = pixels * 3L * 4 * p.frames();
-    int[] latents = model.latentShape(request);
-    long conditionBytes =
-        Tensor.numel(latents) / latents[1] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
+    long videoBytes = pixels * 3L * 4 * encodedFrames(request);
+    long conditionBytes = conditionBytes(model, request);
     long frameBytes = pixels * 4L * cfg.decoderDim();
     return new ResourceRequest(
         0, videoBytes + conditionBytes, frameBytes * 8, 0, 0, frameBytes * 8);
+  }
+
+  /** The frames the VAE encodes: the condition video, or the image alone with per-token steps. */
+  private int encodedFrames(Request request) {
+    return model.perTokenTimesteps() ? 1 : request.params().frames();
+  }
+
+  /**
+   * The bytes of what the loop hands on: the mask and the condition latents {@code [1, 4 + z, F',
+   * H', W']}, or with per-token timesteps the first latent frame {@code [1, z, 1, H', W']}.
+   */
+  static long conditionBytes(WanModel model, Request request) {
+    int[] latents = model.latentShape(request);
+    long plane = Tensor.numel(latents) / latents[1] / latents[2];
+    return model.perTokenTimesteps()
+        ? plane * latents[1] * 4L
+        : plane * latents[2] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
   }
 
   @Override

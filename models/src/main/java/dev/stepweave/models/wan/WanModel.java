@@ -743,8 +743,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     if (loops.get(WanCards.VAE_ENCODE) instanceof VaeEncodeLoop condition) {
       ResourceRequest encode = condition.resources(request);
       once.add(encode);
-      conditionBytes +=
-          Tensor.numel(latents) / latents[1] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
+      conditionBytes += VaeEncodeLoop.conditionBytes(this, request);
     }
     ResourceRequest step =
         denoise.resources(latents, length, branches, conditionBytes, imageTokens);
