@@ -9,6 +9,7 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.TaskChoice;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
@@ -114,8 +115,12 @@ final class PipelineCheck {
           imageEmbeds.add(
               ops.download(loops.get(WanCards.IMAGE_ENCODE).tensor(IMAGE_EMBEDS_RESULT)));
         }
-        if (loops.containsKey(WanCards.VAE_ENCODE)) {
-          conditions.add(ops.download(loops.get(WanCards.VAE_ENCODE).tensor(CONDITION_RESULT)));
+        Tensor condition =
+            loops.containsKey(WanCards.VAE_ENCODE)
+                ? loops.get(WanCards.VAE_ENCODE).tensors().get(CONDITION_RESULT)
+                : null;
+        if (condition != null) {
+          conditions.add(ops.download(condition));
         }
         frames.add(result.artifact(Artifact.VideoArtifact.class).frames().unsqueeze(0));
       }
@@ -258,7 +263,9 @@ final class PipelineCheck {
     if (image != null) {
       inputs.add(image);
     }
-    return Request.builder(image == null ? TaskType.T2V : TaskType.I2V, params)
+    // The task a product would declare for these inputs on this card (ti2v on a TI2V card).
+    TaskType task = TaskChoice.forVideo(model.card(), image != null, "image_uint8");
+    return Request.builder(task, params)
         .id("verify-" + UUID.randomUUID())
         .inputs(inputs)
         .nodeOverrides(

@@ -68,6 +68,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param uncond unconditional text embeddings, or null without guidance
    * @param condition the image-to-video condition {@code [1, 4 + z_dim, F, H, W]} concatenated to
    *     the latents at every step, or null for text-to-video
+   * @param firstFrame the encoded image as the first latent frame {@code [1, z_dim, 1, H, W]} of a
+   *     TI2V request with an image (re-imposed on the latents before every forward and after the
+   *     last step, its tokens at timestep 0), or null
    * @param imageEmbeds the image-encoder states the transformer attends to {@code [1, tokens,
    *     image_dim]}, or null without an image encoder
    * @param request the request (the guidance policy and sampler are pure functions of it)
@@ -82,6 +85,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       Tensor cond,
       Tensor uncond,
       Tensor condition,
+      Tensor firstFrame,
       Tensor imageEmbeds,
       Request request,
       CancelScope scope,
@@ -117,9 +121,16 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     Tensor latents = ops.upload(startingLatents(request), DType.F32);
     Sampler sampler = model.sampler(request);
     var loops = model.card().loops();
+    boolean encodes = loops.containsKey(WanCards.VAE_ENCODE);
+    boolean perToken = model.perTokenTimesteps();
     Tensor condition =
-        loops.containsKey(WanCards.VAE_ENCODE)
+        encodes && !perToken
             ? ctx.upstream(WanCards.VAE_ENCODE).tensor(VaeEncodeLoop.CONDITION)
+            : null;
+    // A TI2V request without an image hands on no first frame: text-to-video.
+    Tensor firstFrame =
+        encodes && perToken
+            ? ctx.upstream(WanCards.VAE_ENCODE).tensors().get(VaeEncodeLoop.FIRST_FRAME)
             : null;
     Tensor imageEmbeds =
         loops.containsKey(WanCards.IMAGE_ENCODE)
@@ -131,6 +142,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         cond,
         uncond,
         condition,
+        firstFrame,
         imageEmbeds,
         request,
         ctx.cancelScope(),
@@ -242,6 +254,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             s.cond(),
             s.uncond(),
             s.condition(),
+            s.firstFrame(),
             s.imageEmbeds(),
             policy,
             s.stepsDone(),
@@ -295,7 +308,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
 
   /**
    * Folds a step in: the sampler turns the prediction into the next latents, the call's new plugin
-   * state replaces the old, and the hooks measure what the next step's planning decides on.
+   * state replaces the old, and the hooks measure what the next step's planning decides on. The
+   * state's latents are the sampler's own, as the reference's after each step (a TI2V request's
+   * first frame is imposed on the forward's input and on what {@link #finalize} hands on).
    */
   @Override
   public State advance(State s, StepResult result) {
@@ -312,12 +327,26 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         s.cond(),
         s.uncond(),
         s.condition(),
+        s.firstFrame(),
         s.imageEmbeds(),
         s.request(),
         s.scope(),
         plugins,
         s.hooks(),
         s.adapters());
+  }
+
+  /**
+   * {@code latents [1, C, F, H, W]} with its first latent frame replaced by {@code firstFrame [1,
+   * C, 1, H, W]}: the reference's {@code (1 − mask)·condition + mask·latents}, whose mask is 0 on
+   * the first frame and 1 after, exactly (for finite values).
+   */
+  static Tensor withFirstFrame(Backend ops, Tensor latents, Tensor firstFrame) {
+    int frames = latents.dim(2);
+    if (frames == 1) {
+      return firstFrame;
+    }
+    return ops.concat(List.of(firstFrame, ops.contiguous(latents.slice(2, 1, frames))), 2);
   }
 
   @Override
@@ -343,17 +372,25 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             WanProvenance.of(model, s.request(), id())));
   }
 
+  /**
+   * The denoised latents, with a TI2V request's first frame imposed after the last step (the
+   * reference's {@code (1 − mask)·condition + mask·latents} before decoding).
+   */
   @Override
   public LoopResult finalize(State s) {
+    Tensor latents =
+        s.firstFrame() == null
+            ? s.latents()
+            : withFirstFrame(model.backend(), s.latents(), s.firstFrame());
     List<Artifact> artifacts =
         s.request().output().latents()
             ? List.of(
                 new Artifact.LatentArtifact(
                     LATENTS,
-                    model.backend().download(s.latents()).squeeze(0),
+                    model.backend().download(latents).squeeze(0),
                     WanProvenance.of(model, s.request(), id())))
             : List.of();
-    return new LoopResult(Map.of(LATENTS, s.latents()), artifacts, s.plugins().report());
+    return new LoopResult(Map.of(LATENTS, latents), artifacts, s.plugins().report());
   }
 
   /** The state's tensors as they are, on the device: the runtime copies them when it must. */
@@ -367,6 +404,9 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     }
     if (s.condition() != null) {
       tensors.put(VaeEncodeLoop.CONDITION, s.condition());
+    }
+    if (s.firstFrame() != null) {
+      tensors.put(VaeEncodeLoop.FIRST_FRAME, s.firstFrame());
     }
     if (s.imageEmbeds() != null) {
       tensors.put(ImageEncodeLoop.IMAGE_EMBEDS, s.imageEmbeds());
@@ -414,6 +454,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         model.restored(data.tensors().get("cond")),
         restoredOrNull(data, "uncond"),
         restoredOrNull(data, VaeEncodeLoop.CONDITION),
+        restoredOrNull(data, VaeEncodeLoop.FIRST_FRAME),
         restoredOrNull(data, ImageEncodeLoop.IMAGE_EMBEDS),
         request,
         ctx.cancelScope(),

@@ -40,8 +40,12 @@ import java.util.List;
  * @param latents the request's current latents {@code [1, C, F, H, W]}
  * @param condition the request's image-to-video condition, concatenated to its latents on the
  *     channels in every row of its branches, or null
+ * @param firstFrame a TI2V request's encoded image, imposed as the first latent frame of its rows
+ *     (whose tokens get timestep 0), or null
  * @param image the request's image-encoder states, the same for both of its branches, or null
- * @param timestep the sampler's timestep for this step
+ * @param timestep the sampler's timestep for this step: one per row, or with per-token timesteps
+ *     ({@link WanModel#perTokenTimesteps}) one per token of the row, 0 on the first frame's tokens
+ *     when {@code firstFrame} gives that frame
  * @param cond conditional text embeddings {@code [1, L, D]}
  * @param uncond unconditional text embeddings, or null when the policy needs none
  * @param step the loop step (policies such as CFG-Zero* depend on it)
@@ -60,6 +64,7 @@ record DitCall(
     Tensor cond,
     Tensor uncond,
     Tensor condition,
+    Tensor firstFrame,
     Tensor image,
     CfgPolicy policy,
     int step,
@@ -122,9 +127,13 @@ record DitCall(
     return StepResult.of(prediction, work);
   }
 
-  /** The transformer's input: the latents, with the condition after them for image-to-video. */
+  /**
+   * The transformer's input: the latents (with a TI2V request's first frame imposed), with the
+   * condition after them for image-to-video.
+   */
   private Tensor input(Backend ops) {
-    return condition == null ? latents : ops.concat(List.of(latents, condition), 1);
+    Tensor x = firstFrame == null ? latents : DenoiseLoop.withFirstFrame(ops, latents, firstFrame);
+    return condition == null ? x : ops.concat(List.of(x, condition), 1);
   }
 
   /** The image states of {@code rows} rows of this call, or null without an image encoder. */
@@ -189,7 +198,7 @@ record DitCall(
     List<Tensor> xs = new ArrayList<>();
     List<Tensor> texts = new ArrayList<>();
     List<Tensor> images = new ArrayList<>();
-    List<Float> ts = new ArrayList<>();
+    List<DitCall> timestepsOf = new ArrayList<>(); // the call of each row
     List<PluginState> works = new ArrayList<>(dits.size());
     List<BlockCacheRow> rows = new ArrayList<>();
     List<List<AdapterRows.Applied>> adapterRows = new ArrayList<>();
@@ -201,7 +210,7 @@ record DitCall(
       for (int r = 0; r < rowsOfCall; r++) {
         xs.add(x);
         texts.add(r == 0 ? d.cond() : d.uncond());
-        ts.add(d.timestep());
+        timestepsOf.add(d);
         adapterRows.add(d.adapters());
         if (d.image() != null) {
           images.add(d.image());
@@ -209,15 +218,11 @@ record DitCall(
       }
       rows.addAll(d.hooks().rows(work, d.branches(), d.step()));
     }
-    float[] t = new float[ts.size()];
-    for (int i = 0; i < t.length; i++) {
-      t[i] = ts.get(i);
-    }
     Tensor out =
         transformer(
             ops,
             ops.concat(xs, 0),
-            ops.upload(Tensor.of(t, t.length), DType.F32),
+            ops.upload(timestepRows(timestepsOf), DType.F32),
             ops.concat(texts, 0),
             images.isEmpty() ? null : ops.concat(images, 0),
             TapSink.NONE, // calls with taps never batch (see batchKey)
@@ -242,8 +247,34 @@ record DitCall(
   }
 
   private Tensor timesteps(Backend ops, int batch) {
-    float[] ts = new float[batch];
-    Arrays.fill(ts, timestep);
-    return ops.upload(Tensor.of(ts, batch), DType.F32);
+    return ops.upload(timestepRows(java.util.Collections.nCopies(batch, this)), DType.F32);
+  }
+
+  /**
+   * The timestep of each row, row r being of call {@code rows.get(r)}: {@code [B]}, or {@code [B,
+   * L]} with per-token timesteps, each row its own call's (the sampler's timestep on every token, 0
+   * on the first latent frame's tokens of a call with a first frame).
+   */
+  private static Tensor timestepRows(List<DitCall> rows) {
+    DitCall first = rows.getFirst();
+    if (!first.model().perTokenTimesteps()) {
+      float[] t = new float[rows.size()];
+      for (int r = 0; r < t.length; r++) {
+        t[r] = rows.get(r).timestep();
+      }
+      return Tensor.of(t, t.length);
+    }
+    int[] shape = first.latents().shape();
+    var patch = first.model().transformerConfig().patchSize();
+    int perFrame = (shape[3] / patch.h()) * (shape[4] / patch.w());
+    int tokens = (shape[2] / patch.t()) * perFrame;
+    float[] t = new float[rows.size() * tokens];
+    for (int r = 0; r < rows.size(); r++) {
+      DitCall d = rows.get(r);
+      // The reference's mask·t: 1·t everywhere, 0·t = 0 on the imposed first frame.
+      int from = r * tokens + (d.firstFrame() == null ? 0 : perFrame);
+      Arrays.fill(t, from, (r + 1) * tokens, d.timestep());
+    }
+    return Tensor.of(t, rows.size(), tokens);
   }
 }

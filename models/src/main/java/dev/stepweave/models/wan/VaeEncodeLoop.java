@@ -32,9 +32,15 @@ import java.util.Map;
  * prepare_latents} makes it. The image is resized as the reference's {@code VideoProcessor} does:
  * straight to width × height (the aspect ratio is the request's), Pillow's Lanczos, then {@code 2 ·
  * v/255 − 1}.
+ *
+ * <p>With per-token timesteps (the Wan2.2 TI2V layout) the loop encodes the image alone, resized
+ * the same way, into the normalised first latent frame {@code [1, z_dim, 1, H', W']} ({@link
+ * #FIRST_FRAME}), as the reference's {@code prepare_latents} does with {@code expand_timesteps}; a
+ * TI2V request without an image runs no step and hands on nothing (text-to-video).
  */
 final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
   static final String CONDITION = "condition";
+  static final String FIRST_FRAME = "first_frame";
 
   private final WanModel model;
 
@@ -43,8 +49,8 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
   }
 
   /**
-   * @param image the request's input image
-   * @param condition the condition once encoded, else null
+   * @param image the request's input image, or null for a TI2V request without one
+   * @param condition the condition (or first frame) once encoded, else null
    */
   record State(ModalPart.Image image, Tensor condition, Request request, CancelScope scope)
       implements LoopState {
@@ -55,7 +61,7 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
 
     @Override
     public int totalSteps() {
-      return 1;
+      return image == null ? 0 : 1;
     }
   }
 
@@ -66,12 +72,22 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
 
   @Override
   public State init(Request request, ModelInstance instance, LoopContext ctx) {
-    return new State(request.image(), null, request, ctx.cancelScope());
+    return new State(imageOf(request), null, request, ctx.cancelScope());
+  }
+
+  /** The request's image: i2v needs one, ti2v takes at most one. */
+  private ModalPart.Image imageOf(Request request) {
+    return model.perTokenTimesteps() && request.images().isEmpty() ? null : request.image();
+  }
+
+  /** The name this loop hands its tensor on under. */
+  private String resultName() {
+    return model.perTokenTimesteps() ? FIRST_FRAME : CONDITION;
   }
 
   @Override
   public Step next(State s) {
-    if (s.condition() != null) {
+    if (s.condition() != null || s.image() == null) {
       return Done.INSTANCE;
     }
     var p = s.request().params();
@@ -83,7 +99,20 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
         resources(s.request()),
         s.scope(),
         0,
-        () -> StepResult.of(condition(s.image(), s.request())));
+        () ->
+            StepResult.of(
+                model.perTokenTimesteps()
+                    ? firstFrame(s.image(), s.request())
+                    : condition(s.image(), s.request())));
+  }
+
+  /** The image alone, encoded and normalised: the first latent frame {@code [1, z, 1, H', W']}. */
+  private Tensor firstFrame(ModalPart.Image image, Request request) {
+    var p = request.params();
+    Tensor video =
+        model.backend().upload(conditionVideo(image, p.width(), p.height(), 1), DType.F32);
+    var vae = model.vae();
+    return vae.normalize(vae.encode(video).mean()); // the posterior's mode, "argmax"
   }
 
   private Tensor condition(ModalPart.Image image, Request request) {
@@ -137,20 +166,36 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
   }
 
   /**
-   * What one condition encode needs: the condition video and the condition resident, a peak of
-   * eight encoder-width frames, and that traffic as the cost model's seed.
+   * What one condition encode needs: the condition video (the image alone with per-token timesteps)
+   * and the condition resident, a peak of eight encoder-width frames, and that traffic as the cost
+   * model's seed.
    */
   ResourceRequest resources(Request request) {
     var p = request.params();
     var cfg = model.vaeConfig();
     long pixels = (long) p.width() * p.height();
-    long videoBytes = pixels * 3L * 4 * p.frames();
-    int[] latents = model.latentShape(request);
-    long conditionBytes =
-        Tensor.numel(latents) / latents[1] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
+    long videoBytes = pixels * 3L * 4 * encodedFrames(request);
+    long conditionBytes = conditionBytes(model, request);
     long frameBytes = pixels * 4L * cfg.decoderDim();
     return new ResourceRequest(
         0, videoBytes + conditionBytes, frameBytes * 8, 0, 0, frameBytes * 8);
+  }
+
+  /** The frames the VAE encodes: the condition video, or the image alone with per-token steps. */
+  private int encodedFrames(Request request) {
+    return model.perTokenTimesteps() ? 1 : request.params().frames();
+  }
+
+  /**
+   * The bytes of what the loop hands on: the mask and the condition latents {@code [1, 4 + z, F',
+   * H', W']}, or with per-token timesteps the first latent frame {@code [1, z, 1, H', W']}.
+   */
+  static long conditionBytes(WanModel model, Request request) {
+    int[] latents = model.latentShape(request);
+    long plane = Tensor.numel(latents) / latents[1] / latents[2];
+    return model.perTokenTimesteps()
+        ? plane * latents[1] * 4L
+        : plane * latents[2] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
   }
 
   @Override
@@ -160,7 +205,8 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
 
   @Override
   public LoopResult finalize(State s) {
-    return new LoopResult(Map.of(CONDITION, s.condition()), List.of());
+    return new LoopResult(
+        s.condition() == null ? Map.of() : Map.of(resultName(), s.condition()), List.of());
   }
 
   /** The state's tensors as they are, on the device: the runtime copies them when it must. */
@@ -178,7 +224,7 @@ final class VaeEncodeLoop implements Loop<VaeEncodeLoop.State> {
       SerializedState data, Request request, ModelInstance instance, LoopContext ctx) {
     boolean done = StateJson.parse(data.json(), id()).get("done").asInt() == 1;
     return new State(
-        request.image(),
+        imageOf(request),
         done ? model.restored(data.tensors().get(CONDITION)) : null,
         request,
         ctx.cancelScope());

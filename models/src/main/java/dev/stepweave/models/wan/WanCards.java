@@ -109,8 +109,23 @@ public final class WanCards {
               + "' is not supported (only WanPipeline, text-to-video, and"
               + " WanImageToVideoPipeline, image-to-video)");
     }
-    checkAttributes(index, dir);
+    boolean perToken = checkAttributes(index, dir);
     boolean twoExperts = checkExperts(index, dir);
+    if (perToken && imageToVideo) {
+      throw new CheckpointException(
+          index
+              + ": expand_timesteps=true with "
+              + I2V_PIPELINE
+              + " is not supported (the Wan2.2 TI2V layout is "
+              + T2V_PIPELINE
+              + ", which also serves the image mode)");
+    }
+    if (perToken && twoExperts) {
+      throw new CheckpointException(
+          index
+              + ": expand_timesteps=true with two experts (transformer_2) is not supported (the"
+              + " Wan2.2 TI2V layout has one transformer)");
+    }
     boolean imageEncoder = imageToVideo && hasImageEncoder(index, dir);
     for (var e : dir.components().entrySet()) {
       String id = e.getKey();
@@ -160,15 +175,31 @@ public final class WanCards {
     // before any weights load (loading reads them again).
     Path vaeConfig = dir.component("vae").configFile();
     WanVaeConfig vae = WanVaeConfig.read(vaeConfig);
-    if (vae.isResidual()) {
-      // The VAE itself loads; a TI2V checkpoint also needs per-token timesteps and its task.
+    // The residual (Wan2.2) VAE and per-token timesteps come together: the TI2V layout.
+    if (vae.isResidual() && !perToken) {
       throw new CheckpointException(
           vaeConfig
-              + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
-              + " by the Wan import yet");
+              + ": is_residual=true (the Wan2.2 VAE) is served only in the Wan2.2 TI2V layout,"
+              + " with expand_timesteps=true in "
+              + index);
+    }
+    if (perToken && !vae.isResidual()) {
+      throw new CheckpointException(
+          index
+              + ": expand_timesteps=true (Wan2.2 TI2V) is served only with the Wan2.2 VAE, but "
+              + vaeConfig
+              + " has is_residual=false");
     }
     Path transformerConfig = dir.component("transformer").configFile();
     WanTransformerConfig transformer = WanTransformerConfig.read(transformerConfig);
+    if (perToken && !transformer.patchSize().equals(TI2V_PATCH)) {
+      throw new CheckpointException(
+          transformerConfig
+              + ": patch_size "
+              + java.util.Arrays.toString(transformer.patchSize().toArray())
+              + " with expand_timesteps (per-token timesteps, the first latent frame's tokens"
+              + " masked) needs [1, 2, 2]");
+    }
     checkTransformer(transformerConfig, transformer, pipeline, imageEncoder, vae.zDim());
     if (twoExperts) {
       components.put(
@@ -191,9 +222,20 @@ public final class WanCards {
         modelId,
         components,
         RecipeSpec.base(),
-        GenerationDefaults.WAN_480P,
-        imageToVideo ? TaskType.I2V : TaskType.T2V);
+        perToken ? TI2V_720P : GenerationDefaults.WAN_480P,
+        perToken ? TaskType.TI2V : imageToVideo ? TaskType.I2V : TaskType.T2V);
   }
+
+  /**
+   * Wan2.2 TI2V-5B's reference settings (its model card's example): 1280×704, 121 frames at 24 fps,
+   * 50 steps, guidance 5.
+   */
+  public static final GenerationDefaults TI2V_720P =
+      new GenerationDefaults(1280, 704, 121, 24, 50, 5.0);
+
+  /** The transformer patch the per-token timestep mask of the TI2V layout is made for. */
+  private static final WanTransformerConfig.PatchSize TI2V_PATCH =
+      new WanTransformerConfig.PatchSize(1, 2, 2);
 
   /** The text-to-video pipeline class. */
   private static final String T2V_PIPELINE = "WanPipeline";
@@ -362,10 +404,13 @@ public final class WanCards {
   }
 
   /**
-   * Refuses every pipeline attribute of {@code model_index.json} the Wan T2V import does not
-   * implement: a Wan2.2 checkpoint loaded as Wan2.1 would generate without a word, and wrongly.
+   * Refuses every pipeline attribute of {@code model_index.json} the Wan import does not implement:
+   * a Wan2.2 checkpoint loaded as Wan2.1 would generate without a word, and wrongly.
+   *
+   * @return whether {@code expand_timesteps} is true (per-token timesteps, the TI2V layout)
    */
-  private static void checkAttributes(Path index, DiffusersDirectory dir) {
+  private static boolean checkAttributes(Path index, DiffusersDirectory dir) {
+    boolean perToken = false;
     for (var e : dir.attributes().entrySet()) {
       String name = e.getKey();
       var value = e.getValue();
@@ -377,12 +422,7 @@ public final class WanCards {
             throw new CheckpointException(
                 index + ": expand_timesteps must be true or false, got " + value);
           }
-          if (value.booleanValue()) {
-            throw new CheckpointException(
-                index
-                    + ": expand_timesteps=true (per-token timesteps, Wan2.2 TI2V) is not supported"
-                    + " yet");
-          }
+          perToken = value.booleanValue();
         }
         default ->
             throw new CheckpointException(
@@ -394,6 +434,7 @@ public final class WanCards {
                     + ") is not implemented by the Wan import");
       }
     }
+    return perToken;
   }
 
   /** A Wan text-to-video card (tasks t2v and t2i) over the given components and recipe. */
@@ -407,8 +448,9 @@ public final class WanCards {
 
   /**
    * A Wan card over the given components and recipe for {@code task}: {@link TaskType#T2V} (which
-   * also serves t2i, one frame) or {@link TaskType#I2V}. Image-to-video encodes the image with the
-   * CLIP encoder when the card has one, and the condition video with the VAE, before denoising.
+   * also serves t2i, one frame), {@link TaskType#I2V} or {@link TaskType#TI2V}. Image-to-video
+   * encodes the image with the CLIP encoder when the card has one, and the condition video with the
+   * VAE, before denoising; TI2V encodes its optional image with the VAE as the first latent frame.
    */
   public static ModelCard card(
       String modelId,
@@ -416,8 +458,9 @@ public final class WanCards {
       RecipeSpec recipe,
       GenerationDefaults defaults,
       TaskType task) {
-    if (task != TaskType.T2V && task != TaskType.I2V) {
-      throw new IllegalArgumentException("a Wan card serves t2v or i2v, not " + task.wireName());
+    if (task != TaskType.T2V && task != TaskType.I2V && task != TaskType.TI2V) {
+      throw new IllegalArgumentException(
+          "a Wan card serves t2v, i2v or ti2v, not " + task.wireName());
     }
     Map<String, LoopSpec> loops = new LinkedHashMap<>();
     loops.put(
@@ -429,7 +472,7 @@ public final class WanCards {
           new LoopSpec(
               IMAGE_ENCODE, WorkKind.ENCODER_CHUNK, List.of(IMAGE_PROCESSOR, IMAGE_ENCODER)));
     }
-    if (task == TaskType.I2V) {
+    if (task == TaskType.I2V || task == TaskType.TI2V) {
       loops.put(VAE_ENCODE, new LoopSpec(VAE_ENCODE, WorkKind.VAE_TILE, List.of("vae")));
     }
     List<String> denoise =
@@ -440,9 +483,9 @@ public final class WanCards {
     loops.put(VAE_DECODE, new LoopSpec(VAE_DECODE, WorkKind.VAE_TILE, List.of("vae")));
     List<String> program = List.copyOf(loops.keySet());
     Map<TaskType, List<String>> capabilities =
-        task == TaskType.I2V
-            ? Map.of(TaskType.I2V, program)
-            : Map.of(TaskType.T2V, program, TaskType.T2I, program);
+        task == TaskType.T2V
+            ? Map.of(TaskType.T2V, program, TaskType.T2I, program)
+            : Map.of(task, program);
     // Every component runs in every task the card serves; none is optional.
     Map<String, CheckpointManifest.Requirement> manifest = new LinkedHashMap<>();
     for (String id : components.keySet()) {

@@ -74,6 +74,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final WanTransformer transformer;
   private final WanTransformer transformer2; // the low-noise expert, or null with one expert
   private final ExpertRouting routing;
+  // Per-token timesteps (model_index.json expand_timesteps, the Wan2.2 TI2V layout).
+  private final boolean perTokenTimesteps;
   private final List<String> weightComponents;
   private final WanVae vae;
   private final ClipImageProcessor imageProcessor; // null without an image encoder
@@ -104,6 +106,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       WanTransformer transformer,
       WanTransformer transformer2,
       ExpertRouting routing,
+      boolean perTokenTimesteps,
       WanVae vae,
       ClipImageProcessor imageProcessor,
       ClipVisionEncoder imageEncoder,
@@ -120,6 +123,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.transformer = transformer;
     this.transformer2 = transformer2;
     this.routing = routing;
+    this.perTokenTimesteps = perTokenTimesteps;
     this.weightComponents = componentsWithWeights(!routing.single(), imageEncoder != null);
     this.vae = vae;
     this.imageProcessor = imageProcessor;
@@ -246,6 +250,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           transformer,
           transformer2,
           routing,
+          perTokenTimesteps(d),
           vae,
           imageProcessor,
           imageEncoder,
@@ -288,6 +293,20 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       return ExpertRouting.SINGLE;
     }
     return ExpertRouting.twoExperts(ratio.doubleValue(), samplers.trainTimesteps());
+  }
+
+  /** {@code expand_timesteps} of {@code model_index.json} (the card import checked its type). */
+  private static boolean perTokenTimesteps(DiffusersDirectory d) {
+    var value = d.attributes().get("expand_timesteps");
+    return value != null && value.isBoolean() && value.booleanValue();
+  }
+
+  /**
+   * Whether the transformer takes a timestep per token (Wan2.2 TI2V, {@code expand_timesteps}):
+   * every token the sampler's, the first latent frame's 0 when an image gives that frame.
+   */
+  boolean perTokenTimesteps() {
+    return perTokenTimesteps;
   }
 
   /** The second expert's config, which must describe the same shapes as the first's. */
@@ -666,6 +685,35 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     }
     sampler(request);
     VaeDecodeLoop.tiling(request, vae);
+    checkSize(request);
+  }
+
+  /**
+   * The frame size must fold into whole transformer patches of latents: a multiple of the VAE's
+   * spatial compression times the patch (16 for Wan2.1, 32 for Wan2.2 TI2V's 16× VAE). The
+   * reference rounds a size that is not down, with a warning; a request here says what it gets.
+   */
+  private void checkSize(Request request) {
+    var patch = transformer.config().patchSize();
+    int unitH = vae.config().spatialCompression() * patch.h();
+    int unitW = vae.config().spatialCompression() * patch.w();
+    var p = request.params();
+    if (p.width() % unitW != 0 || p.height() % unitH != 0) {
+      throw new InvalidRequestException(
+          "size "
+              + p.width()
+              + "x"
+              + p.height()
+              + ": model '"
+              + card.modelId()
+              + "' needs a width that is a multiple of "
+              + unitW
+              + " and a height of "
+              + unitH
+              + " (the VAE's "
+              + vae.config().spatialCompression()
+              + "x times the transformer's patch)");
+    }
   }
 
   /**
@@ -696,8 +744,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     if (loops.get(WanCards.VAE_ENCODE) instanceof VaeEncodeLoop condition) {
       ResourceRequest encode = condition.resources(request);
       once.add(encode);
-      conditionBytes +=
-          Tensor.numel(latents) / latents[1] * (latents[1] + WanCards.CONDITION_CHANNELS) * 4L;
+      conditionBytes += VaeEncodeLoop.conditionBytes(this, request);
     }
     ResourceRequest step =
         denoise.resources(latents, length, branches, conditionBytes, imageTokens);

@@ -59,6 +59,35 @@ class RecordingVerifierTest {
   }
 
   @Test
+  void theTi2vGoldensMatchVaeTransformerAndBothPipelines() {
+    ParityReport report =
+        new RecordingVerifier(GOLDEN.resolve("wan22-ti2v-tiny"), new CpuBackend(), s -> {})
+            .verify(GOLDEN.resolve("wan22-ti2v-tiny-expected"), c -> {});
+    report.comparisons().forEach(c -> System.out.println(c.line()));
+    assertEquals(List.of(), report.errors());
+    assertTrue(report.passed(), () -> "first divergence: " + report.firstDivergence());
+    Set<String> names =
+        report.comparisons().stream().map(Comparison::name).collect(Collectors.toSet());
+    assertTrue(
+        names.containsAll(
+            Set.of(
+                "vae/latent_mean",
+                "vae/decoded",
+                "dit/out",
+                "pipeline/prompt_ids",
+                "pipeline/prompt_embeds",
+                "pipeline/negative_prompt_embeds",
+                "pipeline/step_latents",
+                "pipeline/frames",
+                "pipeline_i2v/prompt_ids",
+                "pipeline_i2v/prompt_embeds",
+                "pipeline_i2v/negative_prompt_embeds",
+                "pipeline_i2v/step_latents",
+                "pipeline_i2v/frames")),
+        names::toString);
+  }
+
+  @Test
   void theImageToVideoGoldensMatchEncoderTransformerAndWholePipeline() {
     ParityReport report =
         new RecordingVerifier(GOLDEN.resolve("wan21-i2v-tiny"), new CpuBackend(), s -> {})

@@ -158,6 +158,7 @@ class ImageToVideoTest {
               call.cond(),
               call.uncond(),
               call.condition(),
+              call.firstFrame(),
               call.image(),
               i == 2 ? new dev.stepweave.core.loop.policy.CfgPolicy.CondOnly() : call.policy(),
               i,

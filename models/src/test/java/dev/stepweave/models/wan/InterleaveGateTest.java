@@ -175,6 +175,7 @@ class InterleaveGateTest {
               ops.upload(g.randn(1, 16, textDim), dev.stepweave.tensor.DType.F32),
               null, // text-to-video: no condition
               null,
+              null,
               policies[i],
               i,
               new dev.stepweave.core.extend.PluginState(),

@@ -172,6 +172,7 @@ class LoraBatchingTest {
               ops.upload(g.randn(1, 7, textDim), DType.F32),
               null, // text-to-video: no condition
               null,
+              null,
               i % 2 == 0 ? new CfgPolicy.Classic(5.0, false) : new CfgPolicy.CondOnly(),
               i,
               new dev.stepweave.core.extend.PluginState(),

@@ -125,11 +125,51 @@ class WanImportTest {
         index + ": boundary_ratio must be a number between 0 and 1, got 1.5", refusal(dir));
   }
 
+  private static final Path TI2V =
+      Path.of(System.getProperty("stepweave.golden"), "wan22-ti2v-tiny");
+
   @Test
-  void perTokenTimestepsAreRefused() throws IOException {
-    Path index = variant("model_index.json", n -> n.put("expand_timesteps", true));
+  void theWan22Ti2vCheckpointImportsAsATi2vCardWithTheVaeEncode() throws IOException {
+    variant(TI2V, "model_index.json", n -> {});
+    ModelCard card = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    assertEquals(Set.of(TaskType.TI2V), card.tasks());
     assertEquals(
-        index + ": expand_timesteps=true (per-token timesteps, Wan2.2 TI2V) is not supported yet",
+        List.of(WanCards.TEXT_ENCODE, WanCards.VAE_ENCODE, WanCards.DENOISE, WanCards.VAE_DECODE),
+        card.loopsFor(TaskType.TI2V));
+    card.checkpoint()
+        .components()
+        .forEach((id, r) -> assertEquals(Set.of(TaskType.TI2V), r.requiredFor(), id));
+    assertEquals(WanCards.TI2V_720P, card.defaults());
+  }
+
+  @Test
+  void perTokenTimestepsOutsideTheTi2vLayoutAreRefusedInOneLine() throws IOException {
+    // The Wan2.1 VAE with expand_timesteps.
+    Path index = variant("model_index.json", n -> n.put("expand_timesteps", true));
+    String vae = dir.resolve("vae/config.json").toString();
+    assertEquals(
+        index
+            + ": expand_timesteps=true (Wan2.2 TI2V) is served only with the Wan2.2 VAE, but "
+            + vae
+            + " has is_residual=false",
+        refusal(dir));
+    // expand_timesteps through the image-to-video pipeline class.
+    index = variant(TI2V, "model_index.json", n -> n.put("_class_name", "WanImageToVideoPipeline"));
+    assertEquals(
+        index
+            + ": expand_timesteps=true with WanImageToVideoPipeline is not supported (the Wan2.2"
+            + " TI2V layout is WanPipeline, which also serves the image mode)",
+        refusal(dir));
+    // Another transformer patch than the mask is made for.
+    Path transformer =
+        variant(
+            TI2V,
+            "transformer/config.json",
+            n -> n.set("patch_size", JSON.createArrayNode().add(1).add(1).add(1)));
+    assertEquals(
+        transformer
+            + ": patch_size [1, 1, 1] with expand_timesteps (per-token timesteps, the first latent"
+            + " frame's tokens masked) needs [1, 2, 2]",
         refusal(dir));
   }
 
@@ -162,8 +202,9 @@ class WanImportTest {
     Path vae = variant("vae/config.json", n -> n.put("is_residual", true));
     assertEquals(
         vae
-            + ": is_residual=true (the Wan 2.2 VAE, of Wan2.2 TI2V checkpoints) is not supported"
-            + " by the Wan import yet",
+            + ": is_residual=true (the Wan2.2 VAE) is served only in the Wan2.2 TI2V layout, with"
+            + " expand_timesteps=true in "
+            + dir.resolve("model_index.json"),
         refusal(dir));
     Path transformer = variant("transformer/config.json", n -> n.put("pos_embed_seq_len", 514));
     assertEquals(
