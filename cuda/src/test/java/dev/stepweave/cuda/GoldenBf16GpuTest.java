@@ -45,6 +45,12 @@ class GoldenBf16GpuTest {
     assertWithinBound("wan21-i2v-tiny", 10);
   }
 
+  /** Wan2.2 TI2V: per-token timesteps, the residual VAE, both pipelines (text, and image first). */
+  @Test
+  void theTi2vRecordingsAreWithinTheBf16Bound() {
+    assertWithinBound("wan22-ti2v-tiny", 14);
+  }
+
   private static void assertWithinBound(String set, int atLeast) {
     ParityReport report =
         new RecordingVerifier(GOLDEN.resolve(set), Gpu.bf16(), System.out::println)
