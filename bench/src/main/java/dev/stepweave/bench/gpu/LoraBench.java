@@ -15,7 +15,6 @@ import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.RandomWeights;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -289,16 +288,8 @@ public final class LoraBench {
   }
 
   private float median(String what, int iterations, Runnable work) {
-    float[] ms = new float[iterations];
-    for (int i = -1; i < iterations; i++) {
-      float t = gpu.context().time(work);
-      System.out.printf("    %s %s %.2f ms%n", what, i < 0 ? "warm-up" : "run " + i, t);
-      if (i >= 0) {
-        ms[i] = t;
-      }
-    }
-    Arrays.sort(ms);
-    return ms[iterations / 2];
+    System.out.println("    " + what + ":");
+    return Bench.median(gpu, iterations, work);
   }
 
   private void row(String text) {

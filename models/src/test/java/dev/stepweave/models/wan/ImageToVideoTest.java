@@ -7,22 +7,18 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.loop.LoopResult;
-import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
-import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -94,34 +90,11 @@ class ImageToVideoTest {
         request("f", image(32, 48, 2), 8, 32, 48, 6, 5.0));
   }
 
-  private static float[] frames(RequestHandle h) throws Exception {
-    return h.result()
-        .get(120, TimeUnit.SECONDS)
-        .artifact(Artifact.VideoArtifact.class)
-        .frames()
-        .toFloatArray();
-  }
-
   @Test
   void interleavedBatchedI2vRequestsGiveTheirSerialFramesBitForBit() throws Exception {
-    List<float[]> serial = new ArrayList<>();
-    try (Engine engine = new Engine(model)) {
-      for (Request r : mix()) {
-        serial.add(frames(engine.submit(r)));
-      }
-    }
-    try (Engine engine = new Engine(model)) {
-      List<RequestHandle> hs = new ArrayList<>();
-      for (Request r : mix()) {
-        hs.add(engine.submit(r));
-      }
-      for (int i = 0; i < hs.size(); i++) {
-        assertArrayEquals(serial.get(i), frames(hs.get(i)), "request " + mix().get(i).id());
-      }
-      EngineStats s = engine.stats();
-      assertTrue(
-          s.batchSizes().count() - s.batchSizes().cumulativeCounts()[0] > 0, "nothing batched");
-    }
+    assertTrue(
+        ServedAlone.assertConcurrentRunGivesSerialFrames(() -> new Engine(model), mix()) > 0,
+        "nothing batched");
   }
 
   @Test
@@ -183,8 +156,8 @@ class ImageToVideoTest {
     long hitsBefore = model.imageEmbeddingCache().metrics().hits();
     ModalPart.Image fresh = image(50, 30, 9);
     try (Engine engine = new Engine(model)) {
-      frames(engine.submit(request("x", fresh, 1, 32, 32, 1, 1.0)));
-      frames(engine.submit(request("y", fresh, 2, 32, 48, 2, 1.0)));
+      ServedAlone.frames(engine.submit(request("x", fresh, 1, 32, 32, 1, 1.0)));
+      ServedAlone.frames(engine.submit(request("y", fresh, 2, 32, 48, 2, 1.0)));
     }
     assertEquals(1, model.imageEmbeddingCache().metrics().misses() - before);
     assertEquals(1, model.imageEmbeddingCache().metrics().hits() - hitsBefore);
@@ -219,7 +192,7 @@ class ImageToVideoTest {
     float[] whole;
     try (Engine engine = new Engine(model)) {
       whole =
-          frames(
+          ServedAlone.frames(
               engine.submit(
                   r,
                   cp -> {
@@ -248,7 +221,8 @@ class ImageToVideoTest {
         try (Engine engine = new Engine(fresh)) {
           assertArrayEquals(
               whole,
-              frames(engine.resume(r, ProgramCheckpoint.read(checkpoints.get(i)), null)),
+              ServedAlone.frames(
+                  engine.resume(r, ProgramCheckpoint.read(checkpoints.get(i)), null)),
               "resumed after step " + i + " (" + loops.get(i) + ")");
         }
       }

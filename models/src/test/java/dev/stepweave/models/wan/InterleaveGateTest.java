@@ -97,22 +97,14 @@ class InterleaveGateTest {
         request("e", "a cat", 5, 32, 32, 9, 2, 1.0, Map.of()));
   }
 
-  private static float[] frames(RequestHandle h) throws Exception {
-    return h.result()
-        .get(120, TimeUnit.SECONDS)
-        .artifact(Artifact.VideoArtifact.class)
-        .frames()
-        .toFloatArray();
-  }
-
   @Test
   void interleavedBatchedRequestsGiveTheirSerialFramesBitForBit() throws Exception {
     List<float[]> serial = new ArrayList<>();
     try (Engine engine = new Engine(model)) {
       for (Request r : mix()) {
-        serial.add(frames(engine.submit(r)));
+        serial.add(ServedAlone.frames(engine.submit(r)));
       }
-      assertEquals(0, batchedUnits(engine.stats()), "one at a time never batches");
+      assertEquals(0, ServedAlone.batchedUnits(engine.stats()), "one at a time never batches");
     }
     try (Engine engine = new Engine(model)) {
       List<RequestHandle> hs = new ArrayList<>();
@@ -132,7 +124,8 @@ class InterleaveGateTest {
               .build();
       RequestHandle bad = engine.submit(poisoned);
       for (int i = 0; i < hs.size(); i++) {
-        assertArrayEquals(serial.get(i), frames(hs.get(i)), "request " + mix().get(i).id());
+        assertArrayEquals(
+            serial.get(i), ServedAlone.frames(hs.get(i)), "request " + mix().get(i).id());
       }
       var e = assertThrows(ExecutionException.class, () -> bad.result().get(60, TimeUnit.SECONDS));
       assertInstanceOf(NonFiniteStepException.class, e.getCause());
@@ -141,16 +134,11 @@ class InterleaveGateTest {
       var partial = (RequestEvent.ArtifactReady) events.get(events.size() - 2);
       assertInstanceOf(Artifact.LatentArtifact.class, partial.artifact());
       EngineStats s = engine.stats();
-      assertTrue(batchedUnits(s) > 0, "no step was batched");
+      assertTrue(ServedAlone.batchedUnits(s) > 0, "no step was batched");
       assertEquals(5, s.completed());
       assertEquals(1, s.failed());
       assertTrue(s.stepSeconds().get(WorkKind.DIFFUSION_STEP).count() > 0);
     }
-  }
-
-  /** Batches of more than one unit (the histogram's first bound is 1). */
-  private static long batchedUnits(EngineStats s) {
-    return s.batchSizes().count() - s.batchSizes().cumulativeCounts()[0];
   }
 
   @Test

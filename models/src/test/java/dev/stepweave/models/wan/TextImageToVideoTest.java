@@ -7,15 +7,12 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.loop.LoopResult;
-import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.core.runtime.EngineStats;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
-import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -23,7 +20,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -87,35 +83,12 @@ class TextImageToVideoTest {
         request("f", null, 8, 64, 32, 4, 1.0));
   }
 
-  private static float[] frames(RequestHandle h) throws Exception {
-    return h.result()
-        .get(120, TimeUnit.SECONDS)
-        .artifact(Artifact.VideoArtifact.class)
-        .frames()
-        .toFloatArray();
-  }
-
   @Test
   void interleavedBatchedTi2vRequestsWithAndWithoutImagesGiveTheirSerialFramesBitForBit()
       throws Exception {
-    List<float[]> serial = new ArrayList<>();
-    try (Engine engine = new Engine(model)) {
-      for (Request r : mix()) {
-        serial.add(frames(engine.submit(r)));
-      }
-    }
-    try (Engine engine = new Engine(model)) {
-      List<RequestHandle> hs = new ArrayList<>();
-      for (Request r : mix()) {
-        hs.add(engine.submit(r));
-      }
-      for (int i = 0; i < hs.size(); i++) {
-        assertArrayEquals(serial.get(i), frames(hs.get(i)), "request " + mix().get(i).id());
-      }
-      EngineStats s = engine.stats();
-      assertTrue(
-          s.batchSizes().count() - s.batchSizes().cumulativeCounts()[0] > 0, "nothing batched");
-    }
+    assertTrue(
+        ServedAlone.assertConcurrentRunGivesSerialFrames(() -> new Engine(model), mix()) > 0,
+        "nothing batched");
   }
 
   /** The denoise loop's first call for {@code r}, its upstream loops run. */
@@ -240,7 +213,7 @@ class TextImageToVideoTest {
       float[] whole;
       try (Engine engine = new Engine(model)) {
         whole =
-            frames(
+            ServedAlone.frames(
                 engine.submit(
                     r,
                     cp -> {
@@ -262,7 +235,8 @@ class TextImageToVideoTest {
           try (Engine engine = new Engine(fresh)) {
             assertArrayEquals(
                 whole,
-                frames(engine.resume(r, ProgramCheckpoint.read(checkpoints.get(i)), null)),
+                ServedAlone.frames(
+                    engine.resume(r, ProgramCheckpoint.read(checkpoints.get(i)), null)),
                 r.id() + " resumed after step " + i + " (" + loops.get(i) + ")");
           }
         }

@@ -1,6 +1,5 @@
 package dev.stepweave.models.wan;
 
-import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
 
@@ -9,7 +8,6 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.Safetensors;
@@ -17,11 +15,9 @@ import dev.stepweave.tensor.io.SafetensorsFile;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -103,29 +99,7 @@ class TwoExpertImageToVideoTest {
       assertEquals(
           java.util.Set.of("transformer", "transformer_2"),
           java.util.Set.copyOf(model.expertsPerStep(mix.get(0))));
-      List<float[]> serial = new ArrayList<>();
-      try (Engine engine = new Engine(model)) {
-        for (Request r : mix) {
-          serial.add(frames(engine.submit(r)));
-        }
-      }
-      try (Engine engine = new Engine(model)) {
-        List<RequestHandle> hs = new ArrayList<>();
-        for (Request r : mix) {
-          hs.add(engine.submit(r));
-        }
-        for (int i = 0; i < hs.size(); i++) {
-          assertArrayEquals(serial.get(i), frames(hs.get(i)), "request " + mix.get(i).id());
-        }
-      }
+      ServedAlone.assertConcurrentRunGivesSerialFrames(() -> new Engine(model), mix);
     }
-  }
-
-  private static float[] frames(RequestHandle h) throws Exception {
-    return h.result()
-        .get(120, TimeUnit.SECONDS)
-        .artifact(dev.stepweave.core.request.Artifact.VideoArtifact.class)
-        .frames()
-        .toFloatArray();
   }
 }
