@@ -59,7 +59,7 @@ for entry in ${MAINS:-}; do
     echo "$header"
     timeout "${MAIN_TIMEOUT:-300}" "$java" "${flags[@]}" -cp "$cp" "dev.stepweave.bench.gpu.$main" "${args[@]}"
     echo "$main exit: $?"
-  } 2>&1 | tee "$out/$main.log"
+  } 2>&1 | tee -a "$out/$main.log"
 done
 
 if [ "${REFERENCE:-none}" != none ]; then

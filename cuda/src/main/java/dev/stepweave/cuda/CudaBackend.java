@@ -405,6 +405,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+    return ops.norms().channelNorm(x, gamma, eps, silu);
+  }
+
+  @Override
   public Tensor softmax(Tensor x) {
     return ops.norms().softmax(x);
   }

@@ -228,6 +228,41 @@ class FusedOpsGpuTest {
   }
 
   @Test
+  void channelNormMatchesTheComposition() {
+    // [B, C, T, H, W] with 7 channels; gamma [C, 1, 1, 1] as the VAE stores it.
+    Tensor x = rand(23, 2f, 2, 7, 3, 5, 6), gamma = rand(24, 2f, 7, 1, 1, 1);
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      same(
+          "channelNorm",
+          gpu,
+          t,
+          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false));
+      same(
+          "channelNorm + SiLU",
+          gpu,
+          t,
+          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true));
+      same("l2Normalize", gpu, t, b -> b.l2Normalize(act(b, x), 1, 1e-12f));
+    }
+  }
+
+  @Test
+  void dataMovementKeepsBf16InTheBf16Mode() {
+    Tensor a = rand(25, 2f, 1, 4, 2, 3, 5), c = rand(26, 2f, 1, 4, 3, 3, 5);
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      same("concat", gpu, t, b -> b.concat(List.of(act(b, a), act(b, c)), 2));
+      same(
+          "concat of mixed dtypes",
+          gpu,
+          DType.F32,
+          b -> b.concat(List.of(act(b, a), f32(b, c)), 2));
+      same("upsampleNearest2d", gpu, t, b -> b.upsampleNearest2d(act(b, c), 2, 2));
+    }
+  }
+
+  @Test
   void attentionOutputKeepsBf16InTheBf16Mode() {
     Tensor q = rand(18, 2f, 1, 130, 2, 64), k = rand(19, 2f, 1, 77, 2, 64);
     Tensor v = rand(20, 1f, 1, 77, 2, 64);

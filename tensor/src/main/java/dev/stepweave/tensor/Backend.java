@@ -311,6 +311,17 @@ public interface Backend {
     return add(x, mul(y, gate));
   }
 
+  /**
+   * {@code l2Normalize(x, 1, eps) · gamma}, then SiLU when {@code silu}: RMS norm across the
+   * channels of {@code x [B, C, …]} with {@code gamma [C, 1, …, 1]} (the Wan VAE's norm, its scale
+   * √C folded into gamma). On a backend with BF16 activations the result has x's dtype (computed in
+   * F32, rounded once).
+   */
+  default Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+    Tensor y = mul(l2Normalize(x, 1, eps), gamma);
+    return silu ? silu(y) : y;
+  }
+
   /** {@code gelu(linear(x, w, bias), tanh approximation)}: a linear layer with GELU epilogue. */
   default Tensor linearGeluTanh(Tensor x, Tensor w, Tensor bias) {
     return gelu(linear(x, w, bias), true);

@@ -99,6 +99,22 @@ final class OpProfile implements InvocationHandler {
   void print(String title) {
     double total = entries.values().stream().mapToDouble(Entry::ms).sum();
     System.out.printf("== op profile: %s, %.1f ms in timed ops%n", title, total);
+    // First the totals per operation (shapes merged), then the heaviest shapes.
+    Map<String, Entry> byOp = new LinkedHashMap<>();
+    entries.forEach(
+        (key, e) ->
+            byOp.merge(
+                key.split(" ", 2)[0], e, (a, b) -> new Entry(a.ms + b.ms, a.calls + b.calls)));
+    byOp.entrySet().stream()
+        .sorted(Comparator.comparingDouble((Map.Entry<String, Entry> e) -> -e.getValue().ms()))
+        .forEach(
+            e ->
+                System.out.printf(
+                    "  %8.2f ms %5.1f%% %4d× %s (all shapes)%n",
+                    e.getValue().ms(),
+                    100 * e.getValue().ms() / total,
+                    e.getValue().calls(),
+                    e.getKey()));
     entries.entrySet().stream()
         .sorted(Comparator.comparingDouble((Map.Entry<String, Entry> e) -> -e.getValue().ms()))
         .limit(40)

@@ -28,11 +28,22 @@ import java.util.Set;
  * VariantBench profile} times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what |
  * ours}. Parts, one argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code
  * profile}, {@code vae}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p decode, then the
- * convolution engines cuDNN was given per shape, with their timings).
+ * convolution engines cuDNN was given per shape, with their timings), {@code vae-profile} (a
+ * 17-frame 720p decode op by op with BF16 activations, then the engines of every shape), {@code
+ * vae21} (the Wan2.1 VAE's 480p×81 decode, F32 and BF16 activations).
  */
 public final class VariantBench {
   private static final int[] TI2V_LATENTS = {1, 48, 31, 44, 80};
   private static final int[] I2V_LATENTS = {1, 36, 21, 60, 104};
+  private static final int[] WAN21_LATENTS = {1, 16, 21, 60, 104};
+
+  /** A VAE's released configuration and the golden checkpoint whose recorded decode judges it. */
+  private record VaeVariant(String name, WanVaeConfig config, String golden) {}
+
+  private static final VaeVariant WAN22_VAE =
+      new VaeVariant("Wan2.2 VAE", wan22VaeConfig(), "wan22-ti2v-tiny");
+  private static final VaeVariant WAN21_VAE =
+      new VaeVariant("Wan2.1 VAE", Bench.vaeConfig(), "wan21-tiny");
   private static final int IMAGE_TOKENS = 257;
   private static final int IMAGE_DIM = 1280;
   private static final int TEXT_TOKENS = 512;
@@ -57,16 +68,23 @@ public final class VariantBench {
       bench.ti2vProfile();
     }
     if (all || parts.contains("vae")) {
-      bench.vaeDecode(DType.F32, TI2V_LATENTS, 3);
-      bench.vaeDecode(DType.BF16, TI2V_LATENTS, 2);
+      bench.vaeDecode(WAN22_VAE, DType.F32, TI2V_LATENTS, 3);
+      bench.vaeDecode(WAN22_VAE, DType.BF16, TI2V_LATENTS, 3);
+    }
+    if (parts.contains("vae21")) {
+      bench.vaeDecode(WAN21_VAE, DType.F32, WAN21_LATENTS, 3);
+      bench.vaeDecode(WAN21_VAE, DType.BF16, WAN21_LATENTS, 3);
     }
     if (all || parts.contains("i2v")) {
       bench.i2vForward();
     }
+    if (parts.contains("vae-profile")) {
+      bench.vaeProfile(DType.BF16);
+    }
     if (parts.contains("vae-paths")) {
       // Two latent frames at 720p: every convolution shape of the decode, once each, with the
       // engine cuDNN was given and its timing.
-      bench.vaeDecode(DType.F32, new int[] {1, 48, 2, 44, 80}, 1);
+      bench.vaeDecode(WAN22_VAE, DType.F32, new int[] {1, 48, 2, 44, 80}, 1);
       System.out.println("  conv3d paths:\n" + bench.gpu.conv3dPaths().indent(4));
     }
     System.exit(0);
@@ -138,32 +156,57 @@ public final class VariantBench {
     profile.print("Wan2.2-TI2V-5B 720p×121, per-token timesteps");
   }
 
-  /**
-   * The Wan2.2 VAE decode of 31 latent frames of 44×80 to 121 frames of 704×1280, untiled, stepped
-   * as in production; {@code activations} BF16 loads BF16 weights and latents, so every convolution
-   * runs on BF16 data. Before timing a BF16 decode, the golden tiny Wan2.2 VAE decodes its recorded
-   * latents the same way and prints its relative L2 error against the recording, since the BF16
-   * mode keeps only what stays within 1e-2.
-   */
-  private void vaeDecode(DType activations, int[] shape, int iterations) {
-    if (activations == DType.BF16) {
-      goldenDecodeError();
-    }
+  /** A 17-frame 720p Wan2.2 VAE decode op by op, after a profiled warm-up. */
+  private void vaeProfile(DType activations) {
     System.gc();
-    WanVaeConfig cfg = wan22VaeConfig();
+    OpProfile profile = OpProfile.over(gpu);
+    WanVaeConfig cfg = WAN22_VAE.config();
     WanVae vae =
         WanVae.load(
             cfg,
             new Weights(
-                new RandomWeights(WanVaeShapes.of(cfg), activations, 0.05f), gpu, activations));
+                new RandomWeights(WanVaeShapes.of(cfg), DType.F32, 0.05f),
+                profile.backend(),
+                DType.F32));
+    Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, 1, 48, 5, 44, 80), activations);
+    vae.decode(latents);
+    profile.reset();
+    vae.decode(latents);
+    profile.print("Wan2.2 VAE decode [1, 48, 5, 44, 80] (" + activations + " activations)");
+    if (activations == DType.BF16) {
+      System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
+    }
+  }
+
+  /**
+   * A VAE decode of latents {@code shape} (the 5B's 31 latent frames of 44×80 to 121 frames of
+   * 704×1280; the Wan2.1 VAE's 21 of 60×104 to 81 frames of 480×832), untiled, stepped as in
+   * production: F32 weights, latents in {@code activations}, which every activation then keeps
+   * (BF16: every convolution on BF16 data with cuDNN's BF16 copy of its kernel). Before timing a
+   * BF16 decode, the variant's golden tiny VAE decodes its recorded latents the same way and prints
+   * its relative L2 error against the recording, since the BF16 mode keeps only what stays within
+   * 1e-2.
+   */
+  private void vaeDecode(VaeVariant variant, DType activations, int[] shape, int iterations) {
+    if (activations == DType.BF16) {
+      goldenDecodeError(variant.golden());
+    }
+    System.gc();
+    WanVaeConfig cfg = variant.config();
+    // F32 weights as WanModel holds a VAE's; the latents' dtype sets the activations'.
+    WanVae vae =
+        WanVae.load(
+            cfg,
+            new Weights(new RandomWeights(WanVaeShapes.of(cfg), DType.F32, 0.05f), gpu, DType.F32));
     Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, shape), activations);
     gpu.synchronize();
     gpu.resetPeaks();
     Tensor[] video = new Tensor[1];
     float ms = Bench.median(gpu, iterations, () -> video[0] = vae.decode(latents));
     System.out.printf(
-        "ROW Wan2.2 VAE decode %s latents (%s activations) | %.0f ms | peak live %.1f GB, held"
+        "ROW %s decode %s latents (%s activations) | %.0f ms | peak live %.1f GB, held"
             + " %.1f GB, out %s %s%n",
+        variant.name(),
         Arrays.toString(shape),
         activations,
         ms,
@@ -173,16 +216,16 @@ public final class VariantBench {
         Arrays.toString(video[0].shape()));
   }
 
-  private void goldenDecodeError() {
+  private void goldenDecodeError(String checkpoint) {
     Path golden = Path.of(System.getProperty("stepweave.golden", "testdata/golden"));
-    Path dir = golden.resolve("wan22-ti2v-tiny/vae");
+    Path dir = golden.resolve(checkpoint + "/vae");
     try (SafetensorsFile weights =
             SafetensorsFile.open(dir.resolve("diffusion_pytorch_model.safetensors"));
         SafetensorsFile rec =
-            SafetensorsFile.open(golden.resolve("wan22-ti2v-tiny-expected/vae.safetensors"))) {
+            SafetensorsFile.open(golden.resolve(checkpoint + "-expected/vae.safetensors"))) {
       WanVae vae =
           WanVae.load(
-              WanVaeConfig.read(dir.resolve("config.json")), new Weights(weights, gpu, DType.BF16));
+              WanVaeConfig.read(dir.resolve("config.json")), new Weights(weights, gpu, DType.F32));
       float[] got = gpu.download(vae.decode(gpu.upload(rec.load("z"), DType.BF16))).toFloatArray();
       float[] want = rec.loadF32("decoded").toFloatArray();
       double diff = 0, norm = 0;
@@ -191,9 +234,9 @@ public final class VariantBench {
         norm += (double) want[i] * want[i];
       }
       System.out.printf(
-          "ROW golden wan22-ti2v-tiny VAE decoded with BF16 activations: relative L2 | %.2e"
+          "ROW golden %s VAE decoded with BF16 activations: relative L2 | %.2e"
               + " (the BF16 mode's bound 1e-2)%n",
-          Math.sqrt(diff / norm));
+          checkpoint, Math.sqrt(diff / norm));
     }
   }
 

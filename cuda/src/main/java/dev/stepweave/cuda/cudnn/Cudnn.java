@@ -47,6 +47,7 @@ final class Cudnn {
   static final int CUDNN_TYPE_VOID_PTR = 6;
   static final int CUDNN_TYPE_CONVOLUTION_MODE = 7;
   static final int CUDNN_TYPE_HEUR_MODE = 8;
+  static final int CUDNN_TYPE_NUMERICAL_NOTE = 11;
   static final int CUDNN_TYPE_POINTWISE_MODE = 14;
   static final int CUDNN_TYPE_BACKEND_DESCRIPTOR = 15;
   static final int CUDNN_TYPE_REDUCTION_OPERATOR_TYPE = 18;
@@ -109,6 +110,7 @@ final class Cudnn {
   static final int CUDNN_ATTR_VARIANT_PACK_DATA_POINTERS = 1001;
   static final int CUDNN_ATTR_VARIANT_PACK_WORKSPACE = 1003;
   static final int CUDNN_ATTR_ENGINE_GLOBAL_INDEX = 1301;
+  static final int CUDNN_ATTR_ENGINE_NUMERICAL_NOTE = 1303;
   static final int CUDNN_ATTR_MATMUL_COMP_TYPE = 1500;
   static final int CUDNN_ATTR_OPERATION_MATMUL_ADESC = 1520;
   static final int CUDNN_ATTR_OPERATION_MATMUL_BDESC = 1521;

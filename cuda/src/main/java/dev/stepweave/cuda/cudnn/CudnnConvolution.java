@@ -228,7 +228,8 @@ public final class CudnnConvolution implements AutoCloseable {
     int[] order = variant.channelsLast ? CHANNELS_LAST : AS_IS;
     Tensor xb = key.f32() ? tensors.f32(x) : packedBf16(x, order);
     Tensor wb = key.f32() ? tensors.f32(w) : weights.get(w, order);
-    Tensor bb = !variant.biasFused ? null : key.f32() ? tensors.f32(bias) : weights.get(bias);
+    // The bias stays F32 in either type: a rounded bias shifts a whole channel alike (see graph).
+    Tensor bb = variant.biasFused ? tensors.f32(bias) : null;
     Dims3 o = key.output();
     int[] ncdhw = {key.n(), key.k(), o.d(), o.h(), o.w()};
     int[] yShape = new int[5];
@@ -253,14 +254,11 @@ public final class CudnnConvolution implements AutoCloseable {
     tensors.releaseDerived(xb, x);
     if (key.f32()) {
       tensors.releaseDerived(wb, w);
-      if (bb != null) {
-        tensors.releaseDerived(bb, bias);
-      }
     } else {
       weights.release(wb, w);
-      if (bb != null) {
-        weights.release(bb, bias);
-      }
+    }
+    if (bb != null) {
+      tensors.releaseDerived(bb, bias);
     }
     Tensor out = y;
     if (variant.channelsLast) {
@@ -409,6 +407,7 @@ public final class CudnnConvolution implements AutoCloseable {
                 graph(owned, cudnn.handle(), key, variant),
                 TUNED_CONFIGS,
                 maxWorkspace,
+                CudnnRuntime.LOSSY_NOTES,
                 refusals,
                 variant.label);
         if (!candidates.plans().isEmpty()) {
@@ -434,13 +433,19 @@ public final class CudnnConvolution implements AutoCloseable {
   private Choice choice(Key key, Variant variant, CudnnRuntime.Candidates candidates) {
     List<Plan> plans = candidates.plans();
     String passedOver =
-        candidates.overWorkspace() == 0
-            ? ""
-            : "; "
-                + candidates.overWorkspace()
-                + " configuration(s) over the "
-                + maxWorkspace
-                + " B workspace cap passed over";
+        (candidates.overWorkspace() == 0
+                ? ""
+                : "; "
+                    + candidates.overWorkspace()
+                    + " configuration(s) over the "
+                    + maxWorkspace
+                    + " B workspace cap passed over")
+            + (candidates.lossy() == 0
+                ? ""
+                : "; "
+                    + candidates.lossy()
+                    + " configuration(s) with reduced-precision reduction, FFT or Winograd"
+                    + " passed over");
     String stored = key + "/" + variant.label;
     var earlier = timedBefore().lookup(stored, i -> plans.get(i).engine(), plans.size());
     if (plans.size() > 1 && earlier.isPresent()) {
@@ -496,7 +501,7 @@ public final class CudnnConvolution implements AutoCloseable {
 
   /**
    * X ⋆ W → Y as one convolution-forward operation (alpha 1, beta 0), or, for a fused variant, X ⋆
-   * W into a virtual F32 tensor plus the [1, K, 1, 1, 1] bias → Y (data in the key's type). All
+   * W into a virtual F32 tensor plus the F32 [1, K, 1, 1, 1] bias → Y (data in the key's type). All
    * tensors are dims [N, C, D, H, W] (filter [K, C, kd, kh, kw]) with packed strides in NCDHW or
    * channels-last order.
    */
@@ -545,8 +550,18 @@ public final class CudnnConvolution implements AutoCloseable {
     if (!variant.biasFused) {
       return CudnnRuntime.operationGraph(g, cudnnHandle, fprop);
     }
+    // An F32 bias whatever the data type: rounding it to BF16 would move every output of a channel
+    // by the same amount, an error that does not average out over the image.
     long[] biasDims = {1, key.k(), 1, 1, 1};
-    CudnnDescriptor bias = io(g, key, BIAS, biasDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor bias =
+        CudnnRuntime.tensor(
+            g,
+            BIAS,
+            CUDNN_DATA_FLOAT,
+            biasDims,
+            packedStrides(biasDims, cl),
+            CudnnRuntime.MAX_ALIGNMENT,
+            false);
     CudnnDescriptor add = CudnnRuntime.pointwise(g, Cudnn.CUDNN_POINTWISE_ADD, convOut, bias, y);
     return CudnnRuntime.operationGraph(g, cudnnHandle, fprop, add);
   }

@@ -108,6 +108,15 @@ final class CudnnDescriptor {
     }
   }
 
+  /** Up to {@code max} elements of a C-enum-valued attribute (4-byte ints) of a descriptor. */
+  int[] enums(int attribute, int attributeType, int max) {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment e = arena.allocate(ValueLayout.JAVA_INT, max);
+      long n = Math.min(max, api.get(handle, attribute, attributeType, max, e));
+      return e.asSlice(0, n * Integer.BYTES).toArray(ValueLayout.JAVA_INT);
+    }
+  }
+
   /**
    * A descriptor-valued attribute: asks for the count, creates that many descriptors of {@code
    * elementType} in {@code owner} and lets cuDNN fill them (the C API's protocol).

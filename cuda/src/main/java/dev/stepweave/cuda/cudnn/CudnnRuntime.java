@@ -9,6 +9,7 @@ import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.NoSuchElementException;
+import java.util.Set;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.UnaryOperator;
 
@@ -114,15 +115,37 @@ public final class CudnnRuntime implements AutoCloseable {
    * does.
    */
   static Plan plan(CudnnDescriptors g, CudnnDescriptor graph, List<String> refusals, String label) {
-    List<Plan> plans = candidates(g, graph, 1, Long.MAX_VALUE, refusals, label).plans();
+    List<Plan> plans = candidates(g, graph, 1, Long.MAX_VALUE, Set.of(), refusals, label).plans();
     return plans.isEmpty() ? null : plans.getFirst();
   }
 
   /**
    * Execution plans to choose among, in the heuristics' order, and how many configurations were
-   * passed over for needing more workspace than allowed.
+   * passed over for needing more workspace than allowed, and for their numerics.
    */
-  record Candidates(List<Plan> plans, int overWorkspace) {}
+  record Candidates(List<Plan> plans, int overWorkspace, int lossy) {}
+
+  // cudnnBackendNumericalNote_t values.
+  static final int NOTE_REDUCED_PRECISION_REDUCTION = 2;
+  static final int NOTE_FFT = 3;
+  static final int NOTE_WINOGRAD = 5;
+  static final int NOTE_WINOGRAD_TILE_4X4 = 6;
+  static final int NOTE_WINOGRAD_TILE_6X6 = 7;
+  static final int NOTE_WINOGRAD_TILE_13X13 = 8;
+  private static final int NOTE_TYPES = 10;
+
+  /**
+   * Engines whose numerics are looser than the data type's: partial sums kept in the data type
+   * (BF16 partials over a 27 648-term convolution sum), FFT and Winograd transforms.
+   */
+  static final Set<Integer> LOSSY_NOTES =
+      Set.of(
+          NOTE_REDUCED_PRECISION_REDUCTION,
+          NOTE_FFT,
+          NOTE_WINOGRAD,
+          NOTE_WINOGRAD_TILE_4X4,
+          NOTE_WINOGRAD_TILE_6X6,
+          NOTE_WINOGRAD_TILE_13X13);
 
   /**
    * Up to {@code limit} engine configurations of heuristics mode A that finalize into execution
@@ -135,11 +158,13 @@ public final class CudnnRuntime implements AutoCloseable {
       CudnnDescriptor graph,
       int limit,
       long maxWorkspace,
+      Set<Integer> excludedNotes,
       List<String> refusals,
       String label) {
     String last = "the heuristics offered no engine configuration";
     List<Plan> plans = new ArrayList<>();
     int overWorkspace = 0;
+    int lossy = 0;
     for (int mode : new int[] {Cudnn.CUDNN_HEUR_MODE_A, Cudnn.CUDNN_HEUR_MODE_FALLBACK}) {
       List<CudnnDescriptor> configs;
       try {
@@ -159,6 +184,11 @@ public final class CudnnRuntime implements AutoCloseable {
         if (plans.size() == limit) {
           break;
         }
+        if (!excludedNotes.isEmpty() && hasAny(config, g, excludedNotes)) {
+          lossy++;
+          last = "every engine's numerics are excluded " + excludedNotes;
+          continue;
+        }
         try {
           CudnnDescriptor plan =
               g.create(Cudnn.CUDNN_BACKEND_EXECUTION_PLAN_DESCRIPTOR)
@@ -176,11 +206,34 @@ public final class CudnnRuntime implements AutoCloseable {
         }
       }
       if (!plans.isEmpty()) {
-        return new Candidates(List.copyOf(plans), overWorkspace);
+        return new Candidates(List.copyOf(plans), overWorkspace, lossy);
       }
     }
     refusals.add(label + ": " + last);
-    return new Candidates(List.of(), overWorkspace);
+    return new Candidates(List.of(), overWorkspace, lossy);
+  }
+
+  /** Whether the configuration's engine carries any of {@code notes} (false if cuDNN won't say). */
+  private static boolean hasAny(CudnnDescriptor config, CudnnDescriptors g, Set<Integer> notes) {
+    try {
+      CudnnDescriptor engine =
+          config
+              .descriptors(
+                  Cudnn.CUDNN_ATTR_ENGINECFG_ENGINE, Cudnn.CUDNN_BACKEND_ENGINE_DESCRIPTOR, g)
+              .getFirst();
+      for (int note :
+          engine.enums(
+              Cudnn.CUDNN_ATTR_ENGINE_NUMERICAL_NOTE,
+              Cudnn.CUDNN_TYPE_NUMERICAL_NOTE,
+              NOTE_TYPES)) {
+        if (notes.contains(note)) {
+          return true;
+        }
+      }
+      return false;
+    } catch (CudaException | NoSuchElementException e) {
+      return false;
+    }
   }
 
   /** How long one run of a plan takes, in milliseconds; throws when the plan does not run. */

@@ -14,10 +14,12 @@ import java.util.List;
 
 /** Data movement: concatenation, constant padding, nearest upsampling and embedding lookups. */
 public final class MovementOps {
+  private final Operands operands;
   private final DeviceTensors tensors;
   private final Kernels kernels;
 
   MovementOps(Operands operands) {
+    this.operands = operands;
     this.tensors = operands.tensors();
     this.kernels = tensors.kernels();
   }
@@ -25,7 +27,8 @@ public final class MovementOps {
   public Tensor concat(List<Tensor> parts, int dim) {
     int[] shape = OpShapes.concat(parts, dim);
     int a = parts.getFirst().axis(dim);
-    Tensor out = tensors.empty(DType.F32, shape);
+    Tensor out =
+        tensors.empty(parts.stream().allMatch(operands::keepsBf16) ? DType.BF16 : DType.F32, shape);
     int at = 0;
     for (Tensor p : parts) {
       int len = p.dim(a);
@@ -33,6 +36,14 @@ public final class MovementOps {
       at += len;
     }
     return out;
+  }
+
+  /**
+   * The dtype data moved out of {@code x} keeps: BF16 activations stay BF16 (a copy rounds
+   * nothing), everything else becomes F32.
+   */
+  private DType movedType(Tensor x) {
+    return operands.keepsBf16(x) ? DType.BF16 : DType.F32;
   }
 
   /** A floating device view (any strides, F32 or BF16) that the copy kernel can read. */
@@ -74,7 +85,7 @@ public final class MovementOps {
     int[] shape = OpShapes.upsampleNearest2d(x, scaleH, scaleW);
     int rank = x.rank();
     int h = x.dim(-2), w = x.dim(-1);
-    Tensor out = tensors.empty(DType.F32, shape);
+    Tensor out = tensors.empty(movedType(x), shape);
     if (out.numel() == 0) {
       return out;
     }

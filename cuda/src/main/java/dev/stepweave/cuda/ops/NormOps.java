@@ -174,7 +174,22 @@ public final class NormOps {
   }
 
   public Tensor l2Normalize(Tensor x, int dim, float eps) {
-    int a = x.axis(dim);
+    return channelNorm(x, x.axis(dim), null, eps, false);
+  }
+
+  /**
+   * {@code l2Normalize(x, 1, eps) · gamma}, SiLU when {@code silu}, in one pass: the Wan VAE's
+   * channel norm ({@code gamma [C, 1, …, 1]}). BF16 activations stay BF16.
+   */
+  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+    if (gamma.numel() != x.dim(1)) {
+      throw new IllegalArgumentException(
+          "channel norm of " + x + " with gamma " + gamma + ": one gamma per channel expected");
+    }
+    return channelNorm(x, 1, gamma, eps, silu);
+  }
+
+  private Tensor channelNorm(Tensor x, int a, Tensor gamma, float eps, boolean silu) {
     long outer = 1, inner = 1;
     for (int i = 0; i < a; i++) {
       outer *= x.dim(i);
@@ -182,14 +197,21 @@ public final class NormOps {
     for (int i = a + 1; i < x.rank(); i++) {
       inner *= x.dim(i);
     }
-    Tensor xf = tensors.f32(x);
-    Tensor out = tensors.empty(DType.F32, x.shape());
+    Tensor xd = operands.activation(x);
+    Tensor g = gamma == null ? null : tensors.f32(gamma);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
     if (out.numel() > 0) {
-      try (Launch l = kernels.launch("norms.cu", "l2_normalize_f32")) {
-        l.ptr(addr(xf)).ptr(addr(out)).i64(outer).i32(x.dim(a)).i64(inner).f32(eps);
+      String kernel = "channel_norm_" + DeviceTensors.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        l.ptr(addr(xd)).ptr(g == null ? 0L : addr(g)).ptr(addr(out));
+        l.i64(outer).i32(x.dim(a)).i64(inner).f32(eps).i32(silu ? 1 : 0);
         kernels.elementwise(l, outer * inner);
       }
     }
+    if (g != null) {
+      tensors.releaseDerived(g, gamma);
+    }
+    tensors.releaseDerived(xd, x);
     return out;
   }
 }

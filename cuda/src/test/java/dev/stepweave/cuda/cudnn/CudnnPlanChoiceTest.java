@@ -14,6 +14,7 @@ import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -55,6 +56,7 @@ class CudnnPlanChoiceTest {
               graph,
               CudnnConvolution.TUNED_CONFIGS,
               CudnnConvolution.SMALLEST_WORKSPACE_CAP,
+              Set.of(),
               refusals,
               "fused");
       assertEquals(List.of("11", "12"), c.plans().stream().map(Plan::engine).toList());
@@ -71,7 +73,8 @@ class CudnnPlanChoiceTest {
     try (CudnnDescriptors g = new CudnnDescriptors(api)) {
       CudnnDescriptor graph =
           CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
-      Candidates c = CudnnRuntime.candidates(g, graph, 2, Long.MAX_VALUE, new ArrayList<>(), "x");
+      Candidates c =
+          CudnnRuntime.candidates(g, graph, 2, Long.MAX_VALUE, Set.of(), new ArrayList<>(), "x");
       assertEquals(2, c.plans().size());
     }
     assertEquals(2, plansBuilt(api));
@@ -86,12 +89,41 @@ class CudnnPlanChoiceTest {
           CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
       Candidates c =
           CudnnRuntime.candidates(
-              g, graph, 8, CudnnConvolution.SMALLEST_WORKSPACE_CAP, refusals, Variant.NCDHW.label);
+              g,
+              graph,
+              8,
+              CudnnConvolution.SMALLEST_WORKSPACE_CAP,
+              Set.of(),
+              refusals,
+              Variant.NCDHW.label);
       assertEquals(List.of(), c.plans());
       // Mode A's one configuration, then the fallback list's.
       assertEquals(2, c.overWorkspace());
     }
     assertEquals(List.of("NCDHW: every plan needs more than 1073741824 B of workspace"), refusals);
+  }
+
+  @Test
+  void enginesWithLossyNumericsArePassedOver() {
+    RecordingGraphApi api = heuristics(4, 0L, 0L);
+    // Tensor cores only; reduced-precision reduction; Winograd; tensor cores and down-converted.
+    api.numericalNotes.addAll(
+        List.of(
+            new int[] {0},
+            new int[] {0, CudnnRuntime.NOTE_REDUCED_PRECISION_REDUCTION},
+            new int[] {CudnnRuntime.NOTE_WINOGRAD},
+            new int[] {0, 1}));
+    try (CudnnDescriptors g = new CudnnDescriptors(api)) {
+      CudnnDescriptor graph =
+          CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
+      Candidates c =
+          CudnnRuntime.candidates(
+              g, graph, 8, Long.MAX_VALUE, CudnnRuntime.LOSSY_NOTES, new ArrayList<>(), "x");
+      assertEquals(2, c.plans().size());
+      assertEquals(2, c.lossy());
+    }
+    // Only the two kept configurations became plans.
+    assertEquals(2, plansBuilt(api));
   }
 
   @Test

@@ -4,6 +4,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
+import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.Deque;
 import java.util.HashMap;
@@ -100,6 +101,9 @@ final class RecordingGraphApi implements CudnnGraphApi {
     return "#" + new ArrayList<>(types.keySet()).indexOf(value);
   }
 
+  /** The numerical notes each engine queried reports, in turn. */
+  final Deque<int[]> numericalNotes = new ArrayDeque<>();
+
   @Override
   public long get(
       long d, int attribute, int attributeType, long requested, MemorySegment elements) {
@@ -115,6 +119,14 @@ final class RecordingGraphApi implements CudnnGraphApi {
       if (value != null) {
         elements.set(ValueLayout.JAVA_LONG, 0, value);
       }
+    }
+    if (attributeType == Cudnn.CUDNN_TYPE_NUMERICAL_NOTE) {
+      // One engine's notes per query, in turn; none once the queue is empty.
+      int[] notes = numericalNotes.isEmpty() ? new int[0] : numericalNotes.poll();
+      for (int i = 0; i < notes.length; i++) {
+        elements.setAtIndex(ValueLayout.JAVA_INT, i, notes[i]);
+      }
+      return notes.length;
     }
     return getAnswer.getAsLong();
   }

@@ -33,6 +33,11 @@ final class ChannelRmsNorm {
   }
 
   Tensor apply(Tensor x) {
-    return backend.mul(backend.l2Normalize(x, 1, EPS), scaledGamma);
+    return backend.channelNorm(x, scaledGamma, EPS, false);
+  }
+
+  /** {@code silu(apply(x))}, in one pass where the backend fuses it. */
+  Tensor applySilu(Tensor x) {
+    return backend.channelNorm(x, scaledGamma, EPS, true);
   }
 }

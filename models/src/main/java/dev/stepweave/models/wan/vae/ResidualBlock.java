@@ -52,9 +52,9 @@ final class ResidualBlock implements CausalLayer {
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor skip = shortcut == null ? x : shortcut.apply(x, null);
-    Tensor h = backend.silu(norm1.apply(x));
+    Tensor h = norm1.applySilu(x);
     h = conv1.applyStreaming(h, cache, slot1);
-    h = backend.silu(norm2.apply(h));
+    h = norm2.applySilu(h);
     h = conv2.applyStreaming(h, cache, slot2);
     return backend.add(h, skip);
   }
