@@ -6,6 +6,7 @@ import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.stream.IntStream;
 import org.jcodec.codecs.h264.H264Encoder;
 import org.jcodec.common.Codec;
@@ -18,6 +19,11 @@ import org.jcodec.common.model.ColorSpace;
 import org.jcodec.common.model.Packet;
 import org.jcodec.common.model.Packet.FrameType;
 import org.jcodec.common.model.Size;
+import org.jcodec.containers.mp4.boxes.MetaBox;
+import org.jcodec.containers.mp4.boxes.MetaValue;
+import org.jcodec.containers.mp4.boxes.MovieBox;
+import org.jcodec.containers.mp4.boxes.UdtaBox;
+import org.jcodec.containers.mp4.boxes.UdtaMetaBox;
 import org.jcodec.containers.mp4.muxer.MP4Muxer;
 
 /**
@@ -55,16 +61,25 @@ public final class Mp4Writer {
    * file appears complete or not at all, and an existing file is replaced only on success.
    */
   public static void write(Path target, Tensor frames, int fps) throws IOException {
+    write(target, frames, fps, null);
+  }
+
+  /**
+   * {@link #write(Path, Tensor, int)} with {@code metadataJson} (null for none) stored in the
+   * movie's {@code udta/meta} box under the key {@value OutputMetadata#KEY}.
+   */
+  public static void write(Path target, Tensor frames, int fps, String metadataJson)
+      throws IOException {
     if (fps < 1) {
       throw new IllegalArgumentException("fps must be >= 1, got " + fps);
     }
     checkWritable(target);
     RgbFrames.requireVideo(frames);
-    AtomicOutput.writeFile(target, temporary -> encode(temporary, frames, fps));
+    AtomicOutput.writeFile(target, temporary -> encode(temporary, frames, fps, true, metadataJson));
   }
 
-  private static void encode(Path file, Tensor frames, int fps) throws IOException {
-    encode(file, frames, fps, true);
+  static void encode(Path file, Tensor frames, int fps, boolean parallel) throws IOException {
+    encode(file, frames, fps, parallel, null);
   }
 
   /**
@@ -74,7 +89,8 @@ public final class Mp4Writer {
    * sequential encoder stands at a key frame, so the file is byte for byte the one a single encoder
    * writes (a test holds this).
    */
-  static void encode(Path file, Tensor frames, int fps, boolean parallel) throws IOException {
+  private static void encode(
+      Path file, Tensor frames, int fps, boolean parallel, String metadataJson) throws IOException {
     int sourceHeight = frames.dim(1);
     int sourceWidth = frames.dim(2);
     int height = sourceHeight & ~1;
@@ -119,7 +135,15 @@ public final class Mp4Writer {
           f++;
         }
       }
-      muxer.finish();
+      MovieBox movie = muxer.finalizeHeader();
+      if (metadataJson != null) {
+        UdtaBox udta = UdtaBox.createUdtaBox();
+        MetaBox meta = UdtaMetaBox.createUdtaMetaBox();
+        meta.setKeyedMeta(Map.of(OutputMetadata.KEY, MetaValue.createString(metadataJson)));
+        udta.add(meta);
+        movie.add(udta);
+      }
+      muxer.storeHeader(movie);
     }
   }
 

@@ -4,7 +4,13 @@ import dev.stepweave.tensor.Tensor;
 import java.awt.image.BufferedImage;
 import java.io.IOException;
 import java.nio.file.Path;
+import javax.imageio.IIOImage;
 import javax.imageio.ImageIO;
+import javax.imageio.ImageTypeSpecifier;
+import javax.imageio.ImageWriter;
+import javax.imageio.metadata.IIOMetadata;
+import javax.imageio.metadata.IIOMetadataNode;
+import javax.imageio.stream.ImageOutputStream;
 
 /**
  * Writes RGB pixels in [0, 1] as 8-bit sRGB PNG files, atomically: a single image file, or a
@@ -34,6 +40,17 @@ public final class PngWriter {
     AtomicOutput.writeFile(file, temporary -> writePng(image, temporary));
   }
 
+  /**
+   * Writes one {@code [H, W, 3]} image with {@code metadataJson} in an {@code iTXt} chunk whose
+   * keyword is {@value OutputMetadata#KEY} (UTF-8, uncompressed).
+   */
+  public static void writeImage(Path file, Tensor pixels, String metadataJson) throws IOException {
+    checkImageWritable(file);
+    RgbFrames.requireImage(pixels);
+    BufferedImage image = toImage(pixels.toFloatArray(), pixels.dim(0), pixels.dim(1));
+    AtomicOutput.writeFile(file, temporary -> writePng(image, temporary, metadataJson));
+  }
+
   /** Writes {@code [F, H, W, 3]} frames as numbered PNG files into a new directory. */
   public static void writeFrames(Path directory, Tensor frames) throws IOException {
     checkFramesWritable(directory);
@@ -53,7 +70,7 @@ public final class PngWriter {
     return String.format("frame_%04d.png", index);
   }
 
-  private static BufferedImage toImage(float[] rgb, int height, int width) {
+  static BufferedImage toImage(float[] rgb, int height, int width) {
     BufferedImage image = new BufferedImage(width, height, BufferedImage.TYPE_INT_RGB);
     int[] packed = new int[width];
     for (int y = 0; y < height; y++) {
@@ -75,4 +92,31 @@ public final class PngWriter {
       throw new IOException("no PNG writer available for " + file);
     }
   }
+
+  private static void writePng(BufferedImage image, Path file, String metadataJson)
+      throws IOException {
+    ImageWriter writer = ImageIO.getImageWritersByFormatName("png").next();
+    try (ImageOutputStream out = ImageIO.createImageOutputStream(file.toFile())) {
+      writer.setOutput(out);
+      IIOMetadata meta =
+          writer.getDefaultImageMetadata(ImageTypeSpecifier.createFromRenderedImage(image), null);
+      IIOMetadataNode root = new IIOMetadataNode(PNG_METADATA);
+      IIOMetadataNode entry = new IIOMetadataNode("iTXtEntry");
+      entry.setAttribute("keyword", OutputMetadata.KEY);
+      entry.setAttribute("compressionFlag", "FALSE");
+      entry.setAttribute("compressionMethod", "0");
+      entry.setAttribute("languageTag", "");
+      entry.setAttribute("translatedKeyword", "");
+      entry.setAttribute("text", metadataJson);
+      IIOMetadataNode itxt = new IIOMetadataNode("iTXt");
+      itxt.appendChild(entry);
+      root.appendChild(itxt);
+      meta.mergeTree(PNG_METADATA, root);
+      writer.write(new IIOImage(image, null, meta));
+    } finally {
+      writer.dispose();
+    }
+  }
+
+  static final String PNG_METADATA = "javax_imageio_png_1.0";
 }

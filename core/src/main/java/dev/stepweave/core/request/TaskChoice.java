@@ -57,4 +57,23 @@ public final class TaskChoice {
     }
     return TaskType.T2V;
   }
+
+  /**
+   * Refuses a task the card does not serve, before any check that assumes one it serves.
+   *
+   * @throws InvalidRequestException ({@code task}) naming the card's tasks
+   */
+  public static void requireServed(ModelCard card, TaskType task) {
+    if (!card.tasks().contains(task)) {
+      throw new InvalidRequestException(
+          "task",
+          "model '"
+              + card.modelId()
+              + "' does not serve task "
+              + task.wireName()
+              + " (it serves "
+              + card.taskNames()
+              + ")");
+    }
+  }
 }

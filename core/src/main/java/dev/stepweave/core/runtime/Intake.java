@@ -7,8 +7,8 @@ import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
 import dev.stepweave.core.memory.Reservation;
 import dev.stepweave.core.program.InlineProgram;
-import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.TaskChoice;
 import java.util.ArrayList;
 import java.util.List;
 
@@ -42,18 +42,8 @@ final class Intake {
       ProgramCheckpoint from,
       RequestOptions options) {
     request.validate();
-    if (!m.card().tasks().contains(request.task())) {
-      // Before the model's own checks, which assume a task it serves.
-      throw new InvalidRequestException(
-          "task",
-          "model '"
-              + m.card().modelId()
-              + "' does not serve task "
-              + request.task().wireName()
-              + " (it serves "
-              + m.card().taskNames()
-              + ")");
-    }
+    // Before the model's own checks, which assume a task it serves.
+    TaskChoice.requireServed(m.card(), request.task());
     m.validate(request);
     var plugins = extensions.admit(request, m.card());
     List<ResolvedAdapter> adapters = extensions.adapters().resolve(request);

@@ -80,6 +80,11 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
 
   /** The tiling a request asks for, or null to decode whole frames. */
   static DecodeTiling tiling(Request request, WanVae vae) {
+    return tiling(request, vae.config().spatialCompression());
+  }
+
+  /** The tiling of a VAE that compresses {@code unit} pixels a side into one latent. */
+  static DecodeTiling tiling(Request request, int unit) {
     Map<String, String> o = request.overridesFor(WanCards.VAE_DECODE);
     String mode = o.getOrDefault("tile", "auto");
     var p = request.params();
@@ -96,7 +101,6 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
       return null;
     }
     int size = integer(o, "tile_size", DecodeTiling.standard().tileHeight());
-    int unit = vae.config().spatialCompression();
     if (size <= 0 || size % unit != 0) {
       throw new InvalidRequestException(
           "vae_decode tile_size must be a positive multiple of " + unit + ", got " + size);

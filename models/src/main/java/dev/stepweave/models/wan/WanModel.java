@@ -8,7 +8,6 @@ import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
-import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.clip.ClipImageProcessor;
 import dev.stepweave.models.clip.ClipVisionConfig;
@@ -31,15 +30,12 @@ import dev.stepweave.tensor.io.CheckpointException;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.tensor.io.Weights;
-import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
-import java.util.Set;
-import java.util.TreeSet;
 import java.util.UUID;
 import java.util.function.Function;
 
@@ -86,7 +82,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final VaeDecodeLoop vaeDecode;
   private final Map<String, Loop<? extends LoopState>> loops;
   private final List<TensorSource> sources;
-  private final int defaultMaxSequenceLength;
+  private final WanRequestRules rules;
   // Shared by all requests on this instance and keyed by content, encoder, weights, adapters and
   // precision; it holds no request's state.
   private final FeatureCache<Tensor> textEmbeddings =
@@ -114,7 +110,14 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       List<TensorSource> sources) {
     this.instanceId = instanceId;
     this.sources = List.copyOf(sources);
-    this.defaultMaxSequenceLength = tokenizerMaxLength(dir.resolve("tokenizer"));
+    this.rules =
+        new WanRequestRules(
+            card,
+            routing,
+            samplers,
+            WanRequestRules.tokenizerMaxLength(dir.resolve("tokenizer")),
+            vae.config().spatialCompression(),
+            transformer.config().patchSize());
     this.dir = dir;
     this.card = card;
     this.backend = backend;
@@ -162,17 +165,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     }
     DiffusersDirectory d = DiffusersDirectory.open(dir);
     ModelCard card = WanCards.cardFor(d);
-    var schedulerComponent = d.component("scheduler");
-    SamplerChoice samplers;
-    try {
-      samplers =
-          new SamplerChoice(
-              Files.readString(schedulerComponent.configFile()),
-              schedulerComponent.configFile().toString());
-    } catch (IOException e) {
-      throw new CheckpointException(
-          schedulerComponent.configFile() + ": cannot read: " + e.getMessage());
-    }
+    SamplerChoice samplers = WanRequestRules.samplers(d);
     String instanceId = "wan-" + UUID.randomUUID().toString().substring(0, 8);
     List<TensorSource> sources = new ArrayList<>();
     PromptTokenizer tokenizer = PromptTokenizer.load(d.component("tokenizer").dir());
@@ -287,7 +280,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    * boundary_ratio} (the card import refuses either without the other), switched at the ratio times
    * the scheduler's {@code num_train_timesteps}; else one.
    */
-  private static ExpertRouting routing(DiffusersDirectory d, SamplerChoice samplers) {
+  static ExpertRouting routing(DiffusersDirectory d, SamplerChoice samplers) {
     var ratio = d.attributes().get("boundary_ratio");
     if (!d.components().containsKey(ExpertRouting.SECOND) || ratio == null || ratio.isNull()) {
       return ExpertRouting.SINGLE;
@@ -324,25 +317,6 @@ public final class WanModel implements ModelInstance, AutoCloseable {
               + " first's");
     }
     return second;
-  }
-
-  /** {@code model_max_length} of {@code tokenizer_config.json} when sane, else 512. */
-  private static int tokenizerMaxLength(Path tokenizerDir) {
-    Path config = tokenizerDir.resolve("tokenizer_config.json");
-    if (!Files.isRegularFile(config)) {
-      return DEFAULT_MAX_SEQUENCE_LENGTH;
-    }
-    try {
-      var n =
-          new com.fasterxml.jackson.databind.ObjectMapper()
-              .readTree(config.toFile())
-              .get("model_max_length");
-      return n != null && n.canConvertToInt() && n.intValue() >= 1 && n.intValue() <= 4096
-          ? n.intValue()
-          : DEFAULT_MAX_SEQUENCE_LENGTH;
-    } catch (IOException e) {
-      throw new CheckpointException(config + ": unreadable: " + e.getMessage());
-    }
   }
 
   private static UMT5Config umt5Config(DiffusersDirectory d) {
@@ -613,108 +587,12 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    * reference pipeline's 512.
    */
   public int maxSequenceLength(Request request) {
-    String v = request.overridesFor(WanCards.TEXT_ENCODE).get("max_sequence_length");
-    if (v == null) {
-      return defaultMaxSequenceLength;
-    }
-    try {
-      int n = Integer.parseInt(v);
-      if (n < 1 || n > 4096) {
-        throw new NumberFormatException();
-      }
-      return n;
-    } catch (NumberFormatException e) {
-      throw new InvalidRequestException(
-          "max_sequence_length must be an integer in 1..4096, got '" + v + "'");
-    }
+    return rules.maxSequenceLength(request);
   }
-
-  /** The per-loop settings a request may give, by loop id. */
-  private static final Map<String, Set<String>> LOOP_SETTINGS =
-      Map.of(
-          WanCards.TEXT_ENCODE, Set.of("max_sequence_length"),
-          WanCards.DENOISE,
-              Set.of(
-                  "cfg",
-                  "cfg_batched",
-                  "cfg_zero_init_steps",
-                  "cfg_rescale",
-                  Guidance.SECOND_SCALE),
-          WanCards.VAE_DECODE, Set.of("tile", "tile_size"));
 
   @Override
   public void validate(Request request) {
-    request
-        .nodeOverrides()
-        .forEach(
-            (loop, settings) -> {
-              Set<String> known = LOOP_SETTINGS.get(loop);
-              if (known == null) {
-                throw new InvalidRequestException(
-                    "unknown loop '"
-                        + loop
-                        + "' in settings (loops: "
-                        + String.join(", ", new TreeSet<>(LOOP_SETTINGS.keySet()))
-                        + ")");
-              }
-              for (String key : settings.keySet()) {
-                if (!known.contains(key)) {
-                  throw new InvalidRequestException(
-                      "unknown setting '"
-                          + loop
-                          + "."
-                          + key
-                          + "' (known: "
-                          + String.join(", ", new TreeSet<>(known))
-                          + ")");
-                }
-              }
-            });
-    maxSequenceLength(request);
-    if (routing.single()
-        && request.overridesFor(WanCards.DENOISE).containsKey(Guidance.SECOND_SCALE)) {
-      throw new InvalidRequestException(
-          WanCards.DENOISE + "." + Guidance.SECOND_SCALE,
-          "denoise."
-              + Guidance.SECOND_SCALE
-              + " needs a two-expert model; '"
-              + card.modelId()
-              + "' has one transformer");
-    }
-    for (int i = 0; i < routing.experts().size(); i++) {
-      Guidance.policyFor(request, i);
-    }
-    sampler(request);
-    VaeDecodeLoop.tiling(request, vae);
-    checkSize(request);
-  }
-
-  /**
-   * The frame size must fold into whole transformer patches of latents: a multiple of the VAE's
-   * spatial compression times the patch (16 for Wan2.1, 32 for Wan2.2 TI2V's 16× VAE). The
-   * reference rounds a size that is not down, with a warning; a request here says what it gets.
-   */
-  private void checkSize(Request request) {
-    var patch = transformer.config().patchSize();
-    int unitH = vae.config().spatialCompression() * patch.h();
-    int unitW = vae.config().spatialCompression() * patch.w();
-    var p = request.params();
-    if (p.width() % unitW != 0 || p.height() % unitH != 0) {
-      throw new InvalidRequestException(
-          "size "
-              + p.width()
-              + "x"
-              + p.height()
-              + ": model '"
-              + card.modelId()
-              + "' needs a width that is a multiple of "
-              + unitW
-              + " and a height of "
-              + unitH
-              + " (the VAE's "
-              + vae.config().spatialCompression()
-              + "x times the transformer's patch)");
-    }
+    rules.validate(request);
   }
 
   /**
