@@ -17,7 +17,7 @@ final class DeviceBudget {
       names = "--memory-headroom",
       paramLabel = "GIB",
       description =
-          "On CUDA: device memory kept out of the admission budget, in GiB (default: 10% of the"
+          "On CUDA: device memory kept out of the admission budget, in GiB (default: 10%% of the"
               + " device). Requests may reserve the device's memory less the weights, less what"
               + " was in use outside Stepweave at start, less this.")
   Double headroomGib;

@@ -2,13 +2,13 @@ package dev.stepweave.cli;
 
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.Profiler;
+import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.models.wan.WanModel;
 import java.io.PrintWriter;
 import java.lang.management.ManagementFactory;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.EnumMap;
@@ -67,27 +67,33 @@ final class GenerateBench implements Callable<Integer> {
     if (repeat < 1) {
       throw new IllegalArgumentException("--repeat must be >= 1, got " + repeat);
     }
-    Path target = generate.checkedTarget();
-    Path dir = generate.modelDir(err);
+    GenerationOptions.Plan plan = generate.plan(err);
+    if (plan.batch()) {
+      throw new InvalidRequestException("bench generate takes one PROMPT, not --prompts");
+    }
+    GenerationOptions.Job job = plan.jobs().getFirst();
     long loadStart = System.nanoTime();
-    try (WanModel wan = WanModel.load(dir, generate.openBackend(err));
+    try (WanModel wan = WanModel.load(plan.modelDir(), plan.backend());
         Engine engine = generate.engine(wan, err)) {
       Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
       double load = loadTime.toNanos() / 1e9;
-      long seed = generate.seedOrRandom();
       List<Run> runs = new ArrayList<>();
       double firstWritten = 0;
       for (int i = 0; i < repeat; i++) {
-        Request request = generate.request(wan.card(), seed);
+        Request request = i == 0 ? job.request() : generate.freshRequest(wan.card(), job);
         if (i == 0) {
-          GenerateCommand.printCard(out, wan, engine, request, loadTime);
+          GenerateCommand.printModel(out, wan, loadTime);
+          GenerateCommand.printRequest(out, wan, engine, request);
           generate.imageSummary(request).ifPresent(out::println);
         }
         Map<WorkKind, Long> before = stepNanos(engine.profiler());
         long t0 = System.nanoTime();
         GenerationResult result = GenerateCommand.run(engine, request, err);
         long t1 = System.nanoTime();
-        generate.writeOutputs(result, target);
+        generate.writeOutputs(
+            result,
+            new GenerationOptions.Job(1, job.entry(), job.seed(), request, job.target()),
+            wan.samplerFor(request));
         long t2 = System.nanoTime();
         if (i == 0) {
           firstWritten = sinceProcessStart();
@@ -120,7 +126,7 @@ final class GenerateBench implements Callable<Integer> {
                           + " free on the device%n",
                       m.allocatorBytes() / 1e9,
                       m.freeBytes() / 1e9));
-      out.println("wrote " + target.toAbsolutePath());
+      out.println("wrote " + job.target().file().toAbsolutePath());
       return StepweaveCli.ExitCodes.OK;
     }
   }

@@ -9,9 +9,7 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
-import dev.stepweave.tensor.Backend;
 import java.io.PrintWriter;
-import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Locale;
 import java.util.concurrent.Callable;
@@ -26,15 +24,18 @@ import picocli.CommandLine.Spec;
     name = "generate",
     mixinStandardHelpOptions = true,
     description = {
-      "Generates a video (or, with --frames 1, an image) from a prompt and writes an H.264 MP4"
-          + " (PNG for an image).",
+      "Generates a video (or, with --frames 1, an image) from a prompt, or one per line of a"
+          + " --prompts file, and writes it in the format the output's extension names, with the"
+          + " prompt, seed and settings in the file's metadata (stepweave info FILE shows them).",
       "",
       "Without --model it uses the small Wan-architecture model embedded in Stepweave, whose"
           + " weights are deterministic but UNTRAINED: its output is noise-like. It exists to show"
           + " the whole pipeline working on any machine. For real videos download"
           + " Wan-AI/Wan2.1-T2V-1.3B-Diffusers and pass its folder with --model.",
       "Settings left out come from the model card's defaults (the embedded model: 128x128,"
-          + " 9 frames at 8 fps, 8 steps; Wan 2.1: 832x480, 81 frames at 16 fps, 50 steps).",
+          + " 9 frames at 8 fps, 8 steps; Wan 2.1: 832x480, 81 frames at 16 fps, 50 steps)."
+          + " Every setting is checked against the card before the model loads: a bad one is one"
+          + " line and exit code 2, and nothing is written.",
       ""
     })
 final class GenerateCommand implements Callable<Integer> {
@@ -47,29 +48,37 @@ final class GenerateCommand implements Callable<Integer> {
   public Integer call() throws Exception {
     PrintWriter out = spec.commandLine().getOut();
     PrintWriter err = spec.commandLine().getErr();
-    Path target = options.checkedTarget();
-    Path dir = options.modelDir(err);
-    Backend backend = options.openBackend(err);
+    GenerationOptions.Plan plan = options.plan(err);
     long loadStart = System.nanoTime();
-    try (WanModel wan = WanModel.load(dir, backend);
+    try (WanModel wan = WanModel.load(plan.modelDir(), plan.backend());
         Engine engine = options.engine(wan, err)) {
-      Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
-      Request request = options.request(wan.card(), options.seedOrRandom());
-      printCard(out, wan, engine, request, loadTime);
-      options.imageSummary(request).ifPresent(out::println);
-      GenerationResult result = run(engine, request, err);
-      options.writeOutputs(result, target);
-      result
-          .loopTimings()
-          .forEach(
-              (loop, t) -> out.printf(Locale.ROOT, "  %-12s %8.2f s%n", loop, t.toNanos() / 1e9));
-      result.loopResults().values().stream()
-          .flatMap(r -> r.report().entrySet().stream())
-          .forEach(e -> out.printf(Locale.ROOT, "  %-28s %d%n", e.getKey(), e.getValue()));
-      if (!result.recipeOverrides().isEmpty()) {
-        out.println("recipe overridden: " + String.join(", ", result.recipeOverrides()));
+      printModel(out, wan, Duration.ofNanos(System.nanoTime() - loadStart));
+      for (GenerationOptions.Job job : plan.jobs()) {
+        Request request = job.request();
+        if (plan.batch()) {
+          out.printf(
+              Locale.ROOT,
+              "prompt  %d of %d: %s%n",
+              job.index(),
+              plan.jobs().size(),
+              request.prompt());
+        }
+        printRequest(out, wan, engine, request);
+        options.imageSummary(request).ifPresent(out::println);
+        GenerationResult result = run(engine, request, err);
+        options.writeOutputs(result, job, wan.samplerFor(request));
+        result
+            .loopTimings()
+            .forEach(
+                (loop, t) -> out.printf(Locale.ROOT, "  %-12s %8.2f s%n", loop, t.toNanos() / 1e9));
+        result.loopResults().values().stream()
+            .flatMap(r -> r.report().entrySet().stream())
+            .forEach(e -> out.printf(Locale.ROOT, "  %-28s %d%n", e.getKey(), e.getValue()));
+        if (!result.recipeOverrides().isEmpty()) {
+          out.println("recipe overridden: " + String.join(", ", result.recipeOverrides()));
+        }
+        out.println("wrote " + job.target().file().toAbsolutePath());
       }
-      out.println("wrote " + target.toAbsolutePath());
       return StepweaveCli.ExitCodes.OK;
     }
   }
@@ -112,10 +121,9 @@ final class GenerateCommand implements Callable<Integer> {
     }
   }
 
-  /** The model, the request, and each adapter it stacks as the engine's registry holds it. */
-  static void printCard(PrintWriter out, WanModel wan, Engine engine, Request r, Duration load) {
+  /** The model's line: its card, precision, backend and load time. */
+  static void printModel(PrintWriter out, WanModel wan, Duration load) {
     ModelCard card = wan.card();
-    var p = r.params();
     out.printf(
         Locale.ROOT,
         "model   %s (%s; recipe %s, provenance %s; %s on %s; loaded in %.2f s)%n",
@@ -126,6 +134,11 @@ final class GenerateCommand implements Callable<Integer> {
         wan.precision().wireName(),
         wan.backend().name(),
         load.toNanos() / 1e9);
+  }
+
+  /** The request's line, and each adapter it stacks as the engine's registry holds it. */
+  static void printRequest(PrintWriter out, WanModel wan, Engine engine, Request r) {
+    var p = r.params();
     out.printf(
         Locale.ROOT,
         "request %s %dx%d, %d frame%s at %d fps, %d steps of %s, guidance %s, seed %d%n",

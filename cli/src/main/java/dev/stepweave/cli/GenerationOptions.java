@@ -12,6 +12,7 @@ import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
+import dev.stepweave.core.request.Provenance;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.request.TaskChoice;
 import dev.stepweave.core.runtime.Engine;
@@ -22,10 +23,12 @@ import dev.stepweave.media.InvalidImageException;
 import dev.stepweave.media.Mp4Writer;
 import dev.stepweave.media.PngWriter;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.WanRequestRules;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Precision;
+import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -49,19 +52,42 @@ import picocli.CommandLine.Parameters;
  */
 final class GenerationOptions {
 
-  @Parameters(index = "0", paramLabel = "PROMPT", description = "What to generate.")
+  @Parameters(
+      index = "0",
+      arity = "0..1",
+      paramLabel = "PROMPT",
+      description = "What to generate (or give --prompts).")
   String prompt;
+
+  @Option(
+      names = "--prompts",
+      paramLabel = "FILE",
+      description = {
+        "A batch: one prompt per line, plain text or a JSON object with prompt and optionally"
+            + " negative_prompt and seed; one model load for all. Outputs are named by index and"
+            + " seed: out-1-seed42.mp4, ..."
+      })
+  Path prompts;
 
   @Option(
       names = {"-o", "--output"},
       paramLabel = "FILE",
-      description = "Output file (default: out.mp4, or out.png for one frame).")
+      description = {
+        "Output file; its extension picks the format: .mp4 (H.264), .gif (animated), .png (one"
+            + " frame). Default: out.mp4, or out.png for one frame."
+      })
   Path output;
+
+  @Option(names = "--force", description = "Overwrite existing output files.")
+  boolean force;
 
   @Option(
       names = "--model",
       paramLabel = "DIR",
-      description = "A diffusers-format Wan checkpoint (Wan2.1 T2V, Wan2.2 T2V A14B).")
+      description = {
+        "A diffusers-format Wan checkpoint: Wan2.1 T2V or I2V, Wan2.2 T2V or I2V A14B, Wan2.2"
+            + " TI2V-5B (default: the embedded tiny model)."
+      })
   Path model;
 
   @Option(names = "--steps", paramLabel = "N", description = "Denoising steps (1..1000).")
@@ -79,7 +105,10 @@ final class GenerationOptions {
       description = "Seed of the starting noise (random if omitted).")
   Long seed;
 
-  @Option(names = "--size", paramLabel = "WxH", description = "Frame size, multiples of 16.")
+  @Option(
+      names = "--size",
+      paramLabel = "WxH",
+      description = "Frame size, multiples of 16 (of 32 for Wan2.2 TI2V-5B).")
   String size;
 
   @Option(names = "--frames", paramLabel = "N", description = "Frame count, 4k+1 (1 for an image).")
@@ -174,21 +203,31 @@ final class GenerationOptions {
       })
   Path image;
 
-  /** The --image file decoded by {@link #checkedTarget}, null without --image. */
+  /** The --image file decoded by {@link #plan}, null without --image. */
   private ImageDecoder.Decoded decodedImage;
 
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 
+  /** One output of the run: its prompt, its seed, its request (checked) and where it goes. */
+  record Job(int index, PromptFile.Entry entry, long seed, Request request, OutputTarget target) {}
+
   /**
-   * Checks the prompt, the settings and every destination before the (long) work starts, so bad
-   * input costs nothing; returns the output file.
+   * Everything {@link #plan} checked: the checkpoint, its rules, the backend and the jobs.
+   *
+   * @param batch whether the jobs come from --prompts
    */
-  Path checkedTarget() throws IOException {
-    if (prompt == null || prompt.isBlank()) {
-      throw new InvalidRequestException("prompt is empty");
-    }
+  record Plan(
+      Path modelDir, WanRequestRules rules, Backend backend, List<Job> jobs, boolean batch) {}
+
+  /**
+   * Checks every option, prompt and destination before the (long) model load, so bad input costs
+   * nothing: the options alone, then each request against the checkpoint's card and configs as the
+   * engine will ({@link Preflight}), then each output file. Opens the backend last.
+   */
+  Plan plan(PrintWriter err) throws IOException {
+    List<PromptFile.Entry> entries = entries();
     if (size != null) {
       parseSize(size);
     }
@@ -202,14 +241,9 @@ final class GenerationOptions {
       }
       decodedImage = decode(image);
     }
-    if (isImage() && output == null) {
-      output = Path.of("out.png");
-    }
-    Path target = output == null ? Path.of("out.mp4") : output;
-    if (isImage()) {
-      PngWriter.checkImageWritable(target);
-    } else {
-      Mp4Writer.checkWritable(target);
+    if (prompts != null && (saveFrames != null || saveLatents != null)) {
+      throw new InvalidRequestException(
+          "--save-frames and --save-latents take one prompt, not --prompts");
     }
     if (saveFrames != null) {
       PngWriter.checkFramesWritable(saveFrames);
@@ -218,7 +252,49 @@ final class GenerationOptions {
       Mp4Writer.checkWritable(saveLatents);
     }
     deviceBudget.check();
-    return target;
+    Path dir = modelDir(err);
+    WanRequestRules rules = WanRequestRules.read(dir);
+    Extensions caches = caches().build();
+    Backend backend = backendOption.open(err, Precision.BF16);
+    Precision precision = Precision.of(backend.activationDType());
+    List<Job> jobs = new ArrayList<>();
+    for (int i = 0; i < entries.size(); i++) {
+      PromptFile.Entry e = entries.get(i);
+      long usedSeed = e.seed().orElseGet(this::seedOrRandom);
+      Request request = request(rules.card(), e, usedSeed);
+      try {
+        Preflight.check(request, rules, caches, precision);
+      } catch (InvalidRequestException bad) {
+        if (e.where().isEmpty()) {
+          throw bad;
+        }
+        // Name the line of the --prompts file.
+        throw new InvalidRequestException(
+            bad.field().orElse(null), e.where() + ": " + bad.getMessage());
+      }
+      int frames = request.params().frames();
+      Path base = output != null ? output : OutputTarget.defaultFile(frames);
+      Path file = prompts == null ? base : OutputTarget.indexed(base, i + 1, usedSeed);
+      jobs.add(new Job(i + 1, e, usedSeed, request, OutputTarget.check(file, frames, force)));
+    }
+    return new Plan(dir, rules, backend, List.copyOf(jobs), prompts != null);
+  }
+
+  /** The prompt given, or the --prompts file's; exactly one of the two. */
+  private List<PromptFile.Entry> entries() throws IOException {
+    if (prompts != null) {
+      if (prompt != null) {
+        throw new InvalidRequestException("give a PROMPT or --prompts FILE, not both");
+      }
+      return PromptFile.read(prompts);
+    }
+    if (prompt == null) {
+      throw new InvalidRequestException("give a PROMPT (or --prompts FILE)");
+    }
+    if (prompt.isBlank()) {
+      throw new InvalidRequestException("prompt is empty");
+    }
+    return List.of(PromptFile.Entry.of(prompt));
   }
 
   private boolean isImage() {
@@ -287,10 +363,6 @@ final class GenerationOptions {
     return EmbeddedWan.ensure();
   }
 
-  Backend openBackend(PrintWriter err) {
-    return backendOption.open(err, Precision.BF16);
-  }
-
   /**
    * The engine generate runs on: the device's memory budget, the CLI's deployed caches, and a
    * registry of the --lora files, each inspected by the model.
@@ -299,7 +371,7 @@ final class GenerationOptions {
    */
   Engine engine(WanModel wan, PrintWriter err) {
     Extensions deployment =
-        WanCaches.enable(Extensions.builder(), List.copyOf(WanCaches.ALL.keySet()), Map.of())
+        caches()
             .adapters(
                 AdapterRegistry.open(
                     wan::inspectAdapter,
@@ -309,13 +381,29 @@ final class GenerationOptions {
     return new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), deployment);
   }
 
+  /** The CLI's deployment: every cache enabled, with its defaults. */
+  private static Extensions.Builder caches() {
+    return WanCaches.enable(Extensions.builder(), List.copyOf(WanCaches.ALL.keySet()), Map.of());
+  }
+
   /** --seed, or a random one (printed with the request). */
   long seedOrRandom() {
     return seed != null ? seed : new SecureRandom().nextLong() & 0xffffffffL;
   }
 
-  /** The request the options describe, with a fresh id; settings left out come from the card. */
-  Request request(ModelCard card, long usedSeed) {
+  /**
+   * The request of {@code job} again, with a fresh id ({@code bench generate} submits it once per
+   * run).
+   */
+  Request freshRequest(ModelCard card, Job job) {
+    return request(card, job.entry(), job.seed());
+  }
+
+  /**
+   * The request the options describe for {@code entry}, with a fresh id; what the entry leaves out
+   * comes from the options, what they leave out from the card.
+   */
+  private Request request(ModelCard card, PromptFile.Entry entry, long usedSeed) {
     GenerationDefaults d = card.defaults();
     int[] wh = size == null ? null : parseSize(size);
     DiffusionParams params =
@@ -327,7 +415,7 @@ final class GenerationOptions {
             wh != null ? wh[1] : d.height(),
             frames != null ? frames : d.frames(),
             fps != null ? fps : d.fps(),
-            negative,
+            entry.negativePrompt().orElse(negative),
             Optional.ofNullable(sampler),
             Optional.ofNullable(shift));
     TaskType task =
@@ -335,7 +423,7 @@ final class GenerationOptions {
             ? TaskType.T2I
             : TaskChoice.forVideo(card, decodedImage != null, "--image");
     List<ModalPart> inputs = new ArrayList<>();
-    inputs.add(new ModalPart.Text(prompt));
+    inputs.add(new ModalPart.Text(entry.prompt()));
     if (decodedImage != null) {
       inputs.add(
           new ModalPart.Image(
@@ -358,21 +446,33 @@ final class GenerationOptions {
         .build();
   }
 
-  /** Writes the result where the options say (the target checked by {@link #checkedTarget}). */
-  void writeOutputs(GenerationResult result, Path target) throws IOException {
-    boolean image = isImage();
-    if (image) {
-      PngWriter.writeImage(target, result.artifact(Artifact.ImageArtifact.class).pixels());
+  /**
+   * Writes the job's output with its metadata (and the --save-frames and --save-latents extras)
+   * where {@link #plan} checked they can go.
+   */
+  void writeOutputs(GenerationResult result, Job job, String sampler) throws IOException {
+    Request request = job.request();
+    Tensor frames;
+    Provenance provenance;
+    int videoFps;
+    if (request.params().frames() == 1) {
+      Artifact.ImageArtifact picture = result.artifact(Artifact.ImageArtifact.class);
+      frames = picture.pixels().unsqueeze(0);
+      provenance = picture.provenance();
+      videoFps = request.params().fps();
     } else {
       Artifact.VideoArtifact video = result.artifact(Artifact.VideoArtifact.class);
-      Mp4Writer.write(target, video.frames(), video.fps());
-      if (saveFrames != null) {
-        PngWriter.writeFrames(saveFrames, video.frames());
-      }
+      frames = video.frames();
+      provenance = video.provenance();
+      videoFps = video.fps();
     }
-    if (image && saveFrames != null) {
-      PngWriter.writeFrames(
-          saveFrames, result.artifact(Artifact.ImageArtifact.class).pixels().unsqueeze(0));
+    OutputTarget target = job.target();
+    target
+        .format()
+        .write(
+            target.file(), frames, videoFps, GenerationMetadata.of(request, provenance, sampler));
+    if (saveFrames != null) {
+      PngWriter.writeFrames(saveFrames, frames);
     }
     if (saveLatents != null) {
       Artifact.LatentArtifact latents = result.artifact(Artifact.LatentArtifact.class);

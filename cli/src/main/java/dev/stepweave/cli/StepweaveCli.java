@@ -1,24 +1,33 @@
 package dev.stepweave.cli;
 
+import dev.stepweave.core.card.RecipeRefusedException;
+import dev.stepweave.core.request.InvalidRequestException;
 import java.io.PrintWriter;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
 
 /** The {@code stepweave} command. */
 @Command(
     name = "stepweave",
     mixinStandardHelpOptions = true,
-    version = "stepweave 0.1.0",
-    description = "A model-native runtime for video and image diffusion models (Wan 2.1).",
+    versionProvider = StepweaveVersion.class,
+    description = "A model-native runtime for video and image diffusion models (Wan).",
+    // One line per command here; each is its own class.
     subcommands = {
       GenerateCommand.class,
+      InfoCommand.class,
       ServeCommand.class,
       VerifyCommand.class,
       BenchCommand.class,
+      CompletionCommand.class,
       CommandLine.HelpCommand.class
     })
-public final class StepweaveCli {
+public final class StepweaveCli implements Runnable {
+
+  @Spec CommandSpec spec;
 
   @Option(
       names = "--debug",
@@ -26,14 +35,19 @@ public final class StepweaveCli {
       description = "Print stack traces for errors.")
   boolean debug;
 
+  /** {@code stepweave} alone: the usage, listing the commands. */
+  @Override
+  public void run() {
+    spec.commandLine().usage(spec.commandLine().getOut());
+  }
+
   public static void main(String[] args) {
     System.exit(run(args, new PrintWriter(System.out, true), new PrintWriter(System.err, true)));
   }
 
   /** Runs the CLI with the given streams and returns its exit code (tests call this). */
   public static int run(String[] args, PrintWriter out, PrintWriter err) {
-    StepweaveCli root = new StepweaveCli();
-    CommandLine cl = new CommandLine(root);
+    CommandLine cl = commandLine();
     cl.setOut(out);
     cl.setErr(err);
     cl.setExecutionExceptionHandler(
@@ -48,16 +62,29 @@ public final class StepweaveCli {
             ex.printStackTrace(err);
           }
           err.flush();
-          return ExitCodes.FAILURE;
+          return isBadInput(ex) ? ExitCodes.USAGE : ExitCodes.FAILURE;
         });
     cl.setParameterExceptionHandler(
         (ex, a) -> {
           err.println("stepweave: " + oneLine(ex));
-          err.println("Try 'stepweave " + ex.getCommandLine().getCommandName() + " --help'.");
+          err.println("Try '" + ex.getCommandLine().getCommandSpec().qualifiedName() + " --help'.");
           err.flush();
           return ExitCodes.USAGE;
         });
     return cl.execute(args);
+  }
+
+  /** The command tree, for running and for the completion script. */
+  static CommandLine commandLine() {
+    return new CommandLine(new StepweaveCli());
+  }
+
+  /**
+   * A request or option the model cannot run — told before any work — as opposed to a failure while
+   * reading, loading or running.
+   */
+  private static boolean isBadInput(Exception ex) {
+    return ex instanceof InvalidRequestException || ex instanceof RecipeRefusedException;
   }
 
   /** The exception's message (or its type when it has none) on one line. */
@@ -70,7 +97,7 @@ public final class StepweaveCli {
     return nl >= 0 ? msg.substring(0, nl) : msg;
   }
 
-  /** Process exit codes. */
+  /** Process exit codes: 2 for a bad option or request (nothing was done), 1 for a failure. */
   static final class ExitCodes {
     static final int OK = 0;
     static final int FAILURE = 1;

@@ -133,7 +133,10 @@ class GenerateCommandTest {
     assertTrue(Files.isRegularFile(png));
   }
 
-  /** Each bad input: a one-line error, a non-zero exit, and no output file. */
+  /**
+   * Each bad input: a one-line error, a non-zero exit (2 for a bad option, 1 for a file that
+   * fails), and no output file.
+   */
   private void rejected(String expectedFragment, String... args) {
     Path out = tmp.resolve("bad.mp4");
     List<String> all = new ArrayList<>(List.of(args));
@@ -346,7 +349,8 @@ class GenerateCommandTest {
     var r =
         CliHarness.run(
             "generate", "x", "--model", ckpt.toString(), "--steps", "6", "-o", out.toString());
-    assertEquals(1, r.exit());
+    assertEquals(StepweaveCli.ExitCodes.USAGE, r.exit());
+    assertFalse(r.out().contains("model "), "refused after the load:\n" + r.out());
     assertEquals(1, r.errorLines(), r.err());
     assertTrue(
         r.err().contains("model 'tiny-4step' (recipe 'dmd2') refuses steps 6 (recipe assumes 4)"),

@@ -45,7 +45,7 @@ class GenerateImageTest {
     List<String> all = new ArrayList<>(Arrays.asList(args));
     all.addAll(List.of("-o", out.toString()));
     var r = CliHarness.run(all.toArray(String[]::new));
-    assertEquals(StepweaveCli.ExitCodes.FAILURE, r.exit(), r.err());
+    assertEquals(StepweaveCli.ExitCodes.USAGE, r.exit(), r.err());
     assertEquals(1, r.errorLines(), r.err());
     assertTrue(r.err().contains(expected), "expected '" + expected + "' in: " + r.err());
     assertFalse(r.err().contains("\tat "), r.err());

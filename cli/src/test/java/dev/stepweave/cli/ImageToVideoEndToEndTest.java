@@ -81,7 +81,7 @@ class ImageToVideoEndToEndTest {
     var r =
         CliHarness.run(
             "generate", "x", "--model", I2V.toString(), "--size", "32x32", "-o", out.toString());
-    assertEquals(StepweaveCli.ExitCodes.FAILURE, r.exit());
+    assertEquals(StepweaveCli.ExitCodes.USAGE, r.exit());
     assertEquals(1, r.errorLines(), r.err());
     assertTrue(
         r.err()

@@ -14,9 +14,9 @@ import javax.imageio.stream.ImageOutputStream;
 /**
  * Writes {@code [F, H, W, 3]} RGB frames as a looping animated GIF through the JDK's ImageIO GIF
  * writer, which reduces each frame to its own 256-colour palette. The metadata JSON goes into a
- * comment extension of the first frame, its non-ASCII characters as JSON unicode escapes
- * (GIF comments are ASCII text; in a JSON document such characters only occur inside strings, so
- * the escaped document means the same).
+ * comment extension of the first frame, its non-ASCII characters as JSON unicode escapes (GIF
+ * comments are ASCII text; in a JSON document such characters only occur inside strings, so the
+ * escaped document means the same).
  */
 public final class GifWriter {
   private static final String IMAGE_METADATA = "javax_imageio_gif_image_1.0";

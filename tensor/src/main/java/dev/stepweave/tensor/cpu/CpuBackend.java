@@ -26,8 +26,14 @@ public final class CpuBackend implements Backend {
     this(Runtime.getRuntime().availableProcessors());
   }
 
-  /** A backend using {@code threads} worker threads. */
+  /**
+   * A backend using {@code threads} worker threads.
+   *
+   * @throws IllegalStateException naming the JVM flag when the Vector API is missing ({@link
+   *     VectorApi})
+   */
   public CpuBackend(int threads) {
+    VectorApi.require();
     this.pool = new WorkPool(threads);
     this.elementwise = new Elementwise(pool);
     this.norms = new Norms(pool);
