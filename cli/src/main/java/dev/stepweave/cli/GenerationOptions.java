@@ -255,15 +255,13 @@ final class GenerationOptions {
     Path dir = modelDir(err);
     WanRequestRules rules = WanRequestRules.read(dir);
     Extensions caches = caches().build();
-    Backend backend = backendOption.open(err, Precision.BF16);
-    Precision precision = Precision.of(backend.activationDType());
     List<Job> jobs = new ArrayList<>();
     for (int i = 0; i < entries.size(); i++) {
       PromptFile.Entry e = entries.get(i);
       long usedSeed = e.seed().orElseGet(this::seedOrRandom);
       Request request = request(rules.card(), e, usedSeed);
       try {
-        Preflight.check(request, rules, caches, precision);
+        Preflight.request(request, rules, caches);
       } catch (InvalidRequestException bad) {
         if (e.where().isEmpty()) {
           throw bad;
@@ -276,6 +274,12 @@ final class GenerationOptions {
       Path base = output != null ? output : OutputTarget.defaultFile(frames);
       Path file = prompts == null ? base : OutputTarget.indexed(base, i + 1, usedSeed);
       jobs.add(new Job(i + 1, e, usedSeed, request, OutputTarget.check(file, frames, force)));
+    }
+    // The recipe is checked against the precision the backend computes in.
+    Backend backend = backendOption.open(err, Precision.BF16);
+    Precision precision = Precision.of(backend.activationDType());
+    for (Job job : jobs) {
+      Preflight.recipe(job.request(), rules, caches, precision);
     }
     return new Plan(dir, rules, backend, List.copyOf(jobs), prompts != null);
   }

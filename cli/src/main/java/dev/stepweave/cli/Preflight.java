@@ -16,23 +16,31 @@ final class Preflight {
   private Preflight() {}
 
   /**
-   * Refuses {@code request} as the engine would.
+   * Refuses {@code request} as the engine would, but for its recipe ({@link #recipe}, which needs
+   * the backend's precision).
    *
    * @throws dev.stepweave.core.request.InvalidRequestException naming the bad setting
-   * @throws dev.stepweave.core.card.RecipeRefusedException when the card's recipe refuses it
    */
-  static void check(
+  static void request(Request request, WanRequestRules rules, Extensions deployment) {
+    request.validate();
+    TaskChoice.requireServed(rules.card(), request.task());
+    rules.validate(request);
+    deployment.admit(request, rules.card());
+  }
+
+  /**
+   * Refuses settings the card's recipe does not allow, unless the request overrides it.
+   *
+   * @throws dev.stepweave.core.card.RecipeRefusedException naming the settings
+   */
+  static void recipe(
       Request request, WanRequestRules rules, Extensions deployment, Precision precision) {
     var card = rules.card();
-    request.validate();
-    TaskChoice.requireServed(card, request.task());
-    rules.validate(request);
-    var plugins = deployment.admit(request, card);
     card.admitSettings(
         rules.samplerFor(request),
         request.params().steps(),
         precision,
-        Extensions.consistencyOf(plugins, card),
+        Extensions.consistencyOf(deployment.admit(request, card), card),
         request.overrideRecipe());
   }
 }
