@@ -214,17 +214,17 @@ final class GenerationOptions {
   record Job(int index, PromptFile.Entry entry, long seed, Request request, OutputTarget target) {}
 
   /**
-   * Everything {@link #plan} checked: the checkpoint, its rules, the backend and the jobs.
+   * Everything {@link #plan} checked: the checkpoint, the backend and the jobs.
    *
    * @param batch whether the jobs come from --prompts
    */
-  record Plan(
-      Path modelDir, WanRequestRules rules, Backend backend, List<Job> jobs, boolean batch) {}
+  record Plan(Path modelDir, Backend backend, List<Job> jobs, boolean batch) {}
 
   /**
    * Checks every option, prompt and destination before the (long) model load, so bad input costs
    * nothing: the options alone, then each request against the checkpoint's card and configs as the
-   * engine will ({@link Preflight}), then each output file. Opens the backend last.
+   * engine will ({@link Preflight}), and each output file; then opens the backend and checks the
+   * card's recipe against the precision it computes in.
    */
   Plan plan(PrintWriter err) throws IOException {
     List<PromptFile.Entry> entries = entries();
@@ -281,7 +281,7 @@ final class GenerationOptions {
     for (Job job : jobs) {
       Preflight.recipe(job.request(), rules, caches, precision);
     }
-    return new Plan(dir, rules, backend, List.copyOf(jobs), prompts != null);
+    return new Plan(dir, backend, List.copyOf(jobs), prompts != null);
   }
 
   /** The prompt given, or the --prompts file's; exactly one of the two. */

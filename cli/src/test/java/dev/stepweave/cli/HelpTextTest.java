@@ -101,11 +101,12 @@ class HelpTextTest {
     var r = CliHarness.run("completion");
     assertEquals(0, r.exit(), r.err());
     Path script = Files.writeString(tmp.resolve("stepweave-completion.bash"), r.out());
-    // Source it, then ask for the completions of "stepweave gen" and "stepweave generate --pro".
+    // Source it, then ask for the completions of "stepweave gen" and "stepweave generate --pro"
+    // (compopt only works inside a real completion, so a no-op stands in for it).
     String probe =
         "source "
             + script
-            + "; COMP_WORDS=(stepweave gen); COMP_CWORD=1; COMP_LINE='stepweave gen';"
+            + "; compopt() { :; }; COMP_WORDS=(stepweave gen); COMP_CWORD=1; COMP_LINE='stepweave gen';"
             + " COMP_POINT=${#COMP_LINE}; _complete_stepweave; echo \"${COMPREPLY[@]}\";"
             + " COMP_WORDS=(stepweave generate --pro); COMP_CWORD=2;"
             + " COMP_LINE='stepweave generate --pro'; COMP_POINT=${#COMP_LINE};"
