@@ -169,7 +169,7 @@ final class Api implements HttpHandler {
 
   private ObjectNode createVideo(HttpExchange ex) throws IOException {
     FormFields.Form form = form(ex, VIDEO_FIELDS, limits.maxVideoBodyBytes());
-    return ApiJson.video(jobs.submitVideo(settings.video(form)));
+    return ApiJson.video(jobs.submitVideo(form, settings.video(form), null));
   }
 
   private ObjectNode list(Map<String, String> q) {
@@ -217,7 +217,10 @@ final class Api implements HttpHandler {
    */
   private ObjectNode delete(Job job) throws IOException {
     if (!job.status().isTerminal()) {
-      job.handle().cancel();
+      if (!job.cancel()) {
+        throw ApiException.conflict(
+            "video_on_other_replica", "video " + job.id() + " runs on another replica");
+      }
       try {
         job.finished().get(CANCEL_WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
       } catch (java.util.concurrent.TimeoutException e) {
@@ -246,7 +249,9 @@ final class Api implements HttpHandler {
       throw ApiException.conflict(
           "video_not_ready", "video " + job.id() + " is " + job.status().wireName());
     }
-    Exchanges.sendFile(ex, "video/mp4", jobs.videoFile(job));
+    try (Jobs.Download d = jobs.download(job)) {
+      Exchanges.sendFile(ex, "video/mp4", d.file());
+    }
   }
 
   /**

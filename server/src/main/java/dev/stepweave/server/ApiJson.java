@@ -34,6 +34,9 @@ final class ApiJson {
    * none) and {@code timings}: seconds queued, running, and per loop.
    */
   static ObjectNode video(Job job) {
+    if (job.storedView() != null) {
+      return stored(job);
+    }
     ObjectNode o = Exchanges.JSON.createObjectNode();
     o.put("id", job.id());
     o.put("object", "video");
@@ -92,15 +95,37 @@ final class ApiJson {
           .put("scale", a.scale())
           .put("sha256", a.adapter().sha256());
     }
-    if (status == JobStatus.FAILED) {
+    error(o, job);
+    o.set("timings", timings(job, completed));
+    return o;
+  }
+
+  /**
+   * A stored job's object as the store holds it, with what may have changed since it was written (a
+   * restart marks a job {@code interrupted}) taken from the job.
+   */
+  private static ObjectNode stored(Job job) {
+    ObjectNode o = job.storedView().deepCopy();
+    o.put("status", job.status().wireName());
+    o.put("progress", job.progress());
+    Instant completed = job.completedAt();
+    if (completed == null) {
+      o.putNull("completed_at");
+    } else {
+      o.put("completed_at", completed.getEpochSecond());
+    }
+    error(o, job);
+    return o;
+  }
+
+  private static void error(ObjectNode o, Job job) {
+    if (job.status() == JobStatus.FAILED) {
       ObjectNode error = o.putObject("error");
-      error.put("code", "generation_failed");
+      error.put("code", job.errorCode());
       error.put("message", job.error());
     } else {
       o.putNull("error");
     }
-    o.set("timings", timings(job, completed));
-    return o;
   }
 
   /**

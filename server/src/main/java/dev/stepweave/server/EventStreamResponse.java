@@ -38,8 +38,7 @@ final class EventStreamResponse {
   void send() throws IOException {
     BlockingQueue<Object> queue = new LinkedBlockingQueue<>();
     Flow.Subscription[] subscription = new Flow.Subscription[1];
-    job.handle()
-        .events()
+    job.events()
         .subscribe(
             new Flow.Subscriber<RequestEvent>() {
               @Override

@@ -1,8 +1,10 @@
 package dev.stepweave.server;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.RequestHandle;
+import dev.stepweave.server.store.JobRow;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.Collections;
@@ -11,35 +13,55 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
+import java.util.concurrent.SubmissionPublisher;
+import java.util.function.Consumer;
 
 /**
  * One submitted generation as the API sees it: status and progress follow the request's events; the
  * job turns terminal only after its output file is written, so {@code completed} always means the
  * content can be downloaded.
+ *
+ * <p>A job is live (this process runs it: it has a {@link RequestHandle}) or stored: read back from
+ * the job store after a restart, or run by another replica; a stored job shows the object the store
+ * holds and cannot be cancelled from here.
  */
 final class Job {
   private final String id;
   private final long sequence;
-  private final Instant createdAt = Instant.now();
+  private final Instant createdAt;
+  private final String owner;
   private final String model;
   private final Settings.Generation settings;
   private final Map<String, Map<String, Number>> cache;
   private final List<ResolvedAdapter> adapters;
   private final List<String> loopIds;
   private final RequestHandle handle;
+  private final ObjectNode storedView;
   private final CompletableFuture<Job> finished = new CompletableFuture<>();
+  private volatile Consumer<Job> onChange = j -> {};
+  private volatile boolean cancelRequested;
 
   private JobStatus status = JobStatus.QUEUED;
   private int progress;
   private Instant startedAt;
   private Instant completedAt;
   private String error;
+  private String errorCode;
   private Map<String, Duration> loopTimings = Map.of();
   private Map<String, Long> cacheReport;
 
+  /**
+   * A live job.
+   *
+   * @param owner who made it (an API key's label or hash); null when the server has no keys
+   * @param startedAt when an earlier process started it (a resumed job), else null
+   */
   Job(
       String id,
       long sequence,
+      Instant createdAt,
+      Instant startedAt,
+      String owner,
       String model,
       Settings.Generation settings,
       Map<String, Map<String, Number>> cache,
@@ -48,13 +70,90 @@ final class Job {
       RequestHandle handle) {
     this.id = id;
     this.sequence = sequence;
+    this.createdAt = createdAt;
+    this.startedAt = startedAt;
+    this.status = startedAt == null ? JobStatus.QUEUED : JobStatus.IN_PROGRESS;
+    this.owner = owner;
     this.model = model;
     this.settings = settings;
     this.cache = Collections.unmodifiableMap(new LinkedHashMap<>(cache));
     this.adapters = List.copyOf(adapters);
     this.loopIds = List.copyOf(loopIds);
     this.handle = handle;
+    this.storedView = null;
     handle.events().subscribe(new Tracker());
+  }
+
+  private Job(JobRow row, ObjectNode view) {
+    this.id = row.id();
+    this.sequence = row.sequence();
+    this.createdAt = row.createdAt();
+    this.owner = row.owner();
+    this.model = view.path("model").asText();
+    this.settings = null;
+    this.cache = Map.of();
+    this.adapters = List.of();
+    this.loopIds = List.of();
+    this.handle = null;
+    this.storedView = view;
+    this.status = JobStatus.fromWire(row.status());
+    this.progress = row.progress();
+    this.startedAt = row.startedAt();
+    this.completedAt = row.completedAt();
+    this.error = row.errorMessage();
+    this.errorCode = row.errorCode();
+    if (status.isTerminal()) {
+      finished.complete(this);
+    }
+  }
+
+  /** A job as the store holds it (see the class comment). */
+  static Job stored(JobRow row, ObjectNode view) {
+    return new Job(row, view);
+  }
+
+  /** The object the store holds for a stored job; null for a live one. */
+  ObjectNode storedView() {
+    return storedView;
+  }
+
+  String owner() {
+    return owner;
+  }
+
+  /** Called (on the thread of the change) whenever status or progress changes. */
+  void onChange(Consumer<Job> listener) {
+    onChange = listener;
+  }
+
+  /**
+   * Asks a live job to stop at its next step boundary ({@code DELETE}); the cancellation is the
+   * client's, so the job ends {@code cancelled} rather than resuming after a restart.
+   *
+   * @return false for a stored job, which this process cannot cancel
+   */
+  boolean cancel() {
+    if (handle == null) {
+      return false;
+    }
+    cancelRequested = true;
+    handle.cancel();
+    return true;
+  }
+
+  /** Whether a client asked to cancel it (a drain's cancellation is the server's, not this). */
+  boolean cancelRequested() {
+    return cancelRequested;
+  }
+
+  /** The request's events; a stored job has none to give (the stream ends at once). */
+  Flow.Publisher<RequestEvent> events() {
+    if (handle != null) {
+      return handle.events();
+    }
+    SubmissionPublisher<RequestEvent> none = new SubmissionPublisher<>();
+    none.close();
+    return none;
   }
 
   String id() {
@@ -121,6 +220,13 @@ final class Job {
     return error;
   }
 
+  /**
+   * The API's error code once failed ({@code generation_failed}, {@code interrupted}), else null.
+   */
+  synchronized String errorCode() {
+    return errorCode;
+  }
+
   synchronized Map<String, Duration> loopTimings() {
     return loopTimings;
   }
@@ -131,41 +237,66 @@ final class Job {
       cacheReport = Map.copyOf(report);
       progress = 100;
     }
-    end(JobStatus.COMPLETED, null);
+    end(JobStatus.COMPLETED, null, null);
   }
 
   void fail(String message) {
-    end(JobStatus.FAILED, message);
+    end(JobStatus.FAILED, "generation_failed", message);
+  }
+
+  void fail(String code, String message) {
+    end(JobStatus.FAILED, code, message);
   }
 
   void cancelled() {
-    end(JobStatus.CANCELLED, null);
+    end(JobStatus.CANCELLED, null, null);
   }
 
-  private void end(JobStatus terminal, String message) {
+  /**
+   * The server stopped the job to shut down: it stays unfinished (its checkpoint resumes it after
+   * the restart), but nothing here waits for it any more.
+   */
+  void suspended() {
+    finished.complete(this);
+  }
+
+  private void end(JobStatus terminal, String code, String message) {
     synchronized (this) {
       if (status.isTerminal()) {
         return;
       }
       status = terminal;
       error = message;
+      errorCode = code;
       completedAt = Instant.now();
     }
+    onChange.accept(this);
     finished.complete(this);
   }
 
-  private synchronized void started() {
-    if (status == JobStatus.QUEUED) {
+  private void started() {
+    synchronized (this) {
+      if (status != JobStatus.QUEUED) {
+        return;
+      }
       status = JobStatus.IN_PROGRESS;
       startedAt = Instant.now();
     }
+    onChange.accept(this);
   }
 
   /** Progress over the program's loops, each counted equally, below 100 until the output exists. */
-  private synchronized void stepped(RequestEvent.Step s) {
+  private void stepped(RequestEvent.Step s) {
     int loop = Math.max(0, loopIds.indexOf(s.loopId()));
     double done = (loop + s.step() / (double) Math.max(1, s.totalSteps())) / loopIds.size();
-    progress = Math.max(progress, Math.min(99, (int) Math.floor(done * 100)));
+    synchronized (this) {
+      int next = Math.max(progress, Math.min(99, (int) Math.floor(done * 100)));
+      if (next == progress) {
+        return;
+      }
+      progress = next;
+    }
+    onChange.accept(this);
   }
 
   /** Follows the request's events; the job's terminal state is set by whoever writes the output. */

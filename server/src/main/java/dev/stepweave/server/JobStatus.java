@@ -14,6 +14,10 @@ enum JobStatus {
     return name().toLowerCase(Locale.ROOT);
   }
 
+  static JobStatus fromWire(String name) {
+    return valueOf(name.toUpperCase(Locale.ROOT));
+  }
+
   boolean isTerminal() {
     return ordinal() >= COMPLETED.ordinal();
   }

@@ -1,5 +1,6 @@
 package dev.stepweave.server;
 
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.card.RecipeRefusedException;
 import dev.stepweave.core.extend.ActivePlugin;
 import dev.stepweave.core.extend.AdapterRegistry;
@@ -14,13 +15,20 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
+import dev.stepweave.core.runtime.ProgramCheckpoint;
 import dev.stepweave.core.runtime.RequestHandle;
+import dev.stepweave.core.runtime.RequestOptions;
+import dev.stepweave.server.store.ArtifactRow;
+import dev.stepweave.server.store.ArtifactState;
+import dev.stepweave.server.store.JobRow;
+import dev.stepweave.server.store.JobStore;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.ArrayList;
-import java.util.Comparator;
+import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -40,16 +48,29 @@ import java.util.concurrent.locks.ReentrantReadWriteLock;
 
 /**
  * The jobs of one server: admission (pending limit, drain), submission to the engine, writing each
- * finished output into the artifact store, and the registry of video jobs the API can see.
+ * finished output into the artifact directory, and the video jobs the API can see — those this
+ * process runs, and through the {@link JobStore} every job it or another replica ran before.
+ *
+ * <p>A video job's row is written before the engine sees it and follows every change of status or
+ * progress; its checkpoints go to the artifact directory ({@link CheckpointFiles}). After a restart
+ * {@link #recover} resumes what was running (docs/server.md, "Restarts").
  */
 final class Jobs implements AutoCloseable {
   private final Engine engine;
   private final ArtifactStore store;
   private final ServerConfig limits;
+  private final JobStore rows;
+  private final StoreConfig storeConfig;
+  private final CheckpointFiles checkpoints;
+  private final Map<String, CheckpointFiles.Sink> sinks = new ConcurrentHashMap<>();
   private final Map<String, Job> videos = new ConcurrentHashMap<>();
+  private final Map<String, Integer> downloads = new HashMap<>();
+  private final AtomicLong storeFailures = new AtomicLong();
+  private volatile long artifactBytes;
   private final Set<Job> unfinished = ConcurrentHashMap.newKeySet();
   private final AtomicInteger pending = new AtomicInteger();
   private final AtomicLong sequence = new AtomicLong();
+  private final AtomicLong removedArtifacts = new AtomicLong();
   private final AtomicLong refusedBusy = new AtomicLong();
   private final AtomicLong refusedDraining = new AtomicLong();
   private volatile boolean draining;
@@ -65,10 +86,51 @@ final class Jobs implements AutoCloseable {
             return t;
           });
 
-  Jobs(Engine engine, ArtifactStore store, ServerConfig limits) {
+  // Row writes leave the threads that cause them (the engine's, the encoder's) and keep their
+  // order: each writes the job as it is when the write runs, so a late one never goes back.
+  private final ExecutorService rowWriter =
+      Executors.newSingleThreadExecutor(
+          r -> {
+            Thread t = new Thread(r, "stepweave-store");
+            t.setDaemon(true);
+            return t;
+          });
+
+  Jobs(
+      Engine engine,
+      ArtifactStore store,
+      ServerConfig limits,
+      JobStore rows,
+      StoreConfig storeConfig) {
     this.engine = engine;
     this.store = store;
     this.limits = limits;
+    this.rows = rows;
+    this.storeConfig = storeConfig;
+    this.checkpoints = new CheckpointFiles(store, storeConfig.checkpointInterval());
+  }
+
+  JobStore rows() {
+    return rows;
+  }
+
+  CheckpointFiles checkpoints() {
+    return checkpoints;
+  }
+
+  /** Bytes of this replica's videos on disk, as of the last retention sweep. */
+  long artifactBytes() {
+    return artifactBytes;
+  }
+
+  /** Videos removed by retention (TTL or quota) since the start. */
+  long removedArtifacts() {
+    return removedArtifacts.get();
+  }
+
+  /** Writes to the job store that failed (the job went on; its row may be stale). */
+  long storeFailures() {
+    return storeFailures.get();
   }
 
   boolean accepting() {
@@ -87,14 +149,216 @@ final class Jobs implements AutoCloseable {
     return pending.get();
   }
 
-  Job submitVideo(Settings.Generation g) {
-    Job job = submit(JobIds.VIDEO, g);
-    videos.put(job.id(), job);
-    return job;
+  /**
+   * Stores and submits a video job. {@code form} is what the client sent and {@code g} what it
+   * means; the row keeps the form with the seed as drawn, so that a restart runs the same request.
+   *
+   * @param owner who makes it (an API key's label or hash), null when the server has no keys
+   */
+  Job submitVideo(FormFields.Form form, Settings.Generation g, String owner) {
+    admit();
+    String id = JobIds.next(JobIds.VIDEO);
+    Instant now = Instant.now();
+    long seq = nextSequence(now);
+    JobRow row =
+        new JobRow(
+            id,
+            seq,
+            owner,
+            storeConfig.replicaId(),
+            JobStatus.QUEUED.wireName(),
+            0,
+            null,
+            null,
+            now,
+            null,
+            null,
+            RequestJson.write(form, g),
+            null);
+    try {
+      rows.insert(row, RequestJson.upload(form));
+    } catch (RuntimeException e) {
+      pending.decrementAndGet();
+      throw e;
+    }
+    try {
+      return startVideo(row, g, null);
+    } catch (RuntimeException e) {
+      rows.delete(id);
+      throw e;
+    }
   }
 
   Job submitImage(Settings.Generation g) {
-    return submit(JobIds.IMAGE, g);
+    admit();
+    String id = JobIds.next(JobIds.IMAGE);
+    Instant now = Instant.now();
+    return submit(id, nextSequence(now), now, null, null, g, null, null);
+  }
+
+  /** Epoch microseconds, strictly increasing in this process: the order jobs are listed in. */
+  private long nextSequence(Instant now) {
+    long micros = now.getEpochSecond() * 1_000_000 + now.getNano() / 1000;
+    return sequence.accumulateAndGet(micros, (last, t) -> Math.max(last + 1, t));
+  }
+
+  private Job startVideo(JobRow row, Settings.Generation g, ProgramCheckpoint from) {
+    CheckpointFiles.Sink sink = checkpoints.sink(row.id());
+    Job job =
+        submit(
+            row.id(), row.sequence(), row.createdAt(), row.startedAt(), row.owner(), g, from, sink);
+    sinks.put(job.id(), sink);
+    videos.put(job.id(), job);
+    job.onChange(this::persist);
+    persist(job);
+    return job;
+  }
+
+  /**
+   * Reconciles the store with the artifact directory after a start, for this replica's jobs: a
+   * completed job keeps its video if the file is there with its indexed size, else its index entry
+   * is marked missing; an unfinished job resumes from its checkpoint file, or from the start if it
+   * never ran a step, and is otherwise failed with {@code interrupted}. Files of ours that no row
+   * accounts for — videos, images, checkpoints, and temporary files of interrupted writes — are
+   * removed: without their row nothing can list, serve or delete them.
+   *
+   * @return what it did
+   */
+  Recovery recover() throws IOException {
+    java.util.Set<Path> keep = new java.util.HashSet<>();
+    int kept = 0;
+    int missing = 0;
+    int resumed = 0;
+    int restarted = 0;
+    int interrupted = 0;
+    for (JobRow row : rows.jobsOf(storeConfig.replicaId()).reversed()) {
+      JobStatus status = JobStatus.fromWire(row.status());
+      if (status == JobStatus.COMPLETED) {
+        Path file = store.videoFile(row.id());
+        var artifact = rows.artifact(row.id());
+        if (artifact.isPresent() && artifact.get().state() == ArtifactState.PRESENT) {
+          if (Files.isRegularFile(file) && Files.size(file) == artifact.get().bytes()) {
+            keep.add(file);
+            kept++;
+          } else {
+            rows.artifactGone(row.id(), ArtifactState.MISSING);
+            missing++;
+          }
+        }
+      } else if (!status.isTerminal()) {
+        Path cp = store.checkpointFile(row.id());
+        boolean hasCheckpoint = Files.isRegularFile(cp);
+        if (!hasCheckpoint && row.startedAt() != null) {
+          interrupt(row, "the server stopped while the job ran, before any checkpoint was written");
+          interrupted++;
+          continue;
+        }
+        try {
+          ProgramCheckpoint from = hasCheckpoint ? ProgramCheckpoint.read(cp) : null;
+          pending.incrementAndGet();
+          startVideo(row, RequestJson.read(row, rows.input(row.id()), settings()), from);
+          keep.add(cp);
+          if (hasCheckpoint) {
+            resumed++;
+          } else {
+            restarted++;
+          }
+        } catch (RuntimeException e) {
+          pending.decrementAndGet();
+          interrupt(row, "the server restarted and could not resume the job: " + firstLine(e));
+          interrupted++;
+        }
+      }
+    }
+    int removed = 0;
+    for (Path f : store.list()) {
+      if (!keep.contains(f) && ours(f.getFileName().toString())) {
+        Files.deleteIfExists(f);
+        removed++;
+      }
+    }
+    sweep();
+    return new Recovery(kept, missing, resumed, restarted, interrupted, removed);
+  }
+
+  /**
+   * What a start's reconciliation did.
+   *
+   * @param kept completed videos whose files are there
+   * @param missing completed videos whose files were gone (their index entries now say so)
+   * @param resumed running jobs resumed from their checkpoint files
+   * @param restarted queued jobs that had not started, submitted again
+   * @param interrupted unfinished jobs failed with {@code interrupted}
+   * @param removedFiles files of ours no row accounted for, removed
+   */
+  record Recovery(
+      int kept, int missing, int resumed, int restarted, int interrupted, int removedFiles) {}
+
+  /** Job files and the temporary files of interrupted checkpoint writes; never anything else. */
+  private static boolean ours(String name) {
+    if (name.startsWith(".checkpoint-") && name.endsWith(".tmp")) {
+      return true;
+    }
+    int dot = name.lastIndexOf('.');
+    if (dot < 0) {
+      return false;
+    }
+    String ext = name.substring(dot);
+    return (ext.equals(".mp4") || ext.equals(".png") || ext.equals(ArtifactStore.CHECKPOINT))
+        && JobIds.isValid(name.substring(0, dot));
+  }
+
+  private void interrupt(JobRow row, String message) {
+    rows.update(
+        new JobRow(
+            row.id(),
+            row.sequence(),
+            row.owner(),
+            row.replica(),
+            JobStatus.FAILED.wireName(),
+            row.progress(),
+            "interrupted",
+            message,
+            row.createdAt(),
+            row.startedAt(),
+            Instant.now(),
+            row.request(),
+            row.view()));
+  }
+
+  private Settings settings() {
+    return new Settings(engine.model().card(), limits);
+  }
+
+  /** Writes the job's row as it is when the write runs (on the store's thread). */
+  private void persist(Job job) {
+    rowWriter.execute(() -> guarded(() -> rows.update(row(job))));
+  }
+
+  private void guarded(Runnable write) {
+    try {
+      write.run();
+    } catch (RuntimeException e) {
+      storeFailures.incrementAndGet();
+      System.err.println("stepweave: job store: " + firstLine(e));
+    }
+  }
+
+  private JobRow row(Job job) {
+    return new JobRow(
+        job.id(),
+        job.sequence(),
+        job.owner(),
+        storeConfig.replicaId(),
+        job.status().wireName(),
+        job.progress(),
+        job.errorCode(),
+        job.error(),
+        job.createdAt(),
+        job.startedAt(),
+        job.completedAt(),
+        "",
+        ApiJson.video(job).toString());
   }
 
   /**
@@ -114,6 +378,107 @@ final class Jobs implements AutoCloseable {
     }
   }
 
+  /**
+   * A video's file while a client downloads it: retention never removes it meanwhile, and the
+   * download is recorded when it ends.
+   */
+  final class Download implements AutoCloseable {
+    private final String jobId;
+    private final Path file;
+
+    private Download(String jobId, Path file) {
+      this.jobId = jobId;
+      this.file = file;
+    }
+
+    Path file() {
+      return file;
+    }
+
+    @Override
+    public void close() {
+      Instant at = Instant.now();
+      synchronized (downloads) {
+        downloads.computeIfPresent(jobId, (k, n) -> n == 1 ? null : n - 1);
+        rowWriter.execute(() -> guarded(() -> rows.fetched(jobId, at)));
+      }
+    }
+  }
+
+  /**
+   * Opens a completed video for download.
+   *
+   * @throws ApiException 410 when retention removed it or it was gone at the start, 409 when
+   *     another replica holds it
+   */
+  Download download(Job job) {
+    Path file = store.videoFile(job.id());
+    synchronized (downloads) {
+      var artifact = rows.artifact(job.id());
+      if (artifact.isPresent() && artifact.get().state() != ArtifactState.PRESENT) {
+        ArtifactState state = artifact.get().state();
+        throw new ApiException(
+            410,
+            "invalid_request_error",
+            null,
+            "video_" + state.name().toLowerCase(java.util.Locale.ROOT),
+            "the video of "
+                + job.id()
+                + (state == ArtifactState.EXPIRED
+                    ? " was removed by the server's retention policy"
+                    : " was missing from disk when the server started"));
+      }
+      if (!Files.isRegularFile(file)) {
+        var row = rows.job(job.id());
+        if (row.isPresent() && !row.get().replica().equals(storeConfig.replicaId())) {
+          throw ApiException.conflict(
+              "video_on_other_replica",
+              "video " + job.id() + " is held by replica '" + row.get().replica() + "'");
+        }
+      }
+      downloads.merge(job.id(), 1, Integer::sum);
+    }
+    return new Download(job.id(), file);
+  }
+
+  /**
+   * Removes expired and over-quota videos of this replica, oldest first, skipping any a client is
+   * downloading; updates {@link #artifactBytes}.
+   */
+  void sweep() {
+    List<ArtifactRow> present = rows.presentArtifacts(storeConfig.replicaId());
+    long total = present.stream().mapToLong(ArtifactRow::bytes).sum();
+    Instant now = Instant.now();
+    Duration ttl = storeConfig.artifactTtl();
+    long max = storeConfig.maxArtifactBytes();
+    for (ArtifactRow a : present) {
+      boolean expired = ttl != null && !a.createdAt().plus(ttl).isAfter(now);
+      boolean over = max > 0 && total > max;
+      if (!expired && !over) {
+        continue;
+      }
+      synchronized (downloads) {
+        if (downloads.containsKey(a.jobId())) {
+          continue;
+        }
+        try {
+          Files.deleteIfExists(store.videoFile(a.jobId()));
+        } catch (IOException e) {
+          continue; // tried again at the next sweep
+        }
+        rows.artifactGone(a.jobId(), ArtifactState.EXPIRED);
+      }
+      total -= a.bytes();
+      removedArtifacts.incrementAndGet();
+    }
+    artifactBytes = total;
+  }
+
+  /** {@link #sweep} for the retention timer: a failure is counted and tried again next time. */
+  void sweepQuietly() {
+    guarded(this::sweep);
+  }
+
   /** The PNG bytes of a completed image job; the file is removed once read. */
   byte[] takeImage(Job job) throws IOException {
     var file = store.imageFile(job.id());
@@ -125,27 +490,59 @@ final class Jobs implements AutoCloseable {
   }
 
   Job video(String id) {
-    Job job = JobIds.isValid(id) ? videos.get(id) : null;
+    Job job = null;
+    if (JobIds.isValid(id) && id.startsWith(JobIds.VIDEO)) {
+      job = videos.get(id);
+      if (job == null) {
+        job = rows.job(id).map(this::stored).orElse(null);
+      }
+    }
     if (job == null) {
       throw ApiException.notFound("no video with id '" + id + "'");
     }
     return job;
   }
 
-  /** Video jobs, newest first. */
+  /** Video jobs, newest first: every one in the store. */
   List<Job> videos() {
-    return videos.values().stream()
-        .sorted(Comparator.comparingLong(Job::sequence).reversed())
+    return rows.jobs().stream().map(r -> videos.getOrDefault(r.id(), stored(r))).toList();
+  }
+
+  /** The jobs of one owner (null: those made without a key), newest first. */
+  List<Job> videosOwnedBy(String owner) {
+    return rows.jobsOwnedBy(owner).stream()
+        .map(r -> videos.getOrDefault(r.id(), stored(r)))
         .toList();
   }
 
-  Path videoFile(Job job) {
-    return store.videoFile(job.id());
+  private Job stored(JobRow row) {
+    ObjectNode view;
+    try {
+      view =
+          row.view() == null
+              ? Exchanges.JSON.createObjectNode().put("id", row.id()).put("object", "video")
+              : (ObjectNode) Exchanges.JSON.readTree(row.view());
+    } catch (IOException e) {
+      throw new IllegalStateException("the stored object of " + row.id() + " is not JSON", e);
+    }
+    return Job.stored(row, view);
   }
 
-  /** Forgets a finished video and removes its file. */
+  /** Forgets a finished video: its row, its index entry and its file. */
   void delete(Job job) throws IOException {
     videos.remove(job.id());
+    CheckpointFiles.Sink sink = sinks.remove(job.id());
+    if (sink != null) {
+      sink.discard();
+    }
+    try {
+      rowWriter.submit(() -> rows.delete(job.id())).get();
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw new IOException("interrupted while deleting " + job.id(), e);
+    } catch (ExecutionException e) {
+      throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
+    }
     Files.deleteIfExists(store.videoFile(job.id()));
   }
 
@@ -157,6 +554,7 @@ final class Jobs implements AutoCloseable {
    * @return true when every request finished within {@code timeout}
    */
   boolean drain(Duration timeout) {
+    long deadline = System.nanoTime() + timeout.toNanos();
     draining = true;
     boolean clean;
     try {
@@ -168,7 +566,10 @@ final class Jobs implements AutoCloseable {
     CompletableFuture<?>[] all =
         unfinished.stream().map(Job::finished).toArray(CompletableFuture[]::new);
     try {
-      CompletableFuture.allOf(all).get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+      // What the engine let go still writes its output or its checkpoint: quick, but not bounded
+      // by a short drain timeout.
+      long writeMillis = Math.max(timeout.toMillis(), 10_000);
+      CompletableFuture.allOf(all).get(writeMillis, TimeUnit.MILLISECONDS);
     } catch (TimeoutException e) {
       return false;
     } catch (InterruptedException e) {
@@ -177,10 +578,30 @@ final class Jobs implements AutoCloseable {
     } catch (ExecutionException e) {
       throw new IllegalStateException("a job's finish future failed", e);
     }
+    if (storeConfig.drainAwaitsDownloads()) {
+      awaitDownloads(deadline);
+    }
     return clean;
   }
 
-  private Job submit(String prefix, Settings.Generation g) {
+  /** Until every video this replica holds has been downloaded once, or the deadline. */
+  private void awaitDownloads(long deadline) {
+    try {
+      rowWriter.submit(() -> {}).get(); // the last completions are in the store
+      while (System.nanoTime() < deadline
+          && rows.presentArtifacts(storeConfig.replicaId()).stream()
+              .anyMatch(a -> a.lastFetchedAt() == null)) {
+        Thread.sleep(100);
+      }
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    } catch (ExecutionException e) {
+      throw new IllegalStateException("the store's writer failed", e);
+    }
+  }
+
+  /** Refuses a new job while draining or when the pending limit is reached; else counts it. */
+  private void admit() {
     if (!accepting()) {
       refusedDraining.incrementAndGet();
       throw new ApiException(
@@ -200,7 +621,18 @@ final class Jobs implements AutoCloseable {
           "queue_full",
           limits.maxPendingJobs() + " jobs are already queued or running; retry later");
     }
-    String id = JobIds.next(prefix);
+  }
+
+  /** Submits (or resumes from {@code from}) a job already counted by {@link #admit}. */
+  private Job submit(
+      String id,
+      long seq,
+      Instant createdAt,
+      Instant startedAt,
+      String owner,
+      Settings.Generation g,
+      ProgramCheckpoint from,
+      CheckpointFiles.Sink sink) {
     List<ModalPart> inputs = new ArrayList<>();
     inputs.add(new ModalPart.Text(g.prompt()));
     g.image().ifPresent(i -> inputs.add(i.image()));
@@ -217,7 +649,11 @@ final class Jobs implements AutoCloseable {
     List<ResolvedAdapter> adapters;
     adapterTable.readLock().lock();
     try {
-      handle = engine.submit(request);
+      RequestOptions options = RequestOptions.DEFAULT.withSink(sink);
+      handle =
+          from == null
+              ? engine.submitWith(request, options)
+              : engine.resumeWith(request, from, options);
       // What the engine resolved under this same lock, so this cannot refuse.
       adapters = engine.extensions().adapters().resolve(request);
     } catch (InvalidRequestException e) {
@@ -241,7 +677,10 @@ final class Jobs implements AutoCloseable {
     Job job =
         new Job(
             id,
-            sequence.incrementAndGet(),
+            seq,
+            createdAt,
+            startedAt,
+            owner,
             engine.model().card().modelId(),
             g,
             effectiveCache(request),
@@ -261,6 +700,16 @@ final class Jobs implements AutoCloseable {
 
   private void finish(Job job, GenerationResult result, Throwable error) {
     Throwable cause = error instanceof CompletionException c ? c.getCause() : error;
+    CheckpointFiles.Sink sink = sinks.get(job.id());
+    if (cause instanceof CancelledException && draining && !job.cancelRequested()) {
+      // The drain's timeout stopped it: keep its newest state and its row as they are, so that
+      // the next start resumes it.
+      if (sink != null) {
+        sink.flush();
+      }
+      job.suspended();
+      return;
+    }
     if (cause instanceof CancelledException) {
       job.cancelled();
     } else if (cause != null) {
@@ -269,14 +718,36 @@ final class Jobs implements AutoCloseable {
       try {
         if (job.id().startsWith(JobIds.IMAGE)) {
           store.writeImage(job.id(), result.artifact(Artifact.ImageArtifact.class).pixels());
+          job.complete(result.loopTimings(), result.report());
         } else {
           Artifact.VideoArtifact v = result.artifact(Artifact.VideoArtifact.class);
+          Path file = store.videoFile(job.id());
           store.writeVideo(job.id(), v.frames(), v.fps());
+          ArtifactRow artifact =
+              new ArtifactRow(
+                  job.id(),
+                  file.getFileName().toString(),
+                  Files.size(file),
+                  ArtifactStore.sha256(file),
+                  Instant.now(),
+                  null,
+                  ArtifactState.PRESENT);
+          job.onChange(j -> {}); // the completion below writes the row with its artifact
+          synchronized (downloads) { // a download's record is queued after the completion
+            job.complete(result.loopTimings(), result.report());
+            rowWriter.execute(
+                () -> {
+                  guarded(() -> rows.complete(row(job), artifact));
+                  guarded(this::sweep);
+                });
+          }
         }
-        job.complete(result.loopTimings(), result.report());
       } catch (IOException | RuntimeException e) {
         job.fail("could not write the output: " + firstLine(e));
       }
+    }
+    if (sink != null) {
+      sink.discard();
     }
   }
 
@@ -326,5 +797,12 @@ final class Jobs implements AutoCloseable {
   @Override
   public void close() {
     writer.shutdownNow();
+    checkpoints.close();
+    rowWriter.shutdown();
+    try {
+      rowWriter.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 }

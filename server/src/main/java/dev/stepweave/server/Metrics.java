@@ -22,6 +22,21 @@ final class Metrics {
     m.gauge("stepweave_running_loops", "Loops admitted and not finished.", s.runningLoops());
     m.gauge("stepweave_accepting", "1 while new requests are admitted.", jobs.accepting() ? 1 : 0);
     m.gauge("stepweave_pending_jobs", "HTTP jobs queued or running.", jobs.pending());
+    m.gauge("stepweave_artifact_bytes", "Bytes of finished videos on disk.", jobs.artifactBytes());
+    m.counter(
+        "stepweave_artifacts_removed_total",
+        "Videos removed by retention (TTL or quota).",
+        jobs.removedArtifacts());
+    m.counter(
+        "stepweave_checkpoint_files_total",
+        "Checkpoint files written for restarts.",
+        jobs.checkpoints().filesWritten());
+    m.counter(
+        "stepweave_checkpoint_write_seconds_total",
+        "Time spent writing checkpoint files.",
+        jobs.checkpoints().writeTime().toNanos() / 1e9);
+    m.counter(
+        "stepweave_store_failures_total", "Job store writes that failed.", jobs.storeFailures());
     m.counter("stepweave_requests_admitted_total", "Requests admitted.", s.admitted());
     m.counter(
         "stepweave_requests_rejected_total",

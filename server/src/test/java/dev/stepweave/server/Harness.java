@@ -46,9 +46,25 @@ final class Harness implements AutoCloseable {
 
   Harness(Path artifacts, ServerConfig config, Extensions extensions, PatternModel model)
       throws IOException {
+    this(artifacts, config, StoreConfig.defaults(), extensions, model);
+  }
+
+  Harness(
+      Path artifacts,
+      ServerConfig config,
+      StoreConfig store,
+      Extensions extensions,
+      PatternModel model)
+      throws IOException {
     this.model = model;
     engine = new Engine(model, EngineConfig.defaults(), extensions);
-    server = StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts));
+    server =
+        StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts), store);
+  }
+
+  /** A server with the store settings {@code store}, over a new pattern model. */
+  Harness(Path artifacts, ServerConfig config, StoreConfig store) throws IOException {
+    this(artifacts, config, store, Extensions.NONE, new PatternModel());
   }
 
   Harness(Path artifacts, ServerConfig config, Extensions extensions) throws IOException {
@@ -152,6 +168,11 @@ final class Harness implements AutoCloseable {
       sleep(5);
     }
     return fail("video " + id + " did not " + what);
+  }
+
+  /** The embedded job store's database and its WAL files, which live in the artifact directory. */
+  static boolean isStoreFile(Path f) {
+    return f.getFileName().toString().startsWith(dev.stepweave.server.store.JobStores.SQLITE_FILE);
   }
 
   static void sleep(long ms) {
