@@ -10,6 +10,7 @@ import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.server.ServerConfig;
 import dev.stepweave.server.StepweaveServer;
+import dev.stepweave.server.StoreConfig;
 import dev.stepweave.tensor.Precision;
 import java.io.IOException;
 import java.io.PrintWriter;
@@ -33,8 +34,12 @@ import picocli.CommandLine.Spec;
           + " DELETE /v1/videos/{id}, POST /v1/images/generations, GET /v1/models,"
           + " POST /v1/loras/rescan, /health, /ready, /metrics.",
       "Without --model it serves the small embedded model (untrained: noise-like output).",
-      "On SIGTERM (or Ctrl-C) it stops admitting new jobs, lets running ones finish (up to"
-          + " --drain-timeout, then cancels them), and exits.",
+      "Jobs are kept in a database in --artifacts (or the PostgreSQL --store): a restart on the"
+          + " same directory lists finished jobs and resumes running ones from their checkpoints.",
+      "On SIGTERM (or Ctrl-C) it stops admitting new jobs (503), lets running ones finish (up to"
+          + " --drain-timeout; then they stop at a step boundary and resume after the restart),"
+          + " keeps serving reads until every finished video was downloaded once (bounded by the"
+          + " same timeout), and exits.",
       ""
     })
 final class ServeCommand implements Callable<Integer> {
@@ -64,8 +69,62 @@ final class ServeCommand implements Callable<Integer> {
   @Option(
       names = "--artifacts",
       paramLabel = "DIR",
-      description = "Where finished videos are kept (default: a new temporary directory).")
+      description =
+          "Where finished videos, checkpoints and the job database are kept; restart on the same"
+              + " directory to keep the jobs (default: a new temporary directory).")
   Path artifacts;
+
+  @Option(
+      names = "--store",
+      paramLabel = "JDBC_URL",
+      description =
+          "A jdbc:postgresql://HOST/DB?user=… database that several replicas share for job"
+              + " metadata (default: SQLite in --artifacts).")
+  String store;
+
+  @Option(
+      names = "--replica-id",
+      defaultValue = StoreConfig.LOCAL,
+      paramLabel = "NAME",
+      description =
+          "This replica's name in a shared --store; each replica needs its own"
+              + " (default: ${DEFAULT-VALUE}).")
+  String replicaId;
+
+  @Option(
+      names = "--checkpoint-interval",
+      defaultValue = "5s",
+      paramLabel = "DURATION",
+      description =
+          "Least time between two checkpoint files of a running job, each written at a step"
+              + " boundary; 0s writes one after every step (default: ${DEFAULT-VALUE}).")
+  String checkpointInterval;
+
+  @Option(
+      names = "--artifact-ttl",
+      paramLabel = "DURATION",
+      description =
+          "Remove finished videos this long after they were written, e.g. 7d, 12h (default:"
+              + " keep).")
+  String artifactTtl;
+
+  @Option(
+      names = "--max-artifact-bytes",
+      paramLabel = "N",
+      description =
+          "Most bytes of finished videos kept; the oldest go first, e.g. 20g (default: no"
+              + " limit).")
+  String maxArtifactBytes;
+
+  @Option(
+      names = "--drain-await-downloads",
+      negatable = true,
+      defaultValue = "true",
+      fallbackValue = "true",
+      description =
+          "On shutdown, keep serving reads until every finished video was downloaded once, up to"
+              + " --drain-timeout (default: on; --no-drain-await-downloads ends with the jobs).")
+  boolean drainAwaitsDownloads;
 
   @Option(
       names = "--max-pending",
@@ -151,6 +210,21 @@ final class ServeCommand implements Callable<Integer> {
           "stepweave: no --model given; serving the embedded tiny model (untrained: its output is"
               + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
     }
+    StoreConfig storeConfig =
+        StoreConfig.defaults()
+            .withDatabaseUrl(store)
+            .withReplicaId(replicaId)
+            .withCheckpointInterval(
+                SizesAndDurations.duration("--checkpoint-interval", checkpointInterval))
+            .withArtifactTtl(
+                artifactTtl == null
+                    ? null
+                    : SizesAndDurations.duration("--artifact-ttl", artifactTtl))
+            .withMaxArtifactBytes(
+                maxArtifactBytes == null
+                    ? 0
+                    : SizesAndDurations.bytes("--max-artifact-bytes", maxArtifactBytes))
+            .withDrainAwaitingDownloads(drainAwaitsDownloads);
     ServerConfig config =
         ServerConfig.defaults()
             .withArtifactDir(artifacts)
@@ -178,12 +252,13 @@ final class ServeCommand implements Callable<Integer> {
     }
     StepweaveServer server;
     try {
-      server = StepweaveServer.start(host, port, engine, config);
+      server = StepweaveServer.start(host, port, engine, config, storeConfig);
     } catch (IOException | RuntimeException e) {
       engine.close();
       wan.close();
       throw e;
     }
+    err.println("stepweave: job store: " + server.recoverySummary());
     out.println(
         "serving "
             + wan.card().modelId()
