@@ -1,5 +1,6 @@
 package dev.stepweave.server;
 
+import dev.stepweave.server.store.JobStores;
 import java.time.Duration;
 import java.util.Objects;
 
@@ -32,6 +33,9 @@ public record StoreConfig(
   public StoreConfig {
     Objects.requireNonNull(replicaId, "replicaId");
     Objects.requireNonNull(checkpointInterval, "checkpointInterval");
+    if (databaseUrl != null) {
+      JobStores.checkUrl(databaseUrl);
+    }
     if (!replicaId.matches("[A-Za-z0-9._-]{1,64}")) {
       throw new IllegalArgumentException(
           "--replica-id must be 1-64 letters, digits, '.', '_' or '-', got '" + replicaId + "'");

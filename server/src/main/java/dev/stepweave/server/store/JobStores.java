@@ -32,11 +32,18 @@ public final class JobStores {
         version);
   }
 
-  static JobStore postgres(String jdbcUrl) {
+  /**
+   * @throws IllegalArgumentException unless {@code jdbcUrl} is a PostgreSQL JDBC URL
+   */
+  public static void checkUrl(String jdbcUrl) {
     if (!jdbcUrl.startsWith("jdbc:postgresql:")) {
       throw new IllegalArgumentException(
           "--store must be a jdbc:postgresql:// URL, got '" + redacted(jdbcUrl) + "'");
     }
+  }
+
+  static JobStore postgres(String jdbcUrl) {
+    checkUrl(jdbcUrl);
     String name = redacted(jdbcUrl);
     return new JdbcJobStore(
         connect(jdbcUrl, name), new Dialect.Postgres(), name, Migrations.CURRENT);
