@@ -251,6 +251,7 @@ final class Api implements HttpHandler {
     }
     try (Jobs.Download d = jobs.download(job)) {
       Exchanges.sendFile(ex, "video/mp4", d.file());
+      d.delivered();
     }
   }
 

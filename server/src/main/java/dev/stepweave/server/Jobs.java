@@ -255,8 +255,9 @@ final class Jobs implements AutoCloseable {
         }
         try {
           ProgramCheckpoint from = hasCheckpoint ? ProgramCheckpoint.read(cp) : null;
-          pending.incrementAndGet();
-          startVideo(row, RequestJson.read(row, rows.input(row.id()), settings()), from);
+          Settings.Generation g = RequestJson.read(row, rows.input(row.id()), settings());
+          pending.incrementAndGet(); // a refused submit gives it back itself
+          startVideo(row, g, from);
           keep.add(cp);
           if (hasCheckpoint) {
             resumed++;
@@ -264,7 +265,6 @@ final class Jobs implements AutoCloseable {
             restarted++;
           }
         } catch (RuntimeException e) {
-          pending.decrementAndGet();
           interrupt(row, "the server restarted and could not resume the job: " + firstLine(e));
           interrupted++;
         }
@@ -379,8 +379,8 @@ final class Jobs implements AutoCloseable {
   }
 
   /**
-   * A video's file while a client downloads it: retention never removes it meanwhile, and the
-   * download is recorded when it ends.
+   * A video's file while a client downloads it: retention never removes it meanwhile, and a
+   * download that delivered the whole file is recorded when it ends.
    */
   final class Download implements AutoCloseable {
     private final String jobId;
@@ -391,8 +391,15 @@ final class Jobs implements AutoCloseable {
       this.file = file;
     }
 
+    private boolean delivered;
+
     Path file() {
       return file;
+    }
+
+    /** The whole file reached the client: the download counts as a fetch. */
+    void delivered() {
+      delivered = true;
     }
 
     @Override
@@ -400,7 +407,9 @@ final class Jobs implements AutoCloseable {
       Instant at = Instant.now();
       synchronized (downloads) {
         downloads.computeIfPresent(jobId, (k, n) -> n == 1 ? null : n - 1);
-        rowWriter.execute(() -> guarded(() -> rows.fetched(jobId, at)));
+        if (delivered) {
+          rowWriter.execute(() -> guarded(() -> rows.fetched(jobId, at)));
+        }
       }
     }
   }
