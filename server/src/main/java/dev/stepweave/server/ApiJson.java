@@ -51,7 +51,12 @@ final class ApiJson {
     } else {
       o.put("completed_at", completed.getEpochSecond());
     }
-    o.putNull("expires_at");
+    Instant expires = job.expiresAt();
+    if (expires == null) {
+      o.putNull("expires_at");
+    } else {
+      o.put("expires_at", expires.getEpochSecond());
+    }
     o.put("size", job.settings().size());
     o.put("seconds", job.settings().seconds());
     o.put("prompt", job.settings().prompt());

@@ -47,6 +47,7 @@ final class Job {
   private Instant completedAt;
   private String error;
   private String errorCode;
+  private Instant expiresAt;
   private Map<String, Duration> loopTimings = Map.of();
   private Map<String, Long> cacheReport;
 
@@ -218,6 +219,15 @@ final class Job {
 
   synchronized String error() {
     return error;
+  }
+
+  /** When retention removes the video at the latest (its TTL), or null when it keeps it. */
+  synchronized Instant expiresAt() {
+    return expiresAt;
+  }
+
+  synchronized void expiresAt(Instant at) {
+    expiresAt = at;
   }
 
   /**

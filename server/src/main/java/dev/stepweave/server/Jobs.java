@@ -741,6 +741,9 @@ final class Jobs implements AutoCloseable {
                   Instant.now(),
                   null,
                   ArtifactState.PRESENT);
+          if (storeConfig.artifactTtl() != null) {
+            job.expiresAt(artifact.createdAt().plus(storeConfig.artifactTtl()));
+          }
           job.onChange(j -> {}); // the completion below writes the row with its artifact
           synchronized (downloads) { // a download's record is queued after the completion
             job.complete(result.loopTimings(), result.report());

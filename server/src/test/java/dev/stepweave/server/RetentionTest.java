@@ -46,7 +46,10 @@ class RetentionTest {
     StoreConfig store = StoreConfig.defaults().withArtifactTtl(Duration.ofSeconds(1));
     try (Harness h = new Harness(tmp.resolve("a"), ServerConfig.defaults(), store)) {
       String id = h.createVideo(video(1));
-      h.awaitTerminal(id);
+      var done = h.awaitTerminal(id);
+      long expires = done.get("expires_at").asLong();
+      long completed = done.get("completed_at").asLong();
+      assertTrue(expires >= completed && expires <= completed + 2, done::toString);
       Path file = h.server.artifactDir().resolve(id + ".mp4");
       Jobs jobs = h.server.jobs();
       try (Jobs.Download open = jobs.download(jobs.video(id))) {
