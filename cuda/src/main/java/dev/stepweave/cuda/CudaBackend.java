@@ -410,6 +410,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
+    return ops.norms().channelNormAfter(past, x, gamma, eps, silu);
+  }
+
+  @Override
   public Tensor softmax(Tensor x) {
     return ops.norms().softmax(x);
   }

@@ -244,6 +244,23 @@ class FusedOpsGpuTest {
           t,
           b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true));
       same("l2Normalize", gpu, t, b -> b.l2Normalize(act(b, x), 1, 1e-12f));
+      same("l2Normalize dim 2", gpu, t, b -> b.l2Normalize(act(b, x), 2, 1e-12f));
+      // Two remembered frames, then the normalised chunk: a causal convolution's input.
+      Tensor past = rand(27, 2f, 2, 7, 2, 5, 6);
+      same(
+          "channelNormAfter + SiLU",
+          gpu,
+          t,
+          b ->
+              b.channelNormAfter(
+                  act(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true));
+      same(
+          "channelNormAfter, F32 past",
+          gpu,
+          t,
+          b ->
+              b.channelNormAfter(
+                  f32(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false));
     }
   }
 

@@ -322,6 +322,16 @@ public interface Backend {
     return silu ? silu(y) : y;
   }
 
+  /**
+   * {@code concat([past, channelNorm(x, gamma, eps, silu)], 2)}: the normalised frames of {@code x
+   * [B, C, T, …]} after the frames {@code past [B, C, P, …]} (what a causal convolution remembers
+   * of its input, or zeros), written once into one tensor instead of normalised and then copied
+   * into a concatenation. The result has x's dtype as {@link #channelNorm}'s does.
+   */
+  default Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
+    return concat(List.of(past, channelNorm(x, gamma, eps, silu)), 2);
+  }
+
   /** {@code gelu(linear(x, w, bias), tanh approximation)}: a linear layer with GELU epilogue. */
   default Tensor linearGeluTanh(Tensor x, Tensor w, Tensor bias) {
     return gelu(linear(x, w, bias), true);

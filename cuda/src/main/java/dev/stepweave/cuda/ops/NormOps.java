@@ -13,6 +13,7 @@ import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.List;
 
 /**
  * The row reductions of norms.cu: layer and RMS norms (plain, modulated, with RoPE), softmax, sums.
@@ -174,7 +175,9 @@ public final class NormOps {
   }
 
   public Tensor l2Normalize(Tensor x, int dim, float eps) {
-    return channelNorm(x, x.axis(dim), null, eps, false);
+    Tensor out = tensors.empty(operands.activation(x).dtype(), x.shape());
+    channelNormInto(out, x, x.axis(dim), null, eps, false);
+    return out;
   }
 
   /**
@@ -182,14 +185,39 @@ public final class NormOps {
    * channel norm ({@code gamma [C, 1, …, 1]}). BF16 activations stay BF16.
    */
   public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+    requireChannelGamma(x, gamma);
+    Tensor out = tensors.empty(operands.activation(x).dtype(), x.shape());
+    channelNormInto(out, x, 1, gamma, eps, silu);
+    return out;
+  }
+
+  /**
+   * {@link #channelNorm} of {@code x [B, C, T, …]} written after {@code past [B, C, P, …]} along
+   * time, in one tensor: the input of a causal convolution without a separate concatenation.
+   */
+  public Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
+    requireChannelGamma(x, gamma);
+    int[] shape = OpShapes.concat(List.of(past, x), 2);
+    Tensor out = tensors.empty(operands.activation(x).dtype(), shape);
+    int p = past.dim(2);
+    tensors.copy(tensors.onDevice(past), out.slice(2, 0, p));
+    channelNormInto(out.slice(2, p, shape[2]), x, 1, gamma, eps, silu);
+    return out;
+  }
+
+  private static void requireChannelGamma(Tensor x, Tensor gamma) {
     if (gamma.numel() != x.dim(1)) {
       throw new IllegalArgumentException(
           "channel norm of " + x + " with gamma " + gamma + ": one gamma per channel expected");
     }
-    return channelNorm(x, 1, gamma, eps, silu);
   }
 
-  private Tensor channelNorm(Tensor x, int a, Tensor gamma, float eps, boolean silu) {
+  /**
+   * Writes the norm of x along axis {@code a} into {@code out}: x's shape, dense from axis {@code
+   * a} on, or such a view of a larger dense tensor along axis a+1 (each outer index and channel a
+   * whole run of elements).
+   */
+  private void channelNormInto(Tensor out, Tensor x, int a, Tensor gamma, float eps, boolean silu) {
     long outer = 1, inner = 1;
     for (int i = 0; i < a; i++) {
       outer *= x.dim(i);
@@ -199,12 +227,14 @@ public final class NormOps {
     }
     Tensor xd = operands.activation(x);
     Tensor g = gamma == null ? null : tensors.f32(gamma);
-    Tensor out = tensors.empty(xd.dtype(), x.shape());
     if (out.numel() > 0) {
-      String kernel = "channel_norm_" + DeviceTensors.code(xd.dtype());
+      long yOuter = a == 0 ? 0 : out.stride(a - 1);
+      long yChannel = out.stride(a);
+      String kernel = "channel_norm_" + DeviceTensors.code(out.dtype());
       try (Launch l = kernels.launch("norms.cu", kernel)) {
         l.ptr(addr(xd)).ptr(g == null ? 0L : addr(g)).ptr(addr(out));
-        l.i64(outer).i32(x.dim(a)).i64(inner).f32(eps).i32(silu ? 1 : 0);
+        l.i64(outer).i32(x.dim(a)).i64(inner).i64(yOuter).i64(yChannel);
+        l.f32(eps).i32(silu ? 1 : 0);
         kernels.elementwise(l, outer * inner);
       }
     }
@@ -212,6 +242,5 @@ public final class NormOps {
       tensors.releaseDerived(g, gamma);
     }
     tensors.releaseDerived(xd, x);
-    return out;
   }
 }

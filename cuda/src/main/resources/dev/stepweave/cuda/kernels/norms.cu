@@ -186,14 +186,16 @@ extern "C" __global__ void sum_last_f32(const float* x, float* y, int n) {
 // x viewed as [outer, n, inner]; one thread per (outer, inner) column, normalised along n, then
 // (the Wan VAE's channel norm) times gamma[k] when gamma is given, then SiLU when silu is set. The
 // same float operations, in the same order, as l2Normalize, mul and silu one after another (the
-// sum in double), so the F32 result equals that composition; a BF16 output is rounded once.
+// sum in double), so the F32 result equals that composition; a BF16 output is rounded once. y's
+// element (o, k, c) is at o * yOuter + k * yChannel + c: the dense layout, or the later frames of a
+// longer tensor whose first frames hold a causal convolution's remembered input.
 template <typename T>
 __device__ void channel_norm(const T* x, const float* gamma, T* y, i64 outer, int n, i64 inner,
-                             float eps, int silu) {
+                             i64 yOuter, i64 yChannel, float eps, int silu) {
   GRID_STRIDE(i, outer * inner) {
     i64 o = i / inner, c = i % inner;
     const T* p = x + o * n * inner + c;
-    T* q = y + o * n * inner + c;
+    T* q = y + o * yOuter + c;
     double s = 0.0;
     for (int k = 0; k < n; ++k) {
       float v = load_f(p + k * inner);
@@ -204,15 +206,17 @@ __device__ void channel_norm(const T* x, const float* gamma, T* y, i64 outer, in
       float v = load_f(p + k * inner) * inv;
       if (gamma != nullptr) v = v * gamma[k];
       if (silu) v = v * (float)(1.0 / (1.0 + exp(-(double)v)));
-      store_f(q + k * inner, v);
+      store_f(q + k * yChannel, v);
     }
   }
 }
 extern "C" __global__ void channel_norm_f32(const float* x, const float* gamma, float* y,
-                                            i64 outer, int n, i64 inner, float eps, int silu) {
-  channel_norm<float>(x, gamma, y, outer, n, inner, eps, silu);
+                                            i64 outer, int n, i64 inner, i64 yOuter,
+                                            i64 yChannel, float eps, int silu) {
+  channel_norm<float>(x, gamma, y, outer, n, inner, yOuter, yChannel, eps, silu);
 }
 extern "C" __global__ void channel_norm_bf16(const bf16_t* x, const float* gamma, bf16_t* y,
-                                             i64 outer, int n, i64 inner, float eps, int silu) {
-  channel_norm<bf16_t>(x, gamma, y, outer, n, inner, eps, silu);
+                                             i64 outer, int n, i64 inner, i64 yOuter,
+                                             i64 yChannel, float eps, int silu) {
+  channel_norm<bf16_t>(x, gamma, y, outer, n, inner, yOuter, yChannel, eps, silu);
 }

@@ -3,7 +3,6 @@ package dev.stepweave.models.wan.vae;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
@@ -61,20 +60,7 @@ final class CausalConv3d {
     if (pastFrames == 0) {
       return backend.conv3d(x, weight, bias, stride, spatialPadding);
     }
-    List<Tensor> parts = new ArrayList<>(3);
-    int have = remembered == null ? 0 : Frames.count(remembered);
-    if (have > pastFrames) {
-      throw new IllegalStateException(
-          have + " remembered frames for a convolution that looks back " + pastFrames);
-    }
-    if (have < pastFrames) {
-      parts.add(Frames.zeros(backend, x, pastFrames - have));
-    }
-    if (remembered != null) {
-      parts.add(remembered);
-    }
-    parts.add(x);
-    return backend.conv3d(Frames.concat(backend, parts), weight, bias, stride, spatialPadding);
+    return convolvePadded(Frames.concat(backend, List.of(past(x, remembered), x)));
   }
 
   /**
@@ -87,5 +73,45 @@ final class CausalConv3d {
     Tensor y = apply(x, remembered);
     cache.setTail(slot, keep);
     return y;
+  }
+
+  /**
+   * {@code applyStreaming(silu(norm(x)), cache, slot)} with the normalised chunk written straight
+   * after its remembered frames ({@link Backend#channelNormAfter}), not copied into a
+   * concatenation.
+   */
+  Tensor applyStreamingNormSilu(ChannelRmsNorm norm, Tensor x, CausalCache cache, int slot) {
+    if (pastFrames == 0) {
+      return applyStreaming(norm.applySilu(x), cache, slot);
+    }
+    Tensor remembered = cache.tail(slot);
+    Tensor padded = norm.applySiluAfter(past(x, remembered), x);
+    int t = Frames.count(padded);
+    Tensor keep = Frames.tail(backend, padded.slice(2, t - Frames.count(x), t), remembered);
+    Tensor y = convolvePadded(padded);
+    cache.setTail(slot, keep);
+    return y;
+  }
+
+  /**
+   * The {@link #pastFrames} frames that precede {@code x}: the remembered ones, after zeros for any
+   * the pass has not seen (the causal padding).
+   */
+  private Tensor past(Tensor x, Tensor remembered) {
+    int have = remembered == null ? 0 : Frames.count(remembered);
+    if (have > pastFrames) {
+      throw new IllegalStateException(
+          have + " remembered frames for a convolution that looks back " + pastFrames);
+    }
+    if (have == pastFrames) {
+      return remembered;
+    }
+    Tensor zeros = Frames.zeros(backend, x, pastFrames - have);
+    return remembered == null ? zeros : Frames.concat(backend, List.of(zeros, remembered));
+  }
+
+  /** The convolution of an input whose first {@link #pastFrames} frames are its past padding. */
+  private Tensor convolvePadded(Tensor padded) {
+    return backend.conv3d(padded, weight, bias, stride, spatialPadding);
   }
 }

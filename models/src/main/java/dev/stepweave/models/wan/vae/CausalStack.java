@@ -100,6 +100,6 @@ final class CausalStack {
     if (index <= stages.size()) {
       return stages.get(index - 1).apply(x, cache);
     }
-    return convOut.applyStreaming(normOut.applySilu(x), cache, convOutSlot);
+    return convOut.applyStreamingNormSilu(normOut, x, cache, convOutSlot);
   }
 }

@@ -40,4 +40,9 @@ final class ChannelRmsNorm {
   Tensor applySilu(Tensor x) {
     return backend.channelNorm(x, scaledGamma, EPS, true);
   }
+
+  /** {@code past} then {@link #applySilu}'s frames of x, along time, in one tensor. */
+  Tensor applySiluAfter(Tensor past, Tensor x) {
+    return backend.channelNormAfter(past, x, scaledGamma, EPS, true);
+  }
 }

@@ -52,10 +52,8 @@ final class ResidualBlock implements CausalLayer {
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor skip = shortcut == null ? x : shortcut.apply(x, null);
-    Tensor h = norm1.applySilu(x);
-    h = conv1.applyStreaming(h, cache, slot1);
-    h = norm2.applySilu(h);
-    h = conv2.applyStreaming(h, cache, slot2);
+    Tensor h = conv1.applyStreamingNormSilu(norm1, x, cache, slot1);
+    h = conv2.applyStreamingNormSilu(norm2, h, cache, slot2);
     return backend.add(h, skip);
   }
 }
