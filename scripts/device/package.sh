@@ -41,6 +41,16 @@ rm -f "$dest/lib/"archunit-*.jar
 for jar in "$dest/lib/"tokenizers-*.jar; do
   zip -q -d "$jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' || true
 done
+# sqlite-jdbc (the server's job store) likewise: only glibc Linux x86-64 of its 20-odd natives.
+for jar in "$dest/lib/"sqlite-jdbc-*.jar; do
+  zip -q -d "$jar" 'org/sqlite/native/FreeBSD/*' 'org/sqlite/native/Linux-Musl/*' \
+    'org/sqlite/native/Linux-Android/*' 'org/sqlite/native/Mac/*' 'org/sqlite/native/Windows/*' \
+    'org/sqlite/native/Linux/aarch64/*' 'org/sqlite/native/Linux/arm*' \
+    'org/sqlite/native/Linux/ppc64/*' 'org/sqlite/native/Linux/riscv64/*' \
+    'org/sqlite/native/Linux/x86/*' || true
+done
+# A diffusers archive from an earlier package goes unless this one asks for it.
+[ -n "$diffusers" ] || rm -f "$dest/diffusers.tar.xz"
 [ -f "$dest/jre.tar.xz" ] || /work/shared/device/make-jre.sh "$dest" >/dev/null
 if [ -n "$diffusers" ]; then
   tar -C "$diffusers" -cJf "$dest/diffusers.tar.xz" diffusers
