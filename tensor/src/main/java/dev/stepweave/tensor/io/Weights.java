@@ -4,6 +4,9 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
+import java.util.Collections;
+import java.util.LinkedHashMap;
+import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 
@@ -19,23 +22,39 @@ public final class Weights {
   private final DType computeType;
   private final String prefix;
   private final Set<String> taken;
+  private final Map<String, Tensor> loaded;
 
   public Weights(TensorSource source, Backend backend, DType computeType) {
-    this(source, backend, computeType, "", new TreeSet<>());
+    this(source, backend, computeType, "", new TreeSet<>(), new LinkedHashMap<>());
   }
 
   private Weights(
-      TensorSource source, Backend backend, DType computeType, String prefix, Set<String> taken) {
+      TensorSource source,
+      Backend backend,
+      DType computeType,
+      String prefix,
+      Set<String> taken,
+      Map<String, Tensor> loaded) {
     this.source = source;
     this.backend = backend;
     this.computeType = computeType;
     this.prefix = prefix;
     this.taken = taken;
+    this.loaded = loaded;
   }
 
   /** A view whose names are relative to {@code prefix + "."}; it shares the taken-set. */
   public Weights scope(String name) {
-    return new Weights(source, backend, computeType, prefix + name + ".", taken);
+    return new Weights(source, backend, computeType, prefix + name + ".", taken, loaded);
+  }
+
+  /**
+   * Every tensor {@link #take} has loaded through this view or any view sharing its taken-set, by
+   * full name in load order: the very tensors the component computes with, so a trainer can
+   * enumerate a model's parameters without the model exposing them one by one.
+   */
+  public Map<String, Tensor> loaded() {
+    return Collections.unmodifiableMap(loaded);
   }
 
   /** The full name {@code name} has in the source under this view, e.g. "blocks.0.attn1.to_q". */
@@ -58,7 +77,9 @@ public final class Weights {
    */
   public Tensor take(String name, int... expectedShape) {
     String key = claim(name, expectedShape);
-    return backend.upload(source.load(key), computeType);
+    Tensor t = backend.upload(source.load(key), computeType);
+    loaded.put(key, t);
+    return t;
   }
 
   /**

@@ -1,0 +1,70 @@
+package dev.stepweave.training.autograd;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Storage;
+import dev.stepweave.tensor.Tensor;
+import java.util.IdentityHashMap;
+import java.util.Map;
+
+/**
+ * Gradients kept per storage, not per tensor: a view (reshape, permute, slice, select, expand) is a
+ * different {@link Tensor} over the same storage, so addressing gradients by storage element makes
+ * every view differentiable without recording it — a view's gradient is scattered into, or gathered
+ * from, its storage's buffer through the view's own strides and offset.
+ */
+public final class Gradients {
+  private final Map<Storage, float[]> buffers = new IdentityHashMap<>();
+
+  void accumulate(Tensor target, float[] grad) {
+    float[] buffer =
+        buffers.computeIfAbsent(
+            target.storage(), s -> new float[(int) (s.byteSize() / target.dtype().byteSize())]);
+    long n = target.numel();
+    if (target.isContiguous()) {
+      int base = (int) target.offset();
+      for (int i = 0; i < n; i++) {
+        buffer[base + i] += grad[i];
+      }
+    } else {
+      for (int i = 0; i < n; i++) {
+        buffer[(int) target.elementOffset(i)] += grad[i];
+      }
+    }
+  }
+
+  /** The gradient of {@code t}'s elements in row-major order, or null when none reached it. */
+  float[] gather(Tensor t) {
+    float[] buffer = buffers.get(t.storage());
+    if (buffer == null) {
+      return null;
+    }
+    int n = (int) t.numel();
+    float[] out = new float[n];
+    if (t.isContiguous()) {
+      System.arraycopy(buffer, (int) t.offset(), out, 0, n);
+    } else {
+      for (int i = 0; i < n; i++) {
+        out[i] = buffer[(int) t.elementOffset(i)];
+      }
+    }
+    return out;
+  }
+
+  void release(Tensor t) {
+    buffers.remove(t.storage());
+  }
+
+  /** Whether any gradient reached {@code t}'s storage. */
+  public boolean reached(Tensor t) {
+    return buffers.containsKey(t.storage());
+  }
+
+  /**
+   * The gradient of {@code t} (a tensor the tape tracked, or a view of one) as a CPU F32 tensor of
+   * its shape; zeros when nothing the output depends on reads it.
+   */
+  public Tensor of(Tensor t) {
+    float[] g = gather(t);
+    return g == null ? Tensor.zeros(DType.F32, t.shape()) : Tensor.of(g, t.shape());
+  }
+}

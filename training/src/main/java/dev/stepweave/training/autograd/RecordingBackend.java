@@ -1,0 +1,247 @@
+package dev.stepweave.training.autograd;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Tensor;
+import java.util.List;
+import java.util.function.Supplier;
+
+/**
+ * The training forward: a {@link Backend} that computes every operation with the serving backend it
+ * wraps, unchanged, and — inside {@link #recording} — also writes each operation that reads a
+ * tracked tensor onto a {@link Tape} with its backward rule. A model loaded on it runs its own
+ * serving forward, so the training forward's values are the serving forward's bit for bit; the tape
+ * adds the gradients.
+ *
+ * <p>Only the primitive operations are overridden. The fused ones ({@code modulatedLayerNorm},
+ * {@code rmsNormRope}, {@code gatedResidual}, {@code linearGeluTanh}, {@code linearLowRank}, {@code
+ * addLowRank}) run as the SPI's defaults, which compose the primitives — the very composition the
+ * CPU backend runs, so nothing changes there; a device backend's fused kernels would need rules of
+ * their own. Views ({@link Tensor#reshape}, permute, slice, expand) are not operations at all: the
+ * tape follows gradients by storage ({@link Gradients}). The backward rules compute on the host, so
+ * recording needs a CPU backend.
+ */
+public final class RecordingBackend implements Backend {
+  private final Backend delegate;
+  private Tape tape;
+
+  public RecordingBackend(Backend delegate) {
+    this.delegate = delegate;
+  }
+
+  /**
+   * Runs {@code forward} with every differentiable operation on a tracked tensor written to {@code
+   * tape}, and returns its result. Outside such a call this backend only delegates (evaluation
+   * mode). Calls do not nest.
+   *
+   * @throws IllegalStateException when a recording is already running, or the wrapped backend is
+   *     not the CPU's
+   */
+  public Tensor recording(Tape tape, Supplier<Tensor> forward) {
+    if (this.tape != null) {
+      throw new IllegalStateException("a recording is already running on this backend");
+    }
+    if (delegate.device().kind() != Device.Kind.CPU) {
+      throw new IllegalStateException(
+          "the backward rules run on the host: recording needs a CPU backend, not " + name());
+    }
+    this.tape = tape;
+    try {
+      return forward.get();
+    } finally {
+      this.tape = null;
+    }
+  }
+
+  private Tensor record(String op, Tensor out, Supplier<BackwardRule> rule, Tensor... inputs) {
+    if (tape == null) {
+      return out;
+    }
+    for (Tensor in : inputs) {
+      if (tape.tracks(in)) {
+        return tape.record(op, out, rule.get(), inputs);
+      }
+    }
+    return out;
+  }
+
+  @Override
+  public Device device() {
+    return delegate.device();
+  }
+
+  @Override
+  public String name() {
+    return "recording(" + delegate.name() + ")";
+  }
+
+  @Override
+  public Tensor zeros(DType dtype, int... shape) {
+    return delegate.zeros(dtype, shape);
+  }
+
+  @Override
+  public Tensor upload(Tensor t, DType dtype) {
+    return record("upload", delegate.upload(t, dtype), () -> MovementGrads.identity(t), t);
+  }
+
+  @Override
+  public Tensor download(Tensor t) {
+    return record("download", delegate.download(t), () -> MovementGrads.identity(t), t);
+  }
+
+  @Override
+  public Tensor contiguous(Tensor t) {
+    return record("contiguous", delegate.contiguous(t), () -> MovementGrads.identity(t), t);
+  }
+
+  @Override
+  public Tensor linear(Tensor x, Tensor w, Tensor bias) {
+    return record(
+        "linear",
+        delegate.linear(x, w, bias),
+        () -> LinearAlgebraGrads.linear(x, w, bias),
+        x,
+        w,
+        bias);
+  }
+
+  @Override
+  public Tensor matmul(Tensor a, Tensor b) {
+    Tensor out = delegate.matmul(a, b);
+    return record("matmul", out, () -> LinearAlgebraGrads.matmul(a, b, out), a, b);
+  }
+
+  @Override
+  public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
+    Tensor out = delegate.attention(q, k, v, bias, scale);
+    return record(
+        "attention", out, () -> AttentionGrad.of(q, k, v, bias, scale, out), q, k, v, bias);
+  }
+
+  @Override
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    Tensor out = delegate.conv3d(x, w, bias, stride, padding);
+    int[] s = stride.clone();
+    int[] p = padding.clone();
+    return record("conv3d", out, () -> ConvolutionGrad.of(x, w, bias, s, p, out), x, w, bias);
+  }
+
+  @Override
+  public Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+    return record(
+        "layerNorm",
+        delegate.layerNorm(x, weight, bias, eps),
+        () -> NormGrads.layerNorm(x, weight, bias, eps),
+        x,
+        weight,
+        bias);
+  }
+
+  @Override
+  public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
+    return record(
+        "rmsNorm",
+        delegate.rmsNorm(x, weight, eps),
+        () -> NormGrads.rmsNorm(x, weight, eps),
+        x,
+        weight);
+  }
+
+  @Override
+  public Tensor l2Normalize(Tensor x, int dim, float eps) {
+    return record(
+        "l2Normalize",
+        delegate.l2Normalize(x, dim, eps),
+        () -> NormGrads.l2Normalize(x, dim, eps),
+        x);
+  }
+
+  @Override
+  public Tensor softmax(Tensor x) {
+    Tensor out = delegate.softmax(x);
+    return record("softmax", out, () -> NormGrads.softmax(x, out), x);
+  }
+
+  @Override
+  public Tensor gelu(Tensor x, boolean tanhApproximation) {
+    Tensor out = delegate.gelu(x, tanhApproximation);
+    return record("gelu", out, () -> ElementwiseGrads.gelu(x, out, tanhApproximation), x);
+  }
+
+  @Override
+  public Tensor silu(Tensor x) {
+    Tensor out = delegate.silu(x);
+    return record("silu", out, () -> ElementwiseGrads.silu(x, out), x);
+  }
+
+  @Override
+  public Tensor unary(Tensor x, UnaryOp op) {
+    Tensor out = delegate.unary(x, op);
+    return record(op.name().toLowerCase(), out, () -> ElementwiseGrads.unary(x, out, op), x);
+  }
+
+  @Override
+  public Tensor binary(Tensor a, Tensor b, BinaryOp op) {
+    Tensor out = delegate.binary(a, b, op);
+    return record(op.name().toLowerCase(), out, () -> ElementwiseGrads.binary(a, b, out, op), a, b);
+  }
+
+  @Override
+  public Tensor affine(Tensor x, float scale, float shift) {
+    Tensor out = delegate.affine(x, scale, shift);
+    return record("affine", out, () -> ElementwiseGrads.affine(x, out, scale), x);
+  }
+
+  @Override
+  public Tensor clamp(Tensor x, float min, float max) {
+    Tensor out = delegate.clamp(x, min, max);
+    return record("clamp", out, () -> ElementwiseGrads.clamp(x, out, min, max), x);
+  }
+
+  @Override
+  public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
+    return record(
+        "rope", delegate.rope(x, cos, sin), () -> ElementwiseGrads.rope(x, cos, sin), x, cos, sin);
+  }
+
+  @Override
+  public Tensor concat(List<Tensor> parts, int dim) {
+    List<Tensor> copy = List.copyOf(parts);
+    Tensor out = delegate.concat(copy, dim);
+    return record(
+        "concat", out, () -> MovementGrads.concat(copy, dim, out), copy.toArray(Tensor[]::new));
+  }
+
+  @Override
+  public Tensor pad(Tensor x, int[] pads, float value) {
+    int[] p = pads.clone();
+    Tensor out = delegate.pad(x, p, value);
+    return record("pad", out, () -> MovementGrads.pad(x, p, out), x);
+  }
+
+  @Override
+  public Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    return record(
+        "upsampleNearest2d",
+        delegate.upsampleNearest2d(x, scaleH, scaleW),
+        () -> MovementGrads.upsampleNearest2d(x, scaleH, scaleW),
+        x);
+  }
+
+  @Override
+  public Tensor embedding(Tensor table, Tensor ids) {
+    return record(
+        "embedding",
+        delegate.embedding(table, ids),
+        () -> MovementGrads.embedding(table, ids),
+        table,
+        ids);
+  }
+
+  @Override
+  public Tensor sumLastDim(Tensor x) {
+    return record("sumLastDim", delegate.sumLastDim(x), () -> MovementGrads.sumLastDim(x), x);
+  }
+}

@@ -1,0 +1,90 @@
+package dev.stepweave.training.autograd;
+
+import dev.stepweave.tensor.Storage;
+import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.Collections;
+import java.util.IdentityHashMap;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * The record of one differentiable forward: the tensors whose gradients are wanted (the leaves: a
+ * model's trainable parameters, an input), and, in execution order, every operation that read a
+ * tracked tensor. Operations on untracked tensors only (constant tables, the timestep features) are
+ * not recorded, so they cost nothing in the backward.
+ */
+public final class Tape {
+  private final List<Node> nodes = new ArrayList<>();
+  private final Set<Storage> tracked = Collections.newSetFromMap(new IdentityHashMap<>());
+
+  /** Asks for the gradient of {@code leaf} (and of every view of its storage). */
+  public void track(Tensor leaf) {
+    tracked.add(leaf.storage());
+  }
+
+  /** Whether {@code t} is a leaf or was computed from one. */
+  public boolean tracks(Tensor t) {
+    return t != null && tracked.contains(t.storage());
+  }
+
+  /** The number of operations recorded so far. */
+  public int size() {
+    return nodes.size();
+  }
+
+  /**
+   * Records {@code output} of {@code op} when any of {@code inputs} is tracked, and returns it. An
+   * output over an input's own storage (an operation that returned its input) is that input, which
+   * the tape already follows.
+   */
+  Tensor record(String op, Tensor output, BackwardRule rule, Tensor... inputs) {
+    boolean any = false;
+    for (Tensor in : inputs) {
+      if (in != null && in.storage() == output.storage()) {
+        return output;
+      }
+      any |= tracks(in);
+    }
+    if (any) {
+      nodes.add(new Node(op, output, rule));
+      tracked.add(output.storage());
+    }
+    return output;
+  }
+
+  /**
+   * Reverse-mode differentiation of {@code output}: seeds its gradient with {@code seed} (its
+   * shape, row-major) and runs every recorded rule in reverse order. Intermediate gradients are
+   * dropped as soon as their operation has passed them on; the leaves' gradients remain.
+   */
+  public Gradients backward(Tensor output, float[] seed) {
+    if (!tracks(output)) {
+      throw new IllegalArgumentException(
+          "backward of a tensor computed from no tracked tensor: nothing to differentiate");
+    }
+    Gradients grads = new Gradients();
+    grads.accumulate(output, seed);
+    for (int i = nodes.size() - 1; i >= 0; i--) {
+      Node node = nodes.get(i);
+      float[] g = grads.gather(node.output());
+      if (g == null) {
+        continue;
+      }
+      grads.release(node.output());
+      for (Contribution c : node.rule().apply(g, this::tracks)) {
+        grads.accumulate(c.target(), c.grad());
+      }
+    }
+    return grads;
+  }
+
+  /** {@link #backward(Tensor, float[])} of a one-element output (a loss), seeded with 1. */
+  public Gradients backward(Tensor scalar) {
+    if (scalar.numel() != 1) {
+      throw new IllegalArgumentException(
+          "backward without a seed needs a one-element output, not " + scalar);
+    }
+    return backward(scalar, new float[] {1f});
+  }
+}
