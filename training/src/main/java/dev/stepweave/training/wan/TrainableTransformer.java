@@ -1,0 +1,111 @@
+package dev.stepweave.training.wan;
+
+import dev.stepweave.core.parity.TapSink;
+import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.models.wan.transformer.BlockHooks;
+import dev.stepweave.models.wan.transformer.WanTransformer;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.tensor.io.Weights;
+import dev.stepweave.training.autograd.Gradients;
+import dev.stepweave.training.autograd.RecordingBackend;
+import dev.stepweave.training.autograd.Tape;
+import dev.stepweave.training.objective.FlowMatching;
+import java.util.LinkedHashMap;
+import java.util.Map;
+
+/**
+ * The serving {@link WanTransformer}, loaded on a {@link RecordingBackend}: its forward is the
+ * serving forward (same classes, same kernels), and a flow-matching step through it also yields the
+ * gradient of every trainable tensor. The parameters are the tensors the model computes with, by
+ * checkpoint name, in F32 host memory the optimiser may update in place.
+ */
+public final class TrainableTransformer {
+  private final RecordingBackend backend;
+  private final WanTransformer model;
+  private final Map<String, Tensor> parameters;
+
+  private TrainableTransformer(
+      RecordingBackend backend, WanTransformer model, Map<String, Tensor> parameters) {
+    this.backend = backend;
+    this.model = model;
+    this.parameters = parameters;
+  }
+
+  /** Loads {@code source}'s transformer onto a recording backend over {@code cpu}. */
+  public static TrainableTransformer load(
+      WanTransformerConfig cfg, TensorSource source, Backend cpu) {
+    RecordingBackend backend = new RecordingBackend(cpu);
+    Weights weights = new Weights(source, backend, DType.F32);
+    WanTransformer model = WanTransformer.load(cfg, weights);
+    return new TrainableTransformer(backend, model, Map.copyOf(weights.loaded()));
+  }
+
+  public WanTransformer model() {
+    return model;
+  }
+
+  public Backend backend() {
+    return backend;
+  }
+
+  /** Every parameter by its checkpoint name. */
+  public Map<String, Tensor> parameters() {
+    return new java.util.TreeMap<>(parameters);
+  }
+
+  /**
+   * One differentiable flow-matching evaluation: the noised input, the prediction, the loss and the
+   * gradients of {@code trainable} (by the caller's names) and of the noised input.
+   *
+   * @param trainable the tensors to differentiate, by name: {@link #parameters} for a full
+   *     fine-tune, an adapter's tensors for LoRA
+   * @param adapters the adapters each batch row applies ({@link AdapterRows#NONE} for none)
+   */
+  public LossAndGradients lossAndGradients(
+      FlowMatching.Batch batch, Map<String, Tensor> trainable, AdapterRows adapters) {
+    FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
+    Tape tape = new Tape();
+    trainable.values().forEach(tape::track);
+    tape.track(noised.xt());
+    Tensor[] prediction = new Tensor[1];
+    Tensor loss =
+        backend.recording(
+            tape,
+            () -> {
+              prediction[0] =
+                  model.forward(
+                      noised.xt(),
+                      noised.timestep(),
+                      batch.context(),
+                      TapSink.NONE,
+                      BlockHooks.NONE,
+                      adapters);
+              return FlowMatching.meanSquaredError(backend, prediction[0], noised.target());
+            });
+    Gradients grads = tape.backward(loss);
+    Map<String, Tensor> byName = new LinkedHashMap<>();
+    trainable.forEach((name, t) -> byName.put(name, grads.of(t)));
+    return new LossAndGradients(
+        noised.xt(), prediction[0], loss.getFloat(0), byName, grads.of(noised.xt()));
+  }
+
+  /**
+   * What a flow-matching step computed.
+   *
+   * @param xt the noised input
+   * @param prediction the model's output
+   * @param loss the mean squared error
+   * @param gradients the gradient of each trainable tensor, by name
+   * @param inputGradient the gradient of the noised input
+   */
+  public record LossAndGradients(
+      Tensor xt,
+      Tensor prediction,
+      float loss,
+      Map<String, Tensor> gradients,
+      Tensor inputGradient) {}
+}
