@@ -1,5 +1,7 @@
 package dev.stepweave.training.parity;
 
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
 import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
 import dev.stepweave.core.parity.Tolerance;
@@ -11,9 +13,11 @@ import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.objective.FlowMatching;
+import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -46,6 +50,107 @@ public final class TrainingParity {
           report, "grad.hidden_states", result.inputGradient(), rec, TrainingTolerances.GRADIENT);
       compareGradients(report, rec, result.gradients(), Set.of("grad.hidden_states"));
     }
+  }
+
+  /**
+   * Three full-batch AdamW steps of {@code adamw_3steps.safetensors} (settings from its {@code
+   * optimizer} metadata) on {@code dit_train}'s inputs: each step's loss, and per parameter the
+   * update (parameter after the steps minus the checkpoint's), in relative L2 everywhere and in max
+   * abs where the reference's first-step gradient is comparable.
+   */
+  public void checkAdamW(SafetensorsFile rec, SafetensorsFile ditTrain, ParityReport report) {
+    AdamW.Settings settings = optimizerSettings(rec);
+    double lr = optimizerJson(rec).path("lr").asDouble(Double.NaN);
+    Tensor losses = required(rec, "losses");
+    int steps = losses.dim(0);
+    try (TensorSource weights = transformerWeights()) {
+      TrainableTransformer model = load(weights);
+      Map<String, Tensor> parameters = model.parameters();
+      Map<String, Tensor> initial = new LinkedHashMap<>();
+      parameters.forEach((name, p) -> initial.put(name, Tensor.of(p.toFloatArray(), p.shape())));
+      AdamW optimizer = new AdamW(settings);
+      FlowMatching.Batch batch = batch(ditTrain);
+      float[] ours = new float[steps];
+      for (int i = 0; i < steps; i++) {
+        LossAndGradients step = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
+        ours[i] = step.loss();
+        optimizer.step(parameters, step.gradients(), lr);
+      }
+      report.add(Comparison.of("losses", Tensor.of(ours, steps), losses, TrainingTolerances.LOSS));
+      for (String name : new TreeSet<>(parameters.keySet())) {
+        Tensor expected = required(rec, PARAM + name);
+        Tensor start = initial.get(name);
+        Tensor update = difference(parameters.get(name), start);
+        Tensor expectedUpdate = difference(expected, start);
+        report.add(
+            Comparison.of("update." + name, update, expectedUpdate, TrainingTolerances.UPDATE));
+        float[] firstGrad = required(ditTrain, GRAD + name).toFloatArray();
+        report.add(
+            Comparison.of(
+                "update." + name + "[|grad| > " + TrainingTolerances.COMPARABLE_GRADIENT + "]",
+                comparable(update, firstGrad),
+                comparable(expectedUpdate, firstGrad),
+                TrainingTolerances.UPDATE_MAX_ABS));
+      }
+      for (String key : rec.keys()) {
+        if (key.startsWith(PARAM) && !parameters.containsKey(key.substring(PARAM.length()))) {
+          report.error("the recording updates '" + key + "', which the model does not have");
+        }
+      }
+    }
+  }
+
+  private static final String PARAM = "param.";
+
+  static AdamW.Settings optimizerSettings(SafetensorsFile rec) {
+    JsonNode json = optimizerJson(rec);
+    if (!"AdamW".equals(json.path("type").asText())) {
+      throw new IllegalArgumentException(
+          "recording " + rec + ": optimizer " + json.path("type") + " is not AdamW");
+    }
+    return new AdamW.Settings(
+        json.path("betas").path(0).asDouble(),
+        json.path("betas").path(1).asDouble(),
+        json.path("eps").asDouble(),
+        json.path("weight_decay").asDouble());
+  }
+
+  private static JsonNode optimizerJson(SafetensorsFile rec) {
+    String text = rec.metadata().get("optimizer");
+    if (text == null) {
+      throw new IllegalArgumentException("recording " + rec + " has no 'optimizer' metadata");
+    }
+    try {
+      return new ObjectMapper().readTree(text);
+    } catch (java.io.IOException e) {
+      throw new IllegalArgumentException(
+          "recording " + rec + ": 'optimizer' metadata is not JSON: " + e.getMessage());
+    }
+  }
+
+  private static Tensor difference(Tensor a, Tensor b) {
+    float[] x = a.toFloatArray();
+    float[] y = b.toFloatArray();
+    for (int i = 0; i < x.length; i++) {
+      x[i] -= y[i];
+    }
+    return Tensor.of(x, a.shape());
+  }
+
+  /** The elements of {@code t} where the first-step gradient's magnitude is comparable. */
+  private static Tensor comparable(Tensor t, float[] firstGrad) {
+    float[] v = t.toFloatArray();
+    int n = 0;
+    for (float g : firstGrad) {
+      n += Math.abs(g) > TrainingTolerances.COMPARABLE_GRADIENT ? 1 : 0;
+    }
+    float[] out = new float[n];
+    for (int i = 0, j = 0; i < v.length; i++) {
+      if (Math.abs(firstGrad[i]) > TrainingTolerances.COMPARABLE_GRADIENT) {
+        out[j++] = v[i];
+      }
+    }
+    return Tensor.of(out, n);
   }
 
   TrainableTransformer load(TensorSource weights) {
