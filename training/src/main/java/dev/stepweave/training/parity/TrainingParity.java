@@ -14,6 +14,7 @@ import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
@@ -101,6 +102,47 @@ public final class TrainingParity {
   }
 
   private static final String PARAM = "param.";
+
+  /** The adapter a LoRA recording names: {@code …loras/<file> at strength <s>}. */
+  private static final java.util.regex.Pattern ADAPTER =
+      java.util.regex.Pattern.compile("loras/(\\S+\\.safetensors) at strength ([0-9.eE+-]+)");
+
+  /**
+   * LoRA-only gradients of {@code lora_train.safetensors}: the adapter its {@code adapter} metadata
+   * names, from the checkpoint's {@code loras/} folder, attached at its strength, the base weights
+   * frozen; the loss and every factor's gradient on {@code dit_train}'s inputs.
+   */
+  public void checkLoraTrain(SafetensorsFile rec, SafetensorsFile ditTrain, ParityReport report) {
+    String named = rec.metadata().get("adapter");
+    java.util.regex.Matcher m = named == null ? null : ADAPTER.matcher(named);
+    if (m == null || !m.find()) {
+      throw new IllegalArgumentException(
+          "recording "
+              + rec
+              + ": 'adapter' metadata must name loras/<file>.safetensors at strength <s>, not "
+              + named);
+    }
+    Path file = checkpoint.dir().resolve("loras").resolve(m.group(1));
+    if (!java.nio.file.Files.isRegularFile(file)) {
+      throw new IllegalArgumentException(
+          "recording " + rec + " names adapter " + file + ", which does not exist");
+    }
+    FlowMatching.Batch batch = batch(ditTrain);
+    try (TensorSource weights = transformerWeights()) {
+      TrainableTransformer model = load(weights);
+      try (TrainableLora lora = TrainableLora.load(model, file, Float.parseFloat(m.group(2)))) {
+        LossAndGradients result =
+            model.lossAndGradients(batch, lora.parameters(), lora.rows(batch.x0().dim(0)));
+        compare(
+            report,
+            "loss",
+            Tensor.of(new float[] {result.loss()}, 1),
+            rec,
+            TrainingTolerances.LOSS);
+        compareGradients(report, rec, result.gradients(), Set.of());
+      }
+    }
+  }
 
   static AdamW.Settings optimizerSettings(SafetensorsFile rec) {
     JsonNode json = optimizerJson(rec);
