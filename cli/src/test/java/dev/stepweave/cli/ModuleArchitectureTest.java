@@ -28,6 +28,7 @@ class ModuleArchitectureTest {
   static final String MEDIA = "dev.stepweave.media..";
   static final String MODELS = "dev.stepweave.models..";
   static final String TRAINING = "dev.stepweave.training..";
+  static final String AUTOGRAD = "dev.stepweave.training.autograd..";
   static final String SERVER = "dev.stepweave.server..";
   static final String CLI = "dev.stepweave.cli..";
   static final String JCODEC = "org.jcodec..";
@@ -48,9 +49,8 @@ class ModuleArchitectureTest {
 
   @Test
   void everyModuleARuleNamesIsOnTheClasspath() {
-    // training holds no class until its issue lands, so it cannot be listed; the rule that names
-    // it selects every class outside it and so still has classes to check.
-    for (String pkg : List.of(TENSOR, CPU, CUDA, CORE, MEDIA, MODELS, SERVER, CLI)) {
+    for (String pkg :
+        List.of(TENSOR, CPU, CUDA, CORE, MEDIA, MODELS, TRAINING, AUTOGRAD, SERVER, CLI)) {
       assertTrue(
           all.stream().anyMatch(c -> c.getPackageName().startsWith(pkg.replace("..", ""))),
           pkg + " holds no class on the classpath: a rule naming it checks nothing");
@@ -66,6 +66,30 @@ class ModuleArchitectureTest {
             .should()
             .dependOnClassesThat()
             .resideInAPackage(TRAINING));
+  }
+
+  @Test
+  void trainingStandsOnCoreModelsAndTensorAlone() {
+    // §10: the trainer is a client of the serving components, never of the products or a device.
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(TRAINING)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(CUDA, MEDIA, SERVER, CLI));
+  }
+
+  @Test
+  void autogradKnowsOnlyTheBackendSpi() {
+    // Differentiation works on any model written against the Backend SPI: it knows no model.
+    check(
+        noClasses()
+            .that()
+            .resideInAPackage(AUTOGRAD)
+            .should()
+            .dependOnClassesThat()
+            .resideInAnyPackage(CORE, MODELS, CPU, CUDA, MEDIA, SERVER, CLI));
   }
 
   @Test
