@@ -5,6 +5,7 @@ import dev.stepweave.core.parity.ParityReport;
 import dev.stepweave.models.parity.RecordingVerifier;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Precision;
+import dev.stepweave.training.parity.TrainingVerifier;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -22,7 +23,8 @@ import picocli.CommandLine.Spec;
       "Runs a checkpoint's components on the inputs of a reference recording and compares every"
           + " output and tap with it.",
       "For each recording file present (dit, umt5, vae, sched_*, pipeline, torch_cpu_randn"
-          + " .safetensors) prints one line per output and tap, then the first divergence.",
+          + " .safetensors, and the training references dit_train, adamw_3steps, lora_train)"
+          + " prints one line per output and tap, then the first divergence.",
       "Exits 0 only if everything is within the tolerances of the checkpoint's card (ParitySpec)."
     })
 final class VerifyCommand implements Callable<Integer> {
@@ -52,9 +54,16 @@ final class VerifyCommand implements Callable<Integer> {
     }
     PrintWriter out = spec.commandLine().getOut();
     Backend backend = backendOption.open(spec.commandLine().getErr(), Precision.F32);
-    ParityReport report =
+    ParityReport serving =
         new RecordingVerifier(checkpoint, backend, out::println)
-            .verify(reference, c -> out.println(c.line()));
+            .verify(reference, c -> out.println(c.line()), TrainingVerifier::checks);
+    ParityReport training =
+        new TrainingVerifier(checkpoint).verify(reference, c -> out.println(c.line()));
+    ParityReport report = new ParityReport();
+    for (ParityReport part : new ParityReport[] {serving, training}) {
+      part.comparisons().forEach(report::add);
+      part.errors().forEach(report::error);
+    }
     for (String error : report.errors()) {
       out.println("ERROR " + error);
     }

@@ -16,6 +16,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.function.Consumer;
+import java.util.function.Predicate;
 import java.util.stream.Stream;
 
 /**
@@ -46,6 +47,16 @@ public final class RecordingVerifier {
    *     load
    */
   public ParityReport verify(Path referenceDir, Consumer<Comparison> onEach) {
+    return verify(referenceDir, onEach, name -> false);
+  }
+
+  /**
+   * Like {@link #verify(Path, Consumer)}, leaving out the recordings {@code checkedElsewhere}
+   * claims by file name (another plane's, such as the training references): they are neither
+   * checked nor noted as unknown here.
+   */
+  public ParityReport verify(
+      Path referenceDir, Consumer<Comparison> onEach, Predicate<String> checkedElsewhere) {
     ParityReport report = new ParityReport();
     Consumer<Comparison> sink =
         c -> {
@@ -61,6 +72,7 @@ public final class RecordingVerifier {
     if (files.isEmpty()) {
       report.error(referenceDir + ": no .safetensors recordings");
     }
+    files = files.stream().filter(f -> !checkedElsewhere.test(f.getFileName().toString())).toList();
     adapters = RecordedAdapters.of(checkpoint, files);
     // The card holds the bounds; without it nothing can be judged, so it is fatal like the weights.
     ParitySpec parity = WanCards.cardFor(DiffusersDirectory.open(checkpoint)).parity();
