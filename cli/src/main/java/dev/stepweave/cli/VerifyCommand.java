@@ -23,7 +23,8 @@ import picocli.CommandLine.Spec;
       "Runs a checkpoint's components on the inputs of a reference recording and compares every"
           + " output and tap with it.",
       "For each recording file present (dit, umt5, vae, sched_*, pipeline, torch_cpu_randn"
-          + " .safetensors, and the training references dit_train, adamw_3steps, lora_train)"
+          + " .safetensors, and the training references dit_train, adamw_3steps, lora_train,"
+          + " vae_train)"
           + " prints one line per output and tap, then the first divergence.",
       "Exits 0 only if everything is within the tolerances of the checkpoint's card (ParitySpec)."
     })

@@ -12,8 +12,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * {@code stepweave verify} on the training references: the loss, every gradient, the AdamW updates
- * and the LoRA gradients pass on {@code wan21-lora-tiny}; a recording whose inputs are missing is
- * an ERROR line naming them and a non-zero exit.
+ * the LoRA gradients and the VAE reconstruction gradients pass on {@code wan21-lora-tiny}; a
+ * recording whose inputs are missing is an ERROR line naming them and a non-zero exit.
  */
 class VerifyTrainingCommandTest {
   private static final Path CHECKPOINT = VerifyCommandTest.GOLDEN.resolve("wan21-lora-tiny");
@@ -36,7 +36,10 @@ class VerifyTrainingCommandTest {
           "adamw_3steps/losses",
           "adamw_3steps/update.proj_out.weight",
           "lora_train/loss",
-          "lora_train/grad.blocks.1.ffn.net.2.lora_B.weight"
+          "lora_train/grad.blocks.1.ffn.net.2.lora_B.weight",
+          "vae_train/reconstruction",
+          "vae_train/loss",
+          "vae_train/grad.decoder.norm_out.gamma"
         }) {
       assertTrue(
           r.out().lines().anyMatch(l -> l.startsWith("PASS " + name + " ")),

@@ -38,7 +38,7 @@ public final class RecordingBackend implements Backend {
    * @throws IllegalStateException when a recording is already running, or the wrapped backend is
    *     not the CPU's
    */
-  public Tensor recording(Tape tape, Supplier<Tensor> forward) {
+  public <T> T recording(Tape tape, Supplier<T> forward) {
     if (this.tape != null) {
       throw new IllegalStateException("a recording is already running on this backend");
     }

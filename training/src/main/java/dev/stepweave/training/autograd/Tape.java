@@ -79,6 +79,28 @@ public final class Tape {
     return grads;
   }
 
+  /**
+   * Passes gradients already in {@code grads} back through this tape's operations, in reverse
+   * order, keeping every gradient: for a tape of tensors derived from the parameters before the
+   * forward (at load time), whose gradients the forward's own backward left behind.
+   */
+  public void propagate(Gradients grads) {
+    for (int i = nodes.size() - 1; i >= 0; i--) {
+      Node node = nodes.get(i);
+      float[] g = grads.gather(node.output());
+      if (g != null) {
+        for (Contribution c : node.rule().apply(g, this::tracks)) {
+          grads.accumulate(c.target(), c.grad());
+        }
+      }
+    }
+  }
+
+  /** The tensors the recorded operations produced, in order. */
+  public List<Tensor> outputs() {
+    return nodes.stream().map(Node::output).toList();
+  }
+
   /** {@link #backward(Tensor, float[])} of a one-element output (a loss), seeded with 1. */
   public Gradients backward(Tensor scalar) {
     if (scalar.numel() != 1) {

@@ -7,6 +7,7 @@ import dev.stepweave.core.parity.ParityReport;
 import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -17,6 +18,7 @@ import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
+import dev.stepweave.training.wan.TrainableVae;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
@@ -193,6 +195,28 @@ public final class TrainingParity {
       }
     }
     return Tensor.of(out, n);
+  }
+
+  /**
+   * The VAE reconstruction loss of {@code vae_train.safetensors} and the gradient of every VAE
+   * parameter that receives one.
+   */
+  public void checkVaeTrain(SafetensorsFile rec, ParityReport report) {
+    DiffusersDirectory.Component component = checkpoint.component("vae");
+    try (TensorSource weights = component.openWeights()) {
+      TrainableVae vae =
+          TrainableVae.load(WanVaeConfig.fromJson(component.config()), weights, new CpuBackend());
+      TrainableVae.Result result = vae.reconstructionStep(required(rec, "video"));
+      compare(
+          report,
+          "reconstruction",
+          result.reconstruction(),
+          rec,
+          TrainingTolerances.RECONSTRUCTION);
+      compare(
+          report, "loss", Tensor.of(new float[] {result.loss()}, 1), rec, TrainingTolerances.LOSS);
+      compareGradients(report, rec, result.gradients(), Set.of());
+    }
   }
 
   TrainableTransformer load(TensorSource weights) {

@@ -17,6 +17,9 @@ public final class TrainingTolerances {
   /** The forward's prediction: the DiT's own bound, max abs ≤ 1e-4. */
   public static final Tolerance PREDICTION = new Tolerance.MaxAbs(1e-4);
 
+  /** The VAE's reconstruction: the VAE's own bound, max abs ≤ 5e-4. */
+  public static final Tolerance RECONSTRUCTION = new Tolerance.MaxAbs(5e-4);
+
   /** The objective's inputs (x_t, the target): elementwise arithmetic, max abs ≤ 1e-6. */
   public static final Tolerance OBJECTIVE = new Tolerance.MaxAbs(1e-6);
 

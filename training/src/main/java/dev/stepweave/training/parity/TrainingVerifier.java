@@ -15,15 +15,17 @@ import java.util.stream.Stream;
 
 /**
  * {@code stepweave verify} for the training references: each training recording in a directory
- * ({@code dit_train}, {@code adamw_3steps}, {@code lora_train}) recomputed on the checkpoint and
- * compared, every comparison named {@code <recording>/<tensor>} as the serving verifier names its
- * own. The optimiser and LoRA recordings take their inputs from {@code dit_train} beside them.
+ * ({@code dit_train}, {@code adamw_3steps}, {@code lora_train}, {@code vae_train}) recomputed on
+ * the checkpoint and compared, every comparison named {@code <recording>/<tensor>} as the serving
+ * verifier names its own. The optimiser and LoRA recordings take their inputs from {@code
+ * dit_train} beside them.
  */
 public final class TrainingVerifier {
   private static final String DIT_TRAIN = "dit_train.safetensors";
   private static final String ADAMW = "adamw_3steps.safetensors";
   private static final String LORA = "lora_train.safetensors";
-  private static final Set<String> RECORDINGS = Set.of(DIT_TRAIN, ADAMW, LORA);
+  private static final String VAE = "vae_train.safetensors";
+  private static final Set<String> RECORDINGS = Set.of(DIT_TRAIN, ADAMW, LORA, VAE);
 
   private final Path checkpoint;
 
@@ -72,6 +74,7 @@ public final class TrainingVerifier {
               parity.checkLoraTrain(rec, inputs, own);
             }
           }
+          case VAE -> parity.checkVaeTrain(rec, own);
           default -> throw new IllegalStateException("unhandled recording " + name);
         }
       } catch (RuntimeException e) {

@@ -6,15 +6,13 @@ import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.TensorSource;
-import dev.stepweave.tensor.io.Weights;
 import dev.stepweave.training.autograd.Gradients;
 import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.autograd.Tape;
+import dev.stepweave.training.autograd.TrainableWeights;
 import dev.stepweave.training.objective.FlowMatching;
-import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
@@ -25,23 +23,21 @@ import java.util.Map;
  */
 public final class TrainableTransformer {
   private final RecordingBackend backend;
+  private final TrainableWeights<WanTransformer> weights;
   private final WanTransformer model;
-  private final Map<String, Tensor> parameters;
 
-  private TrainableTransformer(
-      RecordingBackend backend, WanTransformer model, Map<String, Tensor> parameters) {
+  private TrainableTransformer(RecordingBackend backend, TrainableWeights<WanTransformer> weights) {
     this.backend = backend;
-    this.model = model;
-    this.parameters = parameters;
+    this.weights = weights;
+    this.model = weights.model();
   }
 
   /** Loads {@code source}'s transformer onto a recording backend over {@code cpu}. */
   public static TrainableTransformer load(
       WanTransformerConfig cfg, TensorSource source, Backend cpu) {
     RecordingBackend backend = new RecordingBackend(cpu);
-    Weights weights = new Weights(source, backend, DType.F32);
-    WanTransformer model = WanTransformer.load(cfg, weights);
-    return new TrainableTransformer(backend, model, Map.copyOf(weights.loaded()));
+    return new TrainableTransformer(
+        backend, TrainableWeights.load(source, backend, w -> WanTransformer.load(cfg, w)));
   }
 
   public WanTransformer model() {
@@ -54,7 +50,7 @@ public final class TrainableTransformer {
 
   /** Every parameter by its checkpoint name. */
   public Map<String, Tensor> parameters() {
-    return new java.util.TreeMap<>(parameters);
+    return weights.parameters();
   }
 
   /**
@@ -69,7 +65,7 @@ public final class TrainableTransformer {
       FlowMatching.Batch batch, Map<String, Tensor> trainable, AdapterRows adapters) {
     FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
     Tape tape = new Tape();
-    trainable.values().forEach(tape::track);
+    weights.track(tape, trainable);
     tape.track(noised.xt());
     Tensor[] prediction = new Tensor[1];
     Tensor loss =
@@ -87,10 +83,12 @@ public final class TrainableTransformer {
               return FlowMatching.meanSquaredError(backend, prediction[0], noised.target());
             });
     Gradients grads = tape.backward(loss);
-    Map<String, Tensor> byName = new LinkedHashMap<>();
-    trainable.forEach((name, t) -> byName.put(name, grads.of(t)));
     return new LossAndGradients(
-        noised.xt(), prediction[0], loss.getFloat(0), byName, grads.of(noised.xt()));
+        noised.xt(),
+        prediction[0],
+        loss.getFloat(0),
+        weights.gradientsOf(grads, trainable, false),
+        grads.of(noised.xt()));
   }
 
   /**

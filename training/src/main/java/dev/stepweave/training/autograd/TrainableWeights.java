@@ -1,0 +1,107 @@
+package dev.stepweave.training.autograd;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.tensor.io.Weights;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.function.Function;
+
+/**
+ * A model loaded for training: its parameters (the tensors {@link Weights#take} loaded, by name)
+ * and the record of what the model derived from them while loading — a scaled norm weight, a fused
+ * projection. The load runs on a tape that tracks every tensor read from the checkpoint, so such
+ * derivations are differentiable too: a training step tracks them with the parameters ({@link
+ * #track}) and, after its backward, passes their gradients on to the parameters ({@link
+ * #gradientsOf}).
+ *
+ * @param <M> the model
+ */
+public final class TrainableWeights<M> {
+  private final M model;
+  private final Map<String, Tensor> parameters;
+  private final Tape derivations;
+
+  private TrainableWeights(M model, Map<String, Tensor> parameters, Tape derivations) {
+    this.model = model;
+    this.parameters = parameters;
+    this.derivations = derivations;
+  }
+
+  /** Loads a model with {@code loader} from {@code source} onto {@code backend}, in F32. */
+  public static <M> TrainableWeights<M> load(
+      TensorSource source, RecordingBackend backend, Function<Weights, M> loader) {
+    Tape derivations = new Tape();
+    Weights weights = new Weights(new Tracked(source, derivations), backend, DType.F32);
+    M model = backend.recording(derivations, () -> loader.apply(weights));
+    return new TrainableWeights<>(model, Map.copyOf(weights.loaded()), derivations);
+  }
+
+  public M model() {
+    return model;
+  }
+
+  /** Every parameter by its checkpoint name, sorted. */
+  public Map<String, Tensor> parameters() {
+    return new TreeMap<>(parameters);
+  }
+
+  /** Tracks {@code trainable} and whatever the model derived from the parameters at load. */
+  public void track(Tape step, Map<String, Tensor> trainable) {
+    trainable.values().forEach(step::track);
+    derivations.outputs().forEach(step::track);
+  }
+
+  /**
+   * The gradient of each of {@code trainable}, by name, once the step's backward has run: the
+   * derivations' gradients are passed back to the parameters first. Names whose tensor no gradient
+   * reached are left out when {@code reachedOnly}, else get zeros.
+   */
+  public Map<String, Tensor> gradientsOf(
+      Gradients grads, Map<String, Tensor> trainable, boolean reachedOnly) {
+    derivations.propagate(grads);
+    Map<String, Tensor> out = new java.util.LinkedHashMap<>();
+    trainable.forEach(
+        (name, t) -> {
+          if (!reachedOnly || grads.reached(t)) {
+            out.put(name, grads.of(t));
+          }
+        });
+    return out;
+  }
+
+  /** The source, with every tensor it hands out tracked by the load's tape. */
+  private record Tracked(TensorSource source, Tape tape) implements TensorSource {
+    @Override
+    public Set<String> keys() {
+      return source.keys();
+    }
+
+    @Override
+    public TensorInfo info(String key) {
+      return source.info(key);
+    }
+
+    @Override
+    public Tensor load(String key) {
+      Tensor t = source.load(key);
+      tape.track(t);
+      return t;
+    }
+
+    @Override
+    public java.nio.file.Path fileOf(String key) {
+      return source.fileOf(key);
+    }
+
+    @Override
+    public Map<String, String> metadata() {
+      return source.metadata();
+    }
+
+    @Override
+    public void close() {}
+  }
+}
