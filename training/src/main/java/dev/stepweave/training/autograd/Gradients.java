@@ -14,8 +14,10 @@ import java.util.Map;
  */
 public final class Gradients {
   private final Map<Storage, float[]> buffers = new IdentityHashMap<>();
+  private final Map<Storage, DType> dtypes = new IdentityHashMap<>();
 
   void accumulate(Tensor target, float[] grad) {
+    dtypes.putIfAbsent(target.storage(), target.dtype());
     float[] buffer =
         buffers.computeIfAbsent(
             target.storage(), s -> new float[(int) (s.byteSize() / target.dtype().byteSize())]);
@@ -52,6 +54,19 @@ public final class Gradients {
 
   void release(Tensor t) {
     buffers.remove(t.storage());
+  }
+
+  /** Every gradient held, each addressed to the whole of its storage. */
+  java.util.List<Contribution> asContributions() {
+    java.util.List<Contribution> out = new java.util.ArrayList<>(buffers.size());
+    buffers.forEach(
+        (storage, g) ->
+            out.add(
+                new Contribution(
+                    new Tensor(
+                        storage, dtypes.get(storage), new int[] {g.length}, new long[] {1}, 0),
+                    g)));
+    return out;
   }
 
   /** Whether any gradient reached {@code t}'s storage. */

@@ -4,6 +4,7 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
+import java.util.Collection;
 import java.util.List;
 import java.util.function.Supplier;
 
@@ -24,10 +25,28 @@ import java.util.function.Supplier;
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
+  private final ActivationCheckpointing checkpointing;
   private Tape tape;
 
+  /** Whether the steps of a {@link #chain} (a transformer's blocks) keep their activations. */
+  public enum ActivationCheckpointing {
+    /** Every operation of every step is recorded with what its backward reads. */
+    OFF,
+    /**
+     * Each chain step is recorded as one operation that keeps only its input: its activations die
+     * with the forward, and its backward runs the step again on a tape of its own, then
+     * differentiates that — memory of one block instead of all, for a second forward per block.
+     */
+    PER_CHAIN_STEP
+  }
+
   public RecordingBackend(Backend delegate) {
+    this(delegate, ActivationCheckpointing.OFF);
+  }
+
+  public RecordingBackend(Backend delegate, ActivationCheckpointing checkpointing) {
     this.delegate = delegate;
+    this.checkpointing = checkpointing;
   }
 
   /**
@@ -64,6 +83,46 @@ public final class RecordingBackend implements Backend {
       }
     }
     return out;
+  }
+
+  /**
+   * The SPI's chain, with {@link ActivationCheckpointing#PER_CHAIN_STEP}: each step runs unrecorded
+   * and is recorded as one node whose backward recomputes it. The recomputation is the same
+   * operations on the same inputs, so it reproduces the step's output bit for bit on the CPU.
+   */
+  @Override
+  public Tensor chain(
+      Tensor x, int from, int to, ChainStep step, Supplier<? extends Collection<Tensor>> alsoKept) {
+    if (tape == null || checkpointing == ActivationCheckpointing.OFF) {
+      return Backend.super.chain(x, from, to, step, alsoKept);
+    }
+    Tensor h = x;
+    for (int i = from; i < to; i++) {
+      h = checkpointed(i, h, step);
+    }
+    return h;
+  }
+
+  private Tensor checkpointed(int index, Tensor input, ChainStep step) {
+    Tape outer = tape;
+    if (!outer.tracks(input)) {
+      return step.apply(index, input);
+    }
+    Tape recompute = outer.child();
+    tape = null;
+    Tensor out;
+    try {
+      out = step.apply(index, input);
+    } finally {
+      tape = outer;
+    }
+    BackwardRule rule =
+        (g, wanted) -> {
+          Tape again = recompute.child();
+          Tensor output = recording(again, () -> step.apply(index, input));
+          return again.backward(output, g).asContributions();
+        };
+    return outer.record("checkpoint", out, rule, input);
   }
 
   @Override

@@ -18,6 +18,13 @@ public final class Tape {
   private final List<Node> nodes = new ArrayList<>();
   private final Set<Storage> tracked = Collections.newSetFromMap(new IdentityHashMap<>());
 
+  /** A new, empty tape that tracks every tensor this one tracks now. */
+  Tape child() {
+    Tape t = new Tape();
+    t.tracked.addAll(tracked);
+    return t;
+  }
+
   /** Asks for the gradient of {@code leaf} (and of every view of its storage). */
   public void track(Tensor leaf) {
     tracked.add(leaf.storage());

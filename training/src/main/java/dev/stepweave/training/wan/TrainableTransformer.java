@@ -35,7 +35,20 @@ public final class TrainableTransformer {
   /** Loads {@code source}'s transformer onto a recording backend over {@code cpu}. */
   public static TrainableTransformer load(
       WanTransformerConfig cfg, TensorSource source, Backend cpu) {
-    RecordingBackend backend = new RecordingBackend(cpu);
+    return load(cfg, source, cpu, RecordingBackend.ActivationCheckpointing.OFF);
+  }
+
+  /**
+   * Like {@link #load(WanTransformerConfig, TensorSource, Backend)}; with {@code checkpointing}
+   * {@link RecordingBackend.ActivationCheckpointing#PER_CHAIN_STEP} each block keeps only its input
+   * through the forward and is recomputed in the backward.
+   */
+  public static TrainableTransformer load(
+      WanTransformerConfig cfg,
+      TensorSource source,
+      Backend cpu,
+      RecordingBackend.ActivationCheckpointing checkpointing) {
+    RecordingBackend backend = new RecordingBackend(cpu, checkpointing);
     return new TrainableTransformer(
         backend, TrainableWeights.load(source, backend, w -> WanTransformer.load(cfg, w)));
   }
@@ -82,8 +95,10 @@ public final class TrainableTransformer {
                       adapters);
               return FlowMatching.meanSquaredError(backend, prediction[0], noised.target());
             });
+    int operations = tape.size();
     Gradients grads = tape.backward(loss);
     return new LossAndGradients(
+        operations,
         noised.xt(),
         prediction[0],
         loss.getFloat(0),
@@ -94,6 +109,8 @@ public final class TrainableTransformer {
   /**
    * What a flow-matching step computed.
    *
+   * @param operations how many operations the forward recorded (each keeps its inputs until the
+   *     backward): what activation checkpointing reduces
    * @param xt the noised input
    * @param prediction the model's output
    * @param loss the mean squared error
@@ -101,6 +118,7 @@ public final class TrainableTransformer {
    * @param inputGradient the gradient of the noised input
    */
   public record LossAndGradients(
+      int operations,
       Tensor xt,
       Tensor prediction,
       float loss,
