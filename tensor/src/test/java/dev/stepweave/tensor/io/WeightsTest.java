@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertDoesNotThrow;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
@@ -58,6 +59,18 @@ class WeightsTest {
     assertArrayEquals(new float[] {0.25f, -4}, proj.take("bias", 2).toFloatArray());
     weights.take("norm.weight", 3);
     assertDoesNotThrow(weights::finish);
+  }
+
+  @Test
+  void loadedListsEveryTakenTensorByFullNameInLoadOrder() {
+    Tensor bias = weights.scope("proj").take("bias", 2);
+    Tensor norm = weights.take("norm.weight", 3);
+    weights.skip("proj.weight", 2, 3);
+    assertEquals(
+        java.util.List.of("proj.bias", "norm.weight"),
+        java.util.List.copyOf(weights.loaded().keySet()));
+    assertSame(bias, weights.loaded().get("proj.bias"), "the very tensor the model holds");
+    assertSame(norm, weights.scope("proj").loaded().get("norm.weight"), "scopes share the list");
   }
 
   @Test
