@@ -7,6 +7,7 @@ import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Set;
+import java.util.function.Predicate;
 
 /**
  * The record of one differentiable forward: the tensors whose gradients are wanted (the leaves: a
@@ -89,14 +90,15 @@ public final class Tape {
   /**
    * Passes gradients already in {@code grads} back through this tape's operations, in reverse
    * order, keeping every gradient: for a tape of tensors derived from the parameters before the
-   * forward (at load time), whose gradients the forward's own backward left behind.
+   * forward (at load time), whose gradients the forward's own backward left behind. Only inputs
+   * {@code wanted} accepts receive gradients.
    */
-  public void propagate(Gradients grads) {
+  public void propagate(Gradients grads, Predicate<Tensor> wanted) {
     for (int i = nodes.size() - 1; i >= 0; i--) {
       Node node = nodes.get(i);
       float[] g = grads.gather(node.output());
       if (g != null) {
-        for (Contribution c : node.rule().apply(g, this::tracks)) {
+        for (Contribution c : node.rule().apply(g, t -> tracks(t) && wanted.test(t))) {
           grads.accumulate(c.target(), c.grad());
         }
       }

@@ -1,9 +1,12 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.tensor.io.Weights;
+import java.util.Collections;
+import java.util.IdentityHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -61,7 +64,12 @@ public final class TrainableWeights<M> {
    */
   public Map<String, Tensor> gradientsOf(
       Gradients grads, Map<String, Tensor> trainable, boolean reachedOnly) {
-    derivations.propagate(grads);
+    // The parameters and what was derived from them; not the checkpoint's own tensors, which the
+    // parameters were copied from and which would only hold a second copy of their gradients.
+    Set<Storage> kept = Collections.newSetFromMap(new IdentityHashMap<>());
+    parameters.values().forEach(p -> kept.add(p.storage()));
+    derivations.outputs().forEach(t -> kept.add(t.storage()));
+    derivations.propagate(grads, t -> kept.contains(t.storage()));
     Map<String, Tensor> out = new java.util.LinkedHashMap<>();
     trainable.forEach(
         (name, t) -> {
