@@ -3,7 +3,9 @@ package dev.stepweave.training.autograd;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
 import java.util.IdentityHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -57,8 +59,8 @@ public final class Gradients {
   }
 
   /** Every gradient held, each addressed to the whole of its storage. */
-  java.util.List<Contribution> asContributions() {
-    java.util.List<Contribution> out = new java.util.ArrayList<>(buffers.size());
+  List<Contribution> asContributions() {
+    List<Contribution> out = new ArrayList<>(buffers.size());
     buffers.forEach(
         (storage, g) ->
             out.add(

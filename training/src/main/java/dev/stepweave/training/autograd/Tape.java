@@ -80,7 +80,7 @@ public final class Tape {
         continue;
       }
       grads.release(node.output());
-      for (Contribution c : node.rule().apply(g, this::tracks)) {
+      for (Contribution c : apply(node, g, this::tracks)) {
         grads.accumulate(c.target(), c.grad());
       }
     }
@@ -98,7 +98,7 @@ public final class Tape {
       Node node = nodes.get(i);
       float[] g = grads.gather(node.output());
       if (g != null) {
-        for (Contribution c : node.rule().apply(g, t -> tracks(t) && wanted.test(t))) {
+        for (Contribution c : apply(node, g, t -> tracks(t) && wanted.test(t))) {
           grads.accumulate(c.target(), c.grad());
         }
       }
@@ -108,6 +108,16 @@ public final class Tape {
   /** The tensors the recorded operations produced, in order. */
   public List<Tensor> outputs() {
     return nodes.stream().map(Node::output).toList();
+  }
+
+  /** Runs one rule; a rule that fails names its operation. */
+  private static List<Contribution> apply(Node node, float[] g, Predicate<Tensor> wanted) {
+    try {
+      return node.rule().apply(g, wanted);
+    } catch (RuntimeException e) {
+      throw new IllegalStateException(
+          "backward of " + node.op() + " " + node.output() + ": " + e.getMessage(), e);
+    }
   }
 
   /** {@link #backward(Tensor, float[])} of a one-element output (a loss), seeded with 1. */

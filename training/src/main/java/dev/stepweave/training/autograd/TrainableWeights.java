@@ -5,8 +5,10 @@ import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.tensor.io.Weights;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.IdentityHashMap;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
@@ -70,7 +72,7 @@ public final class TrainableWeights<M> {
     parameters.values().forEach(p -> kept.add(p.storage()));
     derivations.outputs().forEach(t -> kept.add(t.storage()));
     derivations.propagate(grads, t -> kept.contains(t.storage()));
-    Map<String, Tensor> out = new java.util.LinkedHashMap<>();
+    Map<String, Tensor> out = new LinkedHashMap<>();
     trainable.forEach(
         (name, t) -> {
           if (!reachedOnly || grads.reached(t)) {
@@ -100,7 +102,7 @@ public final class TrainableWeights<M> {
     }
 
     @Override
-    public java.nio.file.Path fileOf(String key) {
+    public Path fileOf(String key) {
       return source.fileOf(key);
     }
 

@@ -3,6 +3,7 @@ package dev.stepweave.training.objective;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import java.util.Arrays;
 
 /**
  * The rectified-flow (flow-matching) objective Wan is trained with: a clean latent x₀ and noise ε
@@ -22,16 +23,16 @@ public final class FlowMatching {
    */
   public record Batch(Tensor x0, Tensor noise, Tensor sigma, Tensor context) {
     public Batch {
-      if (!java.util.Arrays.equals(x0.shape(), noise.shape())) {
+      if (!Arrays.equals(x0.shape(), noise.shape())) {
         throw new IllegalArgumentException(
             "noise "
-                + java.util.Arrays.toString(noise.shape())
+                + Arrays.toString(noise.shape())
                 + " must have the latents' shape "
-                + java.util.Arrays.toString(x0.shape()));
+                + Arrays.toString(x0.shape()));
       }
       if (sigma.rank() != 1 || sigma.dim(0) != x0.dim(0)) {
         throw new IllegalArgumentException(
-            "sigma " + java.util.Arrays.toString(sigma.shape()) + " must be [" + x0.dim(0) + "]");
+            "sigma " + Arrays.toString(sigma.shape()) + " must be [" + x0.dim(0) + "]");
       }
     }
   }
@@ -41,7 +42,7 @@ public final class FlowMatching {
 
   public static Noised noised(Backend backend, Batch batch) {
     int[] perSample = new int[batch.x0().rank()];
-    java.util.Arrays.fill(perSample, 1);
+    Arrays.fill(perSample, 1);
     perSample[0] = batch.x0().dim(0);
     Tensor sigma = batch.sigma().reshape(perSample);
     Tensor xt =

@@ -8,6 +8,7 @@ import dev.stepweave.core.parity.Tolerance;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -19,11 +20,15 @@ import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import dev.stepweave.training.wan.TrainableVae;
+import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.regex.Matcher;
+import java.util.regex.Pattern;
 
 /**
  * Checks the training plane against the reference recordings of {@code wan21-train-expected}: each
@@ -106,8 +111,8 @@ public final class TrainingParity {
   private static final String PARAM = "param.";
 
   /** The adapter a LoRA recording names: {@code …loras/<file> at strength <s>}. */
-  private static final java.util.regex.Pattern ADAPTER =
-      java.util.regex.Pattern.compile("loras/(\\S+\\.safetensors) at strength ([0-9.eE+-]+)");
+  private static final Pattern ADAPTER =
+      Pattern.compile("loras/(\\S+\\.safetensors) at strength ([0-9.eE+-]+)");
 
   /**
    * LoRA-only gradients of {@code lora_train.safetensors}: the adapter its {@code adapter} metadata
@@ -116,7 +121,7 @@ public final class TrainingParity {
    */
   public void checkLoraTrain(SafetensorsFile rec, SafetensorsFile ditTrain, ParityReport report) {
     String named = rec.metadata().get("adapter");
-    java.util.regex.Matcher m = named == null ? null : ADAPTER.matcher(named);
+    Matcher m = named == null ? null : ADAPTER.matcher(named);
     if (m == null || !m.find()) {
       throw new IllegalArgumentException(
           "recording "
@@ -125,7 +130,7 @@ public final class TrainingParity {
               + named);
     }
     Path file = checkpoint.dir().resolve("loras").resolve(m.group(1));
-    if (!java.nio.file.Files.isRegularFile(file)) {
+    if (!Files.isRegularFile(file)) {
       throw new IllegalArgumentException(
           "recording " + rec + " names adapter " + file + ", which does not exist");
     }
@@ -166,7 +171,7 @@ public final class TrainingParity {
     }
     try {
       return new ObjectMapper().readTree(text);
-    } catch (java.io.IOException e) {
+    } catch (IOException e) {
       throw new IllegalArgumentException(
           "recording " + rec + ": 'optimizer' metadata is not JSON: " + e.getMessage());
     }
@@ -273,6 +278,6 @@ public final class TrainingParity {
     if (!rec.keys().contains(name)) {
       throw new IllegalArgumentException("recording " + rec + " has no tensor '" + name + "'");
     }
-    return rec.load(name).toHost(dev.stepweave.tensor.DType.F32);
+    return rec.load(name).toHost(DType.F32);
   }
 }

@@ -17,6 +17,7 @@ import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -80,8 +81,7 @@ class FlowMatchingTrainerTest {
             .forEach(
                 (name, t) ->
                     assertFalse(
-                        java.util.Arrays.equals(factors.get(name), t.toFloatArray()),
-                        name + " was trained"));
+                        Arrays.equals(factors.get(name), t.toFloatArray()), name + " was trained"));
       }
       model
           .parameters()
@@ -119,8 +119,8 @@ class FlowMatchingTrainerTest {
       String name = "proj_out.weight";
       Tensor now = model.parameters().get(name);
       float[] averaged = trainer.ema().orElseThrow().averaged(name, now).toFloatArray();
-      assertFalse(java.util.Arrays.equals(averaged, now.toFloatArray()), "the EMA lags");
-      assertFalse(java.util.Arrays.equals(averaged, start.get(name)), "the EMA moved");
+      assertFalse(Arrays.equals(averaged, now.toFloatArray()), "the EMA lags");
+      assertFalse(Arrays.equals(averaged, start.get(name)), "the EMA moved");
     }
   }
 
