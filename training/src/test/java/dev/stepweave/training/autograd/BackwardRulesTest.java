@@ -207,6 +207,10 @@ class BackwardRulesTest {
         (b, in) -> b.gatedResidual(in.get(0), in.get(1), in.get(2)),
         List.of(check.normal(2, 5, 9), check.normal(2, 5, 9), check.normal(2, 1, 9)));
     check.check(
+        "channelNorm with SiLU",
+        (b, in) -> b.channelNorm(in.get(0), in.get(1), 1e-12f, true),
+        List.of(check.normal(2, 5, 3, 4, 3), check.normal(5, 1, 1, 1)));
+    check.check(
         "linearGeluTanh",
         (b, in) -> b.linearGeluTanh(in.get(0), in.get(1), in.get(2)),
         List.of(check.normal(2, 5, 7), check.normal(9, 7), check.normal(9)));
