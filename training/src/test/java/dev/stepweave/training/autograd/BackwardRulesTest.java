@@ -211,6 +211,11 @@ class BackwardRulesTest {
         (b, in) -> b.channelNorm(in.get(0), in.get(1), 1e-12f, true),
         List.of(check.normal(2, 5, 3, 4, 3), check.normal(5, 1, 1, 1)));
     check.check(
+        "channelNormAfter",
+        (b, in) -> b.channelNormAfter(in.get(0), in.get(1), in.get(2), 1e-12f, true),
+        List.of(
+            check.normal(1, 5, 2, 3, 4), check.normal(1, 5, 3, 3, 4), check.normal(5, 1, 1, 1)));
+    check.check(
         "linearGeluTanh",
         (b, in) -> b.linearGeluTanh(in.get(0), in.get(1), in.get(2)),
         List.of(check.normal(2, 5, 7), check.normal(9, 7), check.normal(9)));
