@@ -20,6 +20,7 @@ import java.util.concurrent.Flow;
 final class Job {
   private final String id;
   private final long sequence;
+  private final String owner;
   private final Instant createdAt = Instant.now();
   private final String model;
   private final Settings.Generation settings;
@@ -40,6 +41,7 @@ final class Job {
   Job(
       String id,
       long sequence,
+      String owner,
       String model,
       Settings.Generation settings,
       Map<String, Map<String, Number>> cache,
@@ -48,6 +50,7 @@ final class Job {
       RequestHandle handle) {
     this.id = id;
     this.sequence = sequence;
+    this.owner = owner;
     this.model = model;
     this.settings = settings;
     this.cache = Collections.unmodifiableMap(new LinkedHashMap<>(cache));
@@ -63,6 +66,11 @@ final class Job {
 
   long sequence() {
     return sequence;
+  }
+
+  /** The tenant id of the key that created the job ("" without keys). */
+  String owner() {
+    return owner;
   }
 
   String model() {

@@ -52,6 +52,9 @@ final class Jobs implements AutoCloseable {
   private final AtomicLong sequence = new AtomicLong();
   private final AtomicLong refusedBusy = new AtomicLong();
   private final AtomicLong refusedDraining = new AtomicLong();
+  private final AtomicLong refusedTenant = new AtomicLong();
+  private final int ownerMaxPending;
+  private final Map<String, AtomicInteger> pendingByOwner = new ConcurrentHashMap<>();
   private volatile boolean draining;
   // Submissions read the adapter registry, a rescan replaces it: a job reports the very files the
   // engine resolved its adapters to.
@@ -65,10 +68,15 @@ final class Jobs implements AutoCloseable {
             return t;
           });
 
-  Jobs(Engine engine, ArtifactStore store, ServerConfig limits) {
+  /**
+   * @param ownerMaxPending jobs one key may have queued or running (the anonymous owner "" of a
+   *     server without keys has only the server's limit)
+   */
+  Jobs(Engine engine, ArtifactStore store, ServerConfig limits, int ownerMaxPending) {
     this.engine = engine;
     this.store = store;
     this.limits = limits;
+    this.ownerMaxPending = ownerMaxPending;
   }
 
   boolean accepting() {
@@ -83,18 +91,29 @@ final class Jobs implements AutoCloseable {
     return refusedDraining.get();
   }
 
+  long refusedTenant() {
+    return refusedTenant.get();
+  }
+
   int pending() {
     return pending.get();
   }
 
-  Job submitVideo(Settings.Generation g) {
-    Job job = submit(JobIds.VIDEO, g);
+  /** Jobs queued or running by owner. */
+  Map<String, Integer> pendingByOwner() {
+    Map<String, Integer> out = new java.util.TreeMap<>();
+    pendingByOwner.forEach((owner, n) -> out.put(owner, n.get()));
+    return out;
+  }
+
+  Job submitVideo(Settings.Generation g, String owner) {
+    Job job = submit(JobIds.VIDEO, g, owner);
     videos.put(job.id(), job);
     return job;
   }
 
-  Job submitImage(Settings.Generation g) {
-    return submit(JobIds.IMAGE, g);
+  Job submitImage(Settings.Generation g, String owner) {
+    return submit(JobIds.IMAGE, g, owner);
   }
 
   /**
@@ -124,17 +143,19 @@ final class Jobs implements AutoCloseable {
     }
   }
 
-  Job video(String id) {
+  /** The video {@code owner} created; another owner's is as unknown as a made-up id (404). */
+  Job video(String id, String owner) {
     Job job = JobIds.isValid(id) ? videos.get(id) : null;
-    if (job == null) {
+    if (job == null || !job.owner().equals(owner)) {
       throw ApiException.notFound("no video with id '" + id + "'");
     }
     return job;
   }
 
-  /** Video jobs, newest first. */
-  List<Job> videos() {
+  /** The video jobs of {@code owner}, newest first. */
+  List<Job> videos(String owner) {
     return videos.values().stream()
+        .filter(j -> j.owner().equals(owner))
         .sorted(Comparator.comparingLong(Job::sequence).reversed())
         .toList();
   }
@@ -180,7 +201,7 @@ final class Jobs implements AutoCloseable {
     return clean;
   }
 
-  private Job submit(String prefix, Settings.Generation g) {
+  private Job submit(String prefix, Settings.Generation g, String owner) {
     if (!accepting()) {
       refusedDraining.incrementAndGet();
       throw new ApiException(
@@ -190,8 +211,24 @@ final class Jobs implements AutoCloseable {
           "not_accepting",
           "the server is draining and admits no new jobs");
     }
+    AtomicInteger mine = pendingByOwner.computeIfAbsent(owner, o -> new AtomicInteger());
+    if (mine.incrementAndGet() > ownerMaxPending && !owner.isEmpty()) {
+      mine.decrementAndGet();
+      refusedTenant.incrementAndGet();
+      throw new ApiException(
+          429,
+          "rate_limit_exceeded",
+          null,
+          "tenant_queue_full",
+          "this key already has " + ownerMaxPending + " jobs queued or running; retry later");
+    }
+    Runnable released =
+        () -> {
+          pending.decrementAndGet();
+          mine.decrementAndGet();
+        };
     if (pending.incrementAndGet() > limits.maxPendingJobs()) {
-      pending.decrementAndGet();
+      released.run();
       refusedBusy.incrementAndGet();
       throw new ApiException(
           429,
@@ -221,19 +258,19 @@ final class Jobs implements AutoCloseable {
       // What the engine resolved under this same lock, so this cannot refuse.
       adapters = engine.extensions().adapters().resolve(request);
     } catch (InvalidRequestException e) {
-      pending.decrementAndGet();
+      released.run();
       throw ApiException.badRequest(e.field().map(Jobs::wireField).orElse(null), firstLine(e));
     } catch (RecipeRefusedException e) {
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
     } catch (AdmissionRejectedException e) {
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));
     } catch (IllegalStateException e) { // draining or closed
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(503, "server_error", null, "not_accepting", firstLine(e));
     } catch (IllegalArgumentException e) { // InvalidRequestException, or a task the card lacks
-      pending.decrementAndGet();
+      released.run();
       throw ApiException.badRequest(null, firstLine(e));
     } finally {
       adapterTable.readLock().unlock();
@@ -242,6 +279,7 @@ final class Jobs implements AutoCloseable {
         new Job(
             id,
             sequence.incrementAndGet(),
+            owner,
             engine.model().card().modelId(),
             g,
             effectiveCache(request),
@@ -253,7 +291,7 @@ final class Jobs implements AutoCloseable {
         .thenRun(
             () -> {
               unfinished.remove(job);
-              pending.decrementAndGet();
+              released.run();
             });
     handle.result().whenCompleteAsync((result, error) -> finish(job, result, error), writer);
     return job;
