@@ -14,6 +14,7 @@ import java.util.Map;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.eclipse.jetty.http.HttpException;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.content.ResourceHttpContent;
 import org.eclipse.jetty.io.Content;
@@ -166,6 +167,16 @@ final class Call {
       Content.Chunk chunk = request.read();
       if (chunk != null) {
         if (Content.Chunk.isFailure(chunk)) {
+          if (chunk.getFailure() instanceof HttpException bad) {
+            // A framing error of the client's (bad chunk size, early end), not a lost connection.
+            setHeader("Connection", "close");
+            throw new ApiException(
+                bad.getCode(),
+                "invalid_request_error",
+                null,
+                JsonErrorHandler.code(bad.getCode()),
+                JsonErrorHandler.message(bad.getCode(), bad.getReason()));
+          }
           throw new IOException("the request body could not be read", chunk.getFailure());
         }
         return chunk;

@@ -84,6 +84,9 @@ final class Gatekeeper {
     if (keys == null || preflight(call)) {
       return Tenant.ANONYMOUS;
     }
+    if (call.request().getHeaders().getValuesList("Authorization").size() > 1) {
+      throw unauthorized("invalid_api_key", "send one Authorization header, not several");
+    }
     Tenant tenant = tenant(call.header("Authorization"));
     OptionalLong wait = rate.acquire(tenant.id());
     if (wait.isPresent()) {

@@ -222,6 +222,11 @@ public final class StepweaveServer implements AutoCloseable {
         "http://" + (host.contains(":") ? "[" + host + "]" : host) + ":" + c.getLocalPort());
   }
 
+  /** Whether SIGHUP rereads the API key file (false without one, or where the JVM keeps it). */
+  public boolean keysReloadOnSignal() {
+    return keys != null && keys.reloadsOnSignal();
+  }
+
   public Path artifactDir() {
     return store.root();
   }
