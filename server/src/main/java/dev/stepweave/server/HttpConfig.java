@@ -49,18 +49,22 @@ public record HttpConfig(
   public HttpConfig {
     corsOrigins = List.copyOf(corsOrigins);
     allowedHosts = List.copyOf(allowedHosts);
-    if (adminPort < 0
-        || adminPort > 65535
-        || maxConnections < 1
-        || maxAdminConnections < 1
-        || !positive(headerTimeout)
-        || !positive(bodyTimeout)
-        || !positive(idleTimeout)
-        || !(keyRatePerSecond > 0)
-        || keyBurst < 1
-        || keyMaxPending < 1
-        || keyMaxStreams < 1) {
-      throw new IllegalArgumentException("HTTP limits must be positive");
+    if (adminPort < 0 || adminPort > 65535) {
+      throw new IllegalArgumentException("the admin port must be 0-65535, got " + adminPort);
+    }
+    atLeastOne("max connections", maxConnections);
+    atLeastOne("max admin connections", maxAdminConnections);
+    atLeastOne("key burst", keyBurst);
+    atLeastOne("key max pending", keyMaxPending);
+    atLeastOne("key max streams", keyMaxStreams);
+    if (!(keyRatePerSecond > 0) || Double.isInfinite(keyRatePerSecond)) {
+      throw new IllegalArgumentException(
+          "the key rate must be a positive number of calls per second, got " + keyRatePerSecond);
+    }
+    for (Duration d : List.of(headerTimeout, bodyTimeout, idleTimeout)) {
+      if (d.isNegative() || d.isZero()) {
+        throw new IllegalArgumentException("HTTP timeouts must be positive, got " + d);
+      }
     }
     for (String origin : corsOrigins) {
       if (!origin.matches("https?://[^/\\s]+")) {
@@ -70,8 +74,10 @@ public record HttpConfig(
     }
   }
 
-  private static boolean positive(Duration d) {
-    return d != null && !d.isNegative() && !d.isZero();
+  private static void atLeastOne(String what, int value) {
+    if (value < 1) {
+      throw new IllegalArgumentException(what + " must be at least 1, got " + value);
+    }
   }
 
   /**
