@@ -2,7 +2,6 @@ package dev.stepweave.server;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import org.eclipse.jetty.http.HttpFields;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.HttpStatus;
 import org.eclipse.jetty.server.Request;
@@ -35,13 +34,6 @@ final class JsonErrorHandler extends ErrorHandler {
     response.getHeaders().put(HttpHeader.CONTENT_TYPE, "application/json");
     response.getHeaders().put(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
     response.write(true, ByteBuffer.wrap(body), callback);
-  }
-
-  /** Errors found while parsing, before there is a request to hand a handler. */
-  @Override
-  public ByteBuffer badMessageError(int status, String reason, HttpFields.Mutable fields) {
-    fields.put(HttpHeader.CONTENT_TYPE, "application/json");
-    return ByteBuffer.wrap(body(status, reason));
   }
 
   static byte[] body(int status, String detail) {

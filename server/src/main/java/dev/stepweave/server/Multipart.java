@@ -5,13 +5,14 @@ import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import org.eclipse.jetty.http.HttpHeader;
 import org.eclipse.jetty.http.MultiPart;
 import org.eclipse.jetty.http.MultiPartFormData;
 import org.eclipse.jetty.io.Content;
 import org.eclipse.jetty.io.content.ByteBufferContentSource;
-import org.eclipse.jetty.util.thread.Invocable;
+import org.eclipse.jetty.util.Promise;
 
 /**
  * The fields of a multipart/form-data body (RFC 7578), parsed by Jetty's {@link MultiPartFormData}:
@@ -39,12 +40,10 @@ final class Multipart {
     parser.setMaxParts(MAX_PARTS);
     MultiPartFormData.Parts parts;
     try {
-      parts =
-          parser
-              .parse(
-                  new ByteBufferContentSource(ByteBuffer.wrap(body)),
-                  Invocable.InvocationType.BLOCKING)
-              .get();
+      CompletableFuture<MultiPartFormData.Parts> parsed = new CompletableFuture<>();
+      parser.parse(
+          new ByteBufferContentSource(ByteBuffer.wrap(body)), Promise.Invocable.toPromise(parsed));
+      parts = parsed.get();
     } catch (ExecutionException e) {
       throw malformed(e.getCause() == null ? null : e.getCause().getMessage());
     } catch (InterruptedException e) {

@@ -77,6 +77,12 @@ class TransportTest {
         tail.header("Content-Range"));
     assertArrayEquals(Arrays.copyOfRange(whole, whole.length - 10, whole.length), tail.body());
 
+    Harness.Reply two =
+        h.send(HttpRequest.newBuilder(h.uri(path)).header("Range", "bytes=0-9,20-29"));
+    assertEquals(206, two.status());
+    assertTrue(two.contentType().startsWith("multipart/byteranges"), two.contentType());
+    assertTrue(two.text().contains("Content-Range: bytes 20-29/" + whole.length), two.text());
+
     Harness.Reply beyond =
         h.send(HttpRequest.newBuilder(h.uri(path)).header("Range", "bytes=" + whole.length + "-"));
     assertEquals(416, beyond.status(), beyond::text);
@@ -103,7 +109,10 @@ class TransportTest {
         List.of(
             new Case("GARBAGE\r\n\r\n", 400, "bad_request"),
             new Case("GET / HTTP/1.1\r\n\r\n", 400, "bad_request"), // no Host
-            new Case("GET /health HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n", 505, null),
+            new Case(
+                "GET /health HTTP/9.9\r\nHost: 127.0.0.1\r\n\r\n",
+                505,
+                "http_version_not_supported"),
             new Case(
                 "GET " + longPath + " HTTP/1.1\r\nHost: 127.0.0.1\r\n\r\n", 414, "uri_too_long"),
             new Case(

@@ -32,7 +32,6 @@ final class HangupSignal {
     SUBSCRIBERS.remove(action);
   }
 
-  @SuppressWarnings("removal")
   private static boolean install() {
     try {
       sun.misc.Signal.handle(
