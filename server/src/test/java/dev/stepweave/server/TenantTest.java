@@ -15,6 +15,7 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.Timeout;
@@ -74,7 +75,9 @@ class TenantTest {
 
   private static String awaitTerminal(Harness h, String key, String id) {
     for (int i = 0; i < 6000; i++) {
-      String s = get(h, key, "/v1/videos/" + id).json().get("status").asText();
+      Harness.Reply r = get(h, key, "/v1/videos/" + id);
+      assertEquals(200, r.status(), r::text);
+      String s = r.json().get("status").asText();
       if (Harness.TERMINAL.contains(s)) {
         return s;
       }
@@ -218,6 +221,55 @@ class TenantTest {
       assertEquals(200, stream.get().statusCode());
       assertEquals("completed", awaitTerminal(h, ALICE, id));
       assertEquals(200, create(h, ALICE, "a slot is free again").status());
+    }
+  }
+
+  /**
+   * Several keys at once, each creating and cancelling: every key ends up seeing exactly its own.
+   */
+  @Test
+  void boundedLoadWithSeveralKeys() throws Exception {
+    List<String> keys = List.of(ALICE, BOB, ADMIN);
+    int perKey = 6;
+    try (Harness h = harness(new HttpConfig.Builder().keyLimits(perKey, 2).keyRate(1000, 1000))) {
+      Map<String, List<String>> made = new java.util.concurrent.ConcurrentHashMap<>();
+      List<CompletableFuture<Void>> clients = new java.util.ArrayList<>();
+      for (String key : keys) {
+        clients.add(
+            CompletableFuture.runAsync(
+                () -> {
+                  List<String> ids = new java.util.ArrayList<>();
+                  for (int i = 0; i < perKey; i++) {
+                    Harness.Reply r = create(h, key, (i % 3 == 0 ? "slow " : "") + key + i);
+                    assertEquals(200, r.status(), r::text);
+                    ids.add(r.json().get("id").asText());
+                  }
+                  Harness.Reply cancel =
+                      as(
+                          h,
+                          key,
+                          HttpRequest.newBuilder(h.uri("/v1/videos/" + ids.get(0))).DELETE());
+                  assertEquals(200, cancel.status(), cancel::text);
+                  made.put(key, ids);
+                }));
+      }
+      CompletableFuture.allOf(clients.toArray(CompletableFuture[]::new)).get();
+      for (String key : keys) {
+        for (String id : made.get(key)) {
+          awaitTerminal(h, key, id);
+        }
+        JsonNode listed = get(h, key, "/v1/videos?limit=100").json().get("data");
+        java.util.Set<String> seen = new java.util.HashSet<>();
+        listed.forEach(v -> seen.add(v.get("id").asText()));
+        assertEquals(java.util.Set.copyOf(made.get(key)), seen, key);
+        listed.forEach(v -> assertTrue(v.get("prompt").asText().contains(key), v::toString));
+      }
+      String detail = get(h, ADMIN, "/metrics").text();
+      for (String label : List.of("alice", "bob", "admin")) {
+        assertTrue(
+            detail.contains("stepweave_tenant_pending_jobs{tenant=\"" + label + "\"} 0.0"), detail);
+      }
+      assertTrue(detail.contains("stepweave_pending_jobs 0.0"), detail);
     }
   }
 

@@ -195,6 +195,24 @@ class TransportTest {
   }
 
   @Test
+  void eventStreamsWorkOnHttp11Too() throws Exception {
+    HttpClient h1 = HttpClient.newBuilder().version(HttpClient.Version.HTTP_1_1).build();
+    String id =
+        h.createVideo(Map.of("prompt", "over h1", "size", "32x32", "num_frames", 5, "seed", 4));
+    HttpResponse<java.util.stream.Stream<String>> events =
+        h1.send(
+            HttpRequest.newBuilder(h.uri("/v1/videos/" + id + "/events")).GET().build(),
+            HttpResponse.BodyHandlers.ofLines());
+    assertEquals(HttpClient.Version.HTTP_1_1, events.version());
+    assertEquals(
+        "text/event-stream; charset=utf-8", events.headers().firstValue("Content-Type").get());
+    List<String> lines = events.body().toList();
+    assertEquals("id: 0", lines.get(0));
+    assertEquals("event: request.queued", lines.get(1));
+    assertTrue(lines.contains("event: video.completed"), lines::toString);
+  }
+
+  @Test
   void theAccessLogHasOneLinePerCall() throws Exception {
     h.get("/health?probe=access-log");
     h.get("/v1/videos/video_" + "1".repeat(32));
