@@ -227,6 +227,14 @@ final class ServeCommand implements Callable<Integer> {
       description = "Event streams per API key open at once (default: ${DEFAULT-VALUE}).")
   int keyMaxStreams;
 
+  @Option(
+      names = "--model-alias",
+      paramLabel = "NAME=CARD",
+      description =
+          "Another name for the served card's model id (CARD), for clients that hard-code one"
+              + " (sora-2, dall-e-3); repeatable.")
+  List<String> modelAliases = List.of();
+
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
@@ -343,7 +351,23 @@ final class ServeCommand implements Callable<Integer> {
         .allowedHosts(allowedHosts)
         .keyRate(keyRate, keyBurst)
         .keyLimits(keyMaxPending, keyMaxStreams)
+        .modelAliases(aliases())
         .build();
+  }
+
+  private Map<String, String> aliases() {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    for (String a : modelAliases) {
+      int eq = a.indexOf('=');
+      if (eq <= 0 || eq == a.length() - 1) {
+        throw new IllegalArgumentException("--model-alias must be NAME=CARD, got '" + a + "'");
+      }
+      if (out.put(a.substring(0, eq), a.substring(eq + 1)) != null) {
+        throw new IllegalArgumentException(
+            "--model-alias " + a.substring(0, eq) + " is given twice");
+      }
+    }
+    return out;
   }
 
   private static Duration seconds(String flag, long value) {

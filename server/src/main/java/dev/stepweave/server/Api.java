@@ -7,6 +7,8 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.media.JpegWriter;
+import dev.stepweave.media.Mp4Reader;
 import dev.stepweave.server.tenant.Tenant;
 import java.io.IOException;
 import java.time.Instant;
@@ -91,7 +93,24 @@ final class Api {
       Runnable drain) {
     this.engine = engine;
     this.jobs = jobs;
-    this.settings = new Settings(engine.model().card(), limits);
+    String served = engine.model().card().modelId();
+    http.modelAliases()
+        .forEach(
+            (alias, card) -> {
+              if (!card.equals(served)) {
+                throw new IllegalArgumentException(
+                    "model alias "
+                        + alias
+                        + "="
+                        + card
+                        + ": this server serves '"
+                        + served
+                        + "', not '"
+                        + card
+                        + "'");
+              }
+            });
+    this.settings = new Settings(engine.model().card(), limits, http.modelAliases().keySet());
     this.limits = limits;
     this.http = http;
     this.gate = gate;
@@ -167,6 +186,10 @@ final class Api {
     List<String> path = segments(ex.rawPath());
     if (path.size() >= 2 && path.get(0).equals("v1") && path.get(1).equals("videos")) {
       videos(ex, method, path, tenant);
+      return;
+    }
+    if (path.size() == 3 && path.get(0).equals("v1") && path.get(1).equals("models")) {
+      only(ex, "GET", () -> json(ex, 200, model(path.get(2))));
       return;
     }
     switch (String.join("/", path)) {
@@ -340,14 +363,21 @@ final class Api {
 
   private void content(Call ex, Job job) throws IOException {
     String variant = ex.query().getOrDefault("variant", "video");
-    if (!variant.equals("video")) {
-      throw ApiException.badRequest("variant", "only variant=video is available");
+    if (!variant.equals("video") && !variant.equals("thumbnail")) {
+      throw ApiException.badRequest(
+          "variant", "variant must be video or thumbnail, got '" + variant + "'");
     }
     if (job.status() != JobStatus.COMPLETED) {
       throw ApiException.conflict(
           "video_not_ready", "video " + job.id() + " is " + job.status().wireName());
     }
-    ex.sendFile("video/mp4", jobs.videoFile(job));
+    if (variant.equals("thumbnail")) {
+      // Decoded on demand from the MP4 (frames up to the middle one): nothing more on disk.
+      ex.sendBytes(
+          200, "image/jpeg", JpegWriter.encode(Mp4Reader.middleFrame(jobs.videoFile(job))));
+    } else {
+      ex.sendFile("video/mp4", jobs.videoFile(job));
+    }
   }
 
   /**
@@ -406,10 +436,48 @@ final class Api {
     }
   }
 
+  /** The served model, then one entry per alias (OpenAI's list of model objects). */
   private ObjectNode models() {
     ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("object", "list");
-    ObjectNode m = o.putArray("data").addObject();
+    ArrayNode data = o.putArray("data");
+    data.add(servedModel());
+    http.modelAliases().keySet().stream().sorted().forEach(a -> data.add(alias(a)));
+    return o;
+  }
+
+  /** {@code GET /v1/models/{id}}: the served model or an alias of it; 404 for any other id. */
+  private ObjectNode model(String id) {
+    if (id.equals(engine.model().card().modelId())) {
+      return servedModel();
+    }
+    if (http.modelAliases().containsKey(id)) {
+      return alias(id);
+    }
+    throw new ApiException(
+        404,
+        "invalid_request_error",
+        "model",
+        "model_not_found",
+        "model '"
+            + id
+            + "' is not served here (this server serves '"
+            + engine.model().card().modelId()
+            + "')");
+  }
+
+  private ObjectNode alias(String name) {
+    ObjectNode m = Json.MAPPER.createObjectNode();
+    m.put("id", name);
+    m.put("object", "model");
+    m.put("created", startedAt);
+    m.put("owned_by", "stepweave");
+    m.put("alias_of", engine.model().card().modelId());
+    return m;
+  }
+
+  private ObjectNode servedModel() {
+    ObjectNode m = Json.MAPPER.createObjectNode();
     m.put("id", engine.model().card().modelId());
     m.put("object", "model");
     m.put("created", startedAt);
@@ -433,7 +501,7 @@ final class Api {
               }
             });
     m.set("loras", ApiJson.adapters(ext.adapters().list()));
-    return o;
+    return m;
   }
 
   /**

@@ -212,7 +212,7 @@ final class Call {
 
   void sendJson(int status, Object body) throws IOException {
     setHeader(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
-    send(status, "application/json", Json.MAPPER.writeValueAsBytes(body));
+    sendBytes(status, "application/json", Json.MAPPER.writeValueAsBytes(body));
   }
 
   void sendError(ApiException e) throws IOException {
@@ -237,7 +237,7 @@ final class Call {
   }
 
   void sendText(int status, String contentType, String text) throws IOException {
-    send(status, contentType, text.getBytes(StandardCharsets.UTF_8));
+    sendBytes(status, contentType, text.getBytes(StandardCharsets.UTF_8));
   }
 
   /**
@@ -261,7 +261,7 @@ final class Call {
     return Content.Sink.asOutputStream(response);
   }
 
-  private void send(int status, String contentType, byte[] bytes) throws IOException {
+  void sendBytes(int status, String contentType, byte[] bytes) throws IOException {
     response.setStatus(status);
     setHeader("Content-Type", contentType);
     response.getHeaders().put(HttpHeader.CONTENT_LENGTH, bytes.length);

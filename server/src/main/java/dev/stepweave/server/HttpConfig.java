@@ -3,6 +3,7 @@ package dev.stepweave.server;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 
 /**
  * How the server meets the network: its connectors, deadlines and connection limits, the access
@@ -27,6 +28,8 @@ import java.util.List;
  * @param keyBurst calls per key at once before the rate applies
  * @param keyMaxPending jobs per key queued or running
  * @param keyMaxStreams event streams per key open at once
+ * @param modelAliases other model names clients may use, each for the served card's id (names
+ *     clients hard-code, e.g. {@code sora-2})
  */
 public record HttpConfig(
     String adminHost,
@@ -44,9 +47,11 @@ public record HttpConfig(
     double keyRatePerSecond,
     int keyBurst,
     int keyMaxPending,
-    int keyMaxStreams) {
+    int keyMaxStreams,
+    Map<String, String> modelAliases) {
 
   public HttpConfig {
+    modelAliases = Map.copyOf(modelAliases);
     corsOrigins = List.copyOf(corsOrigins);
     allowedHosts = List.copyOf(allowedHosts);
     if (adminPort < 0 || adminPort > 65535) {
@@ -111,6 +116,7 @@ public record HttpConfig(
     private int keyBurst = 40;
     private int keyMaxPending = 16;
     private int keyMaxStreams = 8;
+    private Map<String, String> modelAliases = Map.of();
 
     public Builder() {}
 
@@ -131,6 +137,7 @@ public record HttpConfig(
       keyBurst = c.keyBurst;
       keyMaxPending = c.keyMaxPending;
       keyMaxStreams = c.keyMaxStreams;
+      modelAliases = c.modelAliases;
     }
 
     public Builder admin(String host, int port) {
@@ -189,6 +196,11 @@ public record HttpConfig(
       return this;
     }
 
+    public Builder modelAliases(Map<String, String> aliases) {
+      modelAliases = aliases;
+      return this;
+    }
+
     public HttpConfig build() {
       return new HttpConfig(
           adminHost,
@@ -206,7 +218,8 @@ public record HttpConfig(
           keyRatePerSecond,
           keyBurst,
           keyMaxPending,
-          keyMaxStreams);
+          keyMaxStreams,
+          modelAliases);
     }
   }
 }
