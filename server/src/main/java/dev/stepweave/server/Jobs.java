@@ -22,6 +22,7 @@ import dev.stepweave.server.store.ArtifactRow;
 import dev.stepweave.server.store.ArtifactState;
 import dev.stepweave.server.store.JobRow;
 import dev.stepweave.server.store.JobStore;
+import dev.stepweave.server.store.StoreException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,6 +40,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -77,6 +79,7 @@ final class Jobs implements AutoCloseable {
   private final int ownerMaxPending;
   private final Map<String, AtomicInteger> pendingByOwner = new ConcurrentHashMap<>();
   private volatile boolean draining;
+  private volatile boolean closed;
   // Submissions read the adapter registry, a rescan replaces it: a job reports the very files the
   // engine resolved its adapters to.
   private final ReadWriteLock adapterTable = new ReentrantReadWriteLock();
@@ -625,7 +628,9 @@ final class Jobs implements AutoCloseable {
   private void awaitDownloads(long deadline) {
     try {
       rowWriter.submit(() -> {}).get(); // the last completions are in the store
-      while (System.nanoTime() < deadline
+      // A stop ends the wait too: an admin drain's thread must not outlive the store.
+      while (!closed
+          && System.nanoTime() < deadline
           && rows.presentArtifacts(storeConfig.replicaId()).stream()
               .anyMatch(a -> a.lastFetchedAt() == null)) {
         Thread.sleep(100);
@@ -634,6 +639,10 @@ final class Jobs implements AutoCloseable {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
       throw new IllegalStateException("the store's writer failed", e);
+    } catch (StoreException | RejectedExecutionException e) {
+      if (!closed) {
+        throw e;
+      } // the server stopped meanwhile: nothing is left to wait for
     }
   }
 
@@ -868,6 +877,7 @@ final class Jobs implements AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     writer.shutdownNow();
     checkpoints.close();
     rowWriter.shutdown();
