@@ -8,6 +8,7 @@ import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
+import dev.stepweave.server.HttpConfig;
 import dev.stepweave.server.ServerConfig;
 import dev.stepweave.server.StepweaveServer;
 import dev.stepweave.server.StoreConfig;
@@ -177,6 +178,122 @@ final class ServeCommand implements Callable<Integer> {
       description = "Registers one adapter file under NAME; repeatable.")
   List<String> loras = List.of();
 
+  @Option(
+      names = "--admin-host",
+      defaultValue = "127.0.0.1",
+      paramLabel = "ADDR",
+      description =
+          "Address of the admin connector: /health, /ready, /metrics and POST /admin/drain, with"
+              + " connections of its own (default: ${DEFAULT-VALUE}).")
+  String adminHost;
+
+  @Option(
+      names = "--admin-port",
+      defaultValue = "0",
+      paramLabel = "N",
+      description = "Port of the admin connector; 0 picks a free one (default: ${DEFAULT-VALUE}).")
+  int adminPort;
+
+  @Option(
+      names = "--max-connections",
+      defaultValue = "1024",
+      paramLabel = "N",
+      description = "Open connections on the public port (default: ${DEFAULT-VALUE}).")
+  int maxConnections;
+
+  @Option(
+      names = "--header-timeout",
+      defaultValue = "10",
+      paramLabel = "SECONDS",
+      description = "Time a request's line and headers may take (default: ${DEFAULT-VALUE}).")
+  long headerSeconds;
+
+  @Option(
+      names = "--body-timeout",
+      defaultValue = "60",
+      paramLabel = "SECONDS",
+      description = "Time a request's body may take; 408 beyond (default: ${DEFAULT-VALUE}).")
+  long bodySeconds;
+
+  @Option(
+      names = "--idle-timeout",
+      defaultValue = "30",
+      paramLabel = "SECONDS",
+      description = "Time a connection may stay silent (default: ${DEFAULT-VALUE}).")
+  long idleSeconds;
+
+  @Option(
+      names = "--access-log",
+      paramLabel = "FILE",
+      description = "Appends one line per call to FILE ('-': standard error); default: none.")
+  String accessLog;
+
+  @Option(
+      names = "--api-key-file",
+      paramLabel = "FILE",
+      description = {
+        "API keys, one per line, an optional label after whitespace ('admin' marks the admin"
+            + " key), # comments; reread on SIGHUP. Every call but /health and /ready then needs"
+            + " 'Authorization: Bearer KEY', and each key sees only its own jobs."
+      })
+  Path apiKeyFile;
+
+  @Option(
+      names = "--insecure-bind",
+      description = "Serve a non-loopback --host without --api-key-file (anyone can use it).")
+  boolean insecureBind;
+
+  @Option(
+      names = "--cors-origin",
+      paramLabel = "ORIGIN",
+      description = "An origin (https://app.example) whose pages may call the API; repeatable.")
+  List<String> corsOrigins = List.of();
+
+  @Option(
+      names = "--allowed-host",
+      paramLabel = "NAME",
+      description =
+          "A name the Host header may carry besides loopback and --host (a proxy's public name);"
+              + " repeatable.")
+  List<String> allowedHosts = List.of();
+
+  @Option(
+      names = "--key-rate",
+      defaultValue = "10",
+      paramLabel = "PER_SECOND",
+      description = "Calls per second per API key, sustained (default: ${DEFAULT-VALUE}).")
+  double keyRate;
+
+  @Option(
+      names = "--key-burst",
+      defaultValue = "40",
+      paramLabel = "N",
+      description =
+          "Calls per API key at once before --key-rate applies (default: ${DEFAULT-VALUE}).")
+  int keyBurst;
+
+  @Option(
+      names = "--key-max-pending",
+      defaultValue = "16",
+      paramLabel = "N",
+      description = "Jobs per API key queued or running (default: ${DEFAULT-VALUE}).")
+  int keyMaxPending;
+
+  @Option(
+      names = "--key-max-streams",
+      defaultValue = "8",
+      paramLabel = "N",
+      description = "Event streams per API key open at once (default: ${DEFAULT-VALUE}).")
+  int keyMaxStreams;
+
+  @Option(
+      names = "--model-alias",
+      paramLabel = "NAME=CARD",
+      description =
+          "Another name for the served card's model id (CARD), for clients that hard-code one"
+              + " (sora-2, dall-e-3); repeatable.")
+  List<String> modelAliases = List.of();
+
   @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
@@ -203,6 +320,7 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--port must be between 0 and 65535, got " + port);
     }
     deviceBudget.check();
+    HttpConfig http = httpConfig();
     Path dir = model;
     if (dir == null) {
       dir = EmbeddedWan.ensure();
@@ -252,7 +370,7 @@ final class ServeCommand implements Callable<Integer> {
     }
     StepweaveServer server;
     try {
-      server = StepweaveServer.start(host, port, engine, config, storeConfig);
+      server = StepweaveServer.start(host, port, engine, config, http, storeConfig);
     } catch (IOException | RuntimeException e) {
       engine.close();
       wan.close();
@@ -264,7 +382,14 @@ final class ServeCommand implements Callable<Integer> {
             + wan.card().modelId()
             + " on "
             + server.baseUri()
-            + " (artifacts in "
+            + " (admin "
+            + server.adminUri()
+            + (apiKeyFile == null
+                ? "; no API keys"
+                : "; API keys from "
+                    + apiKeyFile
+                    + (server.keysReloadOnSignal() ? ", reread on SIGHUP" : ", read once"))
+            + "; artifacts in "
             + server.artifactDir()
             + ")"
             + (extensions.plugins().isEmpty()
@@ -280,6 +405,51 @@ final class ServeCommand implements Callable<Integer> {
                             .toList())));
     out.flush();
     return new Serving(wan, engine, server, err);
+  }
+
+  private HttpConfig httpConfig() {
+    if (adminPort < 0 || adminPort > 65535) {
+      throw new IllegalArgumentException(
+          "--admin-port must be between 0 and 65535, got " + adminPort);
+    }
+    return new HttpConfig.Builder()
+        .admin(adminHost, adminPort)
+        .maxConnections(maxConnections, HttpConfig.defaults().maxAdminConnections())
+        .timeouts(
+            seconds("--header-timeout", headerSeconds),
+            seconds("--body-timeout", bodySeconds),
+            seconds("--idle-timeout", idleSeconds))
+        .accessLog(accessLog)
+        .apiKeyFile(apiKeyFile)
+        .insecureBind(insecureBind)
+        .corsOrigins(corsOrigins)
+        .allowedHosts(allowedHosts)
+        .keyRate(keyRate, keyBurst)
+        .keyLimits(keyMaxPending, keyMaxStreams)
+        .modelAliases(aliases())
+        .build();
+  }
+
+  private Map<String, String> aliases() {
+    Map<String, String> out = new java.util.LinkedHashMap<>();
+    for (String a : modelAliases) {
+      int eq = a.indexOf('=');
+      if (eq <= 0 || eq == a.length() - 1) {
+        throw new IllegalArgumentException("--model-alias must be NAME=CARD, got '" + a + "'");
+      }
+      if (out.put(a.substring(0, eq), a.substring(eq + 1)) != null) {
+        throw new IllegalArgumentException(
+            "--model-alias " + a.substring(0, eq) + " is given twice");
+      }
+    }
+    return out;
+  }
+
+  private static Duration seconds(String flag, long value) {
+    if (value < 1) {
+      throw new IllegalArgumentException(flag + " must be at least 1 second, got " + value);
+    }
+    return Duration.ofSeconds(value);
   }
 
   /** A running server and what it serves. */

@@ -115,8 +115,8 @@ class ServeCachesTest {
       String metrics = text(base + "/metrics");
       assertTrue(
           metrics.contains(
-              "stepweave_cache_total{plugin=\"dbcache\",counter=\"skipped_blocks\"} "
-                  + 2 * skipped),
+              "stepweave_cache_total{counter=\"skipped_blocks\",plugin=\"dbcache\"} "
+                  + (double) (2 * skipped)),
           metrics); // the HTTP request and the engine one
     }
   }

@@ -109,6 +109,66 @@ class ServeCommandTest {
    * cancellations hold, and every completed video equals the same request run alone.
    */
   @Test
+  void anApiKeyFileGuardsEveryCallButTheProbes() throws Exception {
+    Path keys = tmp.resolve("keys.txt");
+    Files.writeString(keys, "# ops\nk-0123456789abcdef-alice alice\n");
+    ServeCommand cmd = new ServeCommand();
+    new CommandLine(cmd)
+        .parseArgs(
+            "--model",
+            TINY.toString(),
+            "--port",
+            "0",
+            "--api-key-file",
+            keys.toString(),
+            "--access-log",
+            tmp.resolve("access.log").toString(),
+            "--artifacts",
+            tmp.resolve("artifacts").toString());
+    StringWriter out = new StringWriter();
+    try (ServeCommand.Serving serving =
+        cmd.start(new PrintWriter(out, true), new PrintWriter(new StringWriter(), true))) {
+      assertTrue(out.toString().contains("API keys from " + keys), out.toString());
+      assertTrue(out.toString().contains("(admin " + serving.server().adminUri()), out.toString());
+      URI models = URI.create(serving.server().baseUri() + "/v1/models");
+      assertEquals(
+          401,
+          http.send(HttpRequest.newBuilder(models).build(), HttpResponse.BodyHandlers.discarding())
+              .statusCode());
+      assertEquals(
+          200,
+          http.send(
+                  HttpRequest.newBuilder(models)
+                      .header("Authorization", "Bearer k-0123456789abcdef-alice")
+                      .build(),
+                  HttpResponse.BodyHandlers.discarding())
+              .statusCode());
+      URI health = URI.create(serving.server().adminUri() + "/health");
+      assertEquals(
+          200,
+          http.send(HttpRequest.newBuilder(health).build(), HttpResponse.BodyHandlers.discarding())
+              .statusCode());
+    }
+  }
+
+  @Test
+  void aPublicAddressWithoutKeysIsRefusedNamingTheWayOut() {
+    ServeCommand cmd = new ServeCommand();
+    new CommandLine(cmd).parseArgs("--model", TINY.toString(), "--host", "0.0.0.0", "--port", "0");
+    IllegalArgumentException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                cmd.start(
+                    new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter())));
+    assertEquals(
+        "--host 0.0.0.0 is not a loopback address and no --api-key-file is given: anyone who"
+            + " reaches it could run, list and delete every job; give --api-key-file, or"
+            + " --insecure-bind to serve everyone anyway",
+        e.getMessage());
+  }
+
+  @Test
   void concurrentMixedLoadWithCancellations() throws Exception {
     ServeCommand cmd = new ServeCommand();
     new CommandLine(cmd)

@@ -5,6 +5,8 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Consumer;
+import java.util.function.IntUnaryOperator;
 import org.jcodec.codecs.h264.H264Decoder;
 import org.jcodec.common.Codec;
 import org.jcodec.common.DemuxerTrack;
@@ -18,9 +20,9 @@ import org.jcodec.common.model.Size;
 import org.jcodec.containers.mp4.demuxer.MP4Demuxer;
 
 /**
- * Decodes an H.264 MP4 as written by {@link Mp4Writer} back to RGB frames, for tests and quality
- * checks. It reads BT.709 limited range (what the writer labels its streams with) and expects a
- * constant frame rate.
+ * Decodes an H.264 MP4 as written by {@link Mp4Writer} back to RGB frames, for tests, quality
+ * checks and the server's thumbnails. It reads BT.709 limited range (what the writer labels its
+ * streams with) and expects a constant frame rate.
  */
 public final class Mp4Reader {
   /**
@@ -32,6 +34,30 @@ public final class Mp4Reader {
   private Mp4Reader() {}
 
   public static Video read(Path file) throws IOException {
+    List<float[]> frames = new ArrayList<>();
+    Decoded d = decode(file, total -> Integer.MAX_VALUE, frames::add);
+    return new Video(stack(frames, d.height(), d.width()), d.fps());
+  }
+
+  /**
+   * The middle frame ({@code count / 2}) as {@code [H, W, 3]} F32 in [0, 1]: the frames before it
+   * are decoded (H.264 predicts from them) but not kept, so a long video costs no more memory than
+   * one frame.
+   */
+  public static Tensor middleFrame(Path file) throws IOException {
+    float[][] kept = new float[1][];
+    // Decoding stops after the middle frame, so the last one handed over is it.
+    Decoded d = decode(file, total -> total / 2, rgb -> kept[0] = rgb);
+    return Tensor.of(kept[0], d.height(), d.width(), 3);
+  }
+
+  private record Decoded(int height, int width, int fps) {}
+
+  /**
+   * Decodes frames in order up to index {@code lastOf(frame count)}, handing each to {@code sink}.
+   */
+  private static Decoded decode(Path file, IntUnaryOperator lastOf, Consumer<float[]> sink)
+      throws IOException {
     try (FileChannelWrapper channel = NIOUtils.readableChannel(file.toFile())) {
       MP4Demuxer demuxer = MP4Demuxer.createMP4Demuxer(channel);
       if (demuxer.getVideoTracks().isEmpty()) {
@@ -42,15 +68,18 @@ public final class Mp4Reader {
       if (meta.getCodec() != Codec.H264) {
         throw new IOException(file + " holds " + meta.getCodec() + " video, not H.264");
       }
+      int last = lastOf.applyAsInt(meta.getTotalFrames());
       H264Decoder decoder = H264Decoder.createH264DecoderFromCodecPrivate(meta.getCodecPrivate());
       Size size = meta.getVideoCodecMeta().getSize();
       int codedWidth = (size.getWidth() + 15) & ~15;
       int codedHeight = (size.getHeight() + 15) & ~15;
-      List<float[]> frames = new ArrayList<>();
+      int count = 0;
       int height = 0;
       int width = 0;
       int fps = 0;
-      for (Packet packet = track.nextFrame(); packet != null; packet = track.nextFrame()) {
+      for (Packet packet = track.nextFrame();
+          packet != null && count <= last;
+          packet = track.nextFrame()) {
         if (fps == 0) {
           fps = Math.toIntExact(Math.round((double) packet.getTimescale() / packet.getDuration()));
         }
@@ -60,16 +89,17 @@ public final class Mp4Reader {
                 packet.getData(),
                 Picture.create(codedWidth, codedHeight, ColorSpace.YUV420).getData());
         if (decoded == null) {
-          throw new IOException(file + ": frame " + frames.size() + " could not be decoded");
+          throw new IOException(file + ": frame " + count + " could not be decoded");
         }
         height = decoded.getCroppedHeight();
         width = decoded.getCroppedWidth();
-        frames.add(Bt709.toRgb(decoded));
+        sink.accept(Bt709.toRgb(decoded));
+        count++;
       }
-      if (frames.isEmpty()) {
+      if (count == 0) {
         throw new IOException(file + " has no video frames");
       }
-      return new Video(stack(frames, height, width), fps);
+      return new Decoded(height, width, fps);
     }
   }
 

@@ -2,29 +2,29 @@ package dev.stepweave.server;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
-import com.sun.net.httpserver.HttpExchange;
-import com.sun.net.httpserver.HttpHandler;
 import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.media.JpegWriter;
+import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.server.tenant.Tenant;
 import java.io.IOException;
-import java.net.URLDecoder;
-import java.nio.charset.StandardCharsets;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.Base64;
-import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BooleanSupplier;
 
 /** Routes every call of the HTTP API and turns failures into OpenAI-shaped errors. */
-final class Api implements HttpHandler {
+final class Api {
   private static final Set<String> VIDEO_FIELDS =
       Set.of(
           "prompt",
@@ -62,56 +62,134 @@ final class Api implements HttpHandler {
   /** How long a DELETE of a running job waits for the cancellation to land before answering. */
   private static final long CANCEL_WAIT_MS = 2000;
 
+  /** Routes a slow client cannot be kept from: they answer from memory and read no body. */
+  private static final Set<String> PROBES = Set.of("health", "ready");
+
+  /** What the admin connector serves; everything else there is a 404. */
+  private static final Set<String> ADMIN_ROUTES =
+      Set.of("health", "ready", "metrics", "admin/drain");
+
   private final Engine engine;
   private final Jobs jobs;
   private final Settings settings;
   private final ServerConfig limits;
+  private final HttpConfig http;
+  private final Gatekeeper gate;
+  private final Metrics metrics;
   private final Semaphore exchanges;
   private final BooleanSupplier closing;
+  private final Runnable drain;
+  private final Map<String, AtomicInteger> openStreams = new ConcurrentHashMap<>();
   private final long startedAt = Instant.now().getEpochSecond();
 
-  Api(Engine engine, Jobs jobs, ServerConfig limits, BooleanSupplier closing) {
+  Api(
+      Engine engine,
+      Jobs jobs,
+      ServerConfig limits,
+      HttpConfig http,
+      Gatekeeper gate,
+      Metrics metrics,
+      BooleanSupplier closing,
+      Runnable drain) {
     this.engine = engine;
     this.jobs = jobs;
-    this.settings = new Settings(engine.model().card(), limits);
+    String served = engine.model().card().modelId();
+    http.modelAliases()
+        .forEach(
+            (alias, card) -> {
+              if (!card.equals(served)) {
+                throw new IllegalArgumentException(
+                    "model alias "
+                        + alias
+                        + "="
+                        + card
+                        + ": this server serves '"
+                        + served
+                        + "', not '"
+                        + card
+                        + "'");
+              }
+            });
+    this.settings = new Settings(engine.model().card(), limits, http.modelAliases().keySet());
     this.limits = limits;
+    this.http = http;
+    this.gate = gate;
+    this.metrics = metrics;
     this.exchanges = new Semaphore(limits.maxExchanges());
     this.closing = closing;
+    this.drain = drain;
   }
 
-  @Override
-  public void handle(HttpExchange ex) throws IOException {
-    try (ex) {
-      if (!exchanges.tryAcquire()) {
-        Exchanges.sendError(
-            ex,
-            new ApiException(
-                503, "server_error", null, "overloaded", "too many calls in progress; retry"));
-        return;
-      }
+  /**
+   * Answers one call: the Host and Origin checks, the caller's key and rate, then the route. Every
+   * failure is answered in OpenAI's error shape; only a client gone mid-answer is not.
+   *
+   * @param admin whether the call came in on the admin connector
+   */
+  void handle(Call ex, boolean admin) {
+    Throwable failure = null;
+    try {
+      String route = String.join("/", segments(ex.rawPath()));
+      boolean probe = PROBES.contains(route);
+      Tenant tenant = null;
       try {
-        route(ex);
+        if (admin && !ADMIN_ROUTES.contains(route)) {
+          throw notFoundRoute(ex);
+        }
+        tenant = gate.admit(ex, probe);
+        ex.request().setAttribute(Gatekeeper.TENANT_ATTRIBUTE, tenant.label());
+        metrics.called(tenant);
+        if (ex.method().equals("OPTIONS") && gate.preflight(ex)) {
+          ex.sendText(204, "text/plain", "");
+        } else if (probe || route.equals("metrics")) {
+          route(ex, tenant); // never queued behind API calls
+        } else {
+          limited(ex, tenant);
+        }
       } catch (ApiException e) {
-        Exchanges.sendError(ex, e);
-      } catch (IOException e) {
-        throw e; // the client went away
+        if (e.status() == 429 && tenant != null) {
+          metrics.limited(tenant);
+        }
+        if (ex.committed()) {
+          throw new IOException("failed after the answer began: " + e.getMessage());
+        }
+        ex.sendError(e);
       } catch (RuntimeException e) {
+        if (ex.committed()) {
+          throw e;
+        }
         String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-        Exchanges.sendError(
-            ex,
+        ex.sendError(
             new ApiException(
                 500, "server_error", null, "internal_error", m.lines().findFirst().orElse("")));
-      } finally {
-        exchanges.release();
       }
+    } catch (IOException | RuntimeException e) {
+      failure = e; // the client went away, or the answer broke off
+    }
+    ex.finish(failure);
+  }
+
+  private void limited(Call ex, Tenant tenant) throws IOException {
+    if (!exchanges.tryAcquire()) {
+      throw new ApiException(
+          503, "server_error", null, "overloaded", "too many calls in progress; retry");
+    }
+    try {
+      route(ex, tenant);
+    } finally {
+      exchanges.release();
     }
   }
 
-  private void route(HttpExchange ex) throws IOException {
-    String method = ex.getRequestMethod();
-    List<String> path = segments(ex.getRequestURI().getRawPath());
+  private void route(Call ex, Tenant tenant) throws IOException {
+    String method = ex.method();
+    List<String> path = segments(ex.rawPath());
     if (path.size() >= 2 && path.get(0).equals("v1") && path.get(1).equals("videos")) {
-      videos(ex, method, path);
+      videos(ex, method, path, tenant);
+      return;
+    }
+    if (path.size() == 3 && path.get(0).equals("v1") && path.get(1).equals("models")) {
+      only(ex, "GET", () -> json(ex, 200, model(path.get(2))));
       return;
     }
     switch (String.join("/", path)) {
@@ -126,32 +204,47 @@ final class Api implements HttpHandler {
                       jobs.accepting() ? 200 : 503,
                       status(jobs.accepting() ? "ready" : "not_accepting")));
       case "metrics" ->
+          only(ex, "GET", () -> ex.sendText(200, Metrics.CONTENT_TYPE, metrics.render(tenant)));
+      case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
+      case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex, tenant)));
+      case "v1/loras/rescan" ->
           only(
               ex,
-              "GET",
-              () ->
-                  Exchanges.sendText(
-                      ex,
-                      200,
-                      Metrics.CONTENT_TYPE,
-                      Metrics.render(engine.stats(), engine.extensions().metrics(), jobs)));
-      case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
-      case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex)));
-      case "v1/loras/rescan" -> only(ex, "POST", () -> json(ex, 200, rescan()));
+              "POST",
+              () -> {
+                requireAdmin(tenant, "rescan adapters");
+                json(ex, 200, rescan());
+              });
+      case "admin/drain" ->
+          only(
+              ex,
+              "POST",
+              () -> {
+                requireAdmin(tenant, "drain the server");
+                Thread.ofVirtual().name("stepweave-admin-drain").start(drain);
+                json(ex, 202, status("draining"));
+              });
       default -> throw notFoundRoute(ex);
     }
   }
 
-  private void videos(HttpExchange ex, String method, List<String> path) throws IOException {
+  private static void requireAdmin(Tenant tenant, String what) {
+    if (!tenant.admin()) {
+      throw ApiException.forbidden(
+          "admin_only", "only the admin key may " + what + " (label 'admin' in the key file)");
+    }
+  }
+
+  private void videos(Call ex, String method, List<String> path, Tenant tenant) throws IOException {
     if (path.size() == 2) {
       switch (method) {
-        case "POST" -> json(ex, 200, createVideo(ex));
-        case "GET" -> json(ex, 200, list(query(ex)));
+        case "POST" -> json(ex, 200, createVideo(ex, tenant));
+        case "GET" -> json(ex, 200, list(ex.query(), tenant));
         default -> throw methodNotAllowed(method);
       }
       return;
     }
-    Job job = jobs.video(path.get(2));
+    Job job = jobs.video(path.get(2), tenant.id());
     String tail = path.size() == 3 ? "" : String.join("/", path.subList(3, path.size()));
     switch (tail) {
       case "" -> {
@@ -161,18 +254,49 @@ final class Api implements HttpHandler {
           default -> throw methodNotAllowed(method);
         }
       }
-      case "content" -> only(ex, "GET", () -> content(ex, job));
-      case "events" -> only(ex, "GET", () -> new EventStreamResponse(ex, job, closing).send());
+      case "content" -> {
+        if (!method.equals("GET") && !method.equals("HEAD")) {
+          throw methodNotAllowed(method);
+        }
+        content(ex, job);
+      }
+      case "events" -> only(ex, "GET", () -> events(ex, job, tenant));
       default -> throw notFoundRoute(ex);
     }
   }
 
-  private ObjectNode createVideo(HttpExchange ex) throws IOException {
-    FormFields.Form form = form(ex, VIDEO_FIELDS, limits.maxVideoBodyBytes());
-    return ApiJson.video(jobs.submitVideo(form, settings.video(form), null));
+  /** A job's event stream, counted against the key's open streams while it lasts. */
+  private void events(Call ex, Job job, Tenant tenant) throws IOException {
+    AtomicInteger open = openStreams.computeIfAbsent(tenant.id(), t -> new AtomicInteger());
+    if (!tenant.anonymous() && open.incrementAndGet() > http.keyMaxStreams()) {
+      open.decrementAndGet();
+      throw new ApiException(
+          429,
+          "requests",
+          null,
+          "too_many_streams",
+          "this key already has " + http.keyMaxStreams() + " event streams open");
+    }
+    try {
+      new EventStreamResponse(ex, job, closing).send();
+    } finally {
+      if (!tenant.anonymous()) {
+        open.decrementAndGet();
+      }
+    }
   }
 
-  private ObjectNode list(Map<String, String> q) {
+  /** Open event streams by tenant id, for the admin's metrics. */
+  Map<String, AtomicInteger> openStreams() {
+    return openStreams;
+  }
+
+  private ObjectNode createVideo(Call ex, Tenant tenant) throws IOException {
+    FormFields.Form form = form(ex, VIDEO_FIELDS, limits.maxVideoBodyBytes());
+    return ApiJson.video(jobs.submitVideo(form, settings.video(form), tenant.id()));
+  }
+
+  private ObjectNode list(Map<String, String> q, Tenant tenant) {
     int limit = 20;
     if (q.containsKey("limit")) {
       try {
@@ -188,7 +312,7 @@ final class Api implements HttpHandler {
     if (!order.equals("asc") && !order.equals("desc")) {
       throw ApiException.badRequest("order", "order must be asc or desc");
     }
-    List<Job> all = new ArrayList<>(jobs.videos());
+    List<Job> all = new ArrayList<>(jobs.videos(tenant.id()));
     if (order.equals("asc")) {
       all = all.reversed();
     }
@@ -201,7 +325,7 @@ final class Api implements HttpHandler {
       }
     }
     List<Job> page = all.subList(from, Math.min(all.size(), from + limit));
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("object", "list");
     ArrayNode data = o.putArray("data");
     page.forEach(j -> data.add(ApiJson.video(j)));
@@ -233,25 +357,41 @@ final class Api implements HttpHandler {
       return ApiJson.video(job);
     }
     jobs.delete(job);
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("id", job.id());
     o.put("object", "video.deleted");
     o.put("deleted", true);
     return o;
   }
 
-  private void content(HttpExchange ex, Job job) throws IOException {
-    String variant = query(ex).getOrDefault("variant", "video");
-    if (!variant.equals("video")) {
-      throw ApiException.badRequest("variant", "only variant=video is available");
+  private void content(Call ex, Job job) throws IOException {
+    String variant = ex.query().getOrDefault("variant", "video");
+    if (!variant.equals("video") && !variant.equals("thumbnail")) {
+      throw ApiException.badRequest(
+          "variant", "variant must be video or thumbnail, got '" + variant + "'");
     }
     if (job.status() != JobStatus.COMPLETED) {
       throw ApiException.conflict(
           "video_not_ready", "video " + job.id() + " is " + job.status().wireName());
     }
-    try (Jobs.Download d = jobs.download(job)) {
-      Exchanges.sendFile(ex, "video/mp4", d.file());
-      d.delivered();
+    Jobs.Download d = jobs.download(job);
+    if (variant.equals("thumbnail")) {
+      try (d) {
+        // Decoded on demand from the MP4 (frames up to the middle one): nothing more on disk.
+        ex.sendBytes(200, "image/jpeg", JpegWriter.encode(Mp4Reader.middleFrame(d.file())));
+      }
+    } else {
+      // The file stays protected from retention until Jetty has sent it; only a whole GET (not a
+      // range, HEAD or 304) counts as the fetch the drain waits for.
+      ex.sendFile(
+          "video/mp4",
+          d.file(),
+          whole -> {
+            if (whole) {
+              d.delivered();
+            }
+            d.close();
+          });
     }
   }
 
@@ -259,7 +399,7 @@ final class Api implements HttpHandler {
    * n images as n one-frame requests, answered when all are done; a failure of one cancels the
    * others.
    */
-  private ObjectNode images(HttpExchange ex) throws IOException {
+  private ObjectNode images(Call ex, Tenant tenant) throws IOException {
     Map<String, String> fields = fields(ex, IMAGE_FIELDS);
     String format = fields.getOrDefault("response_format", "b64_json");
     if (!format.equals("b64_json")) {
@@ -276,9 +416,9 @@ final class Api implements HttpHandler {
     List<Job> submitted = new ArrayList<>();
     try {
       for (Settings.Generation g : wanted) {
-        submitted.add(jobs.submitImage(g));
+        submitted.add(jobs.submitImage(g, tenant.id()));
       }
-      ObjectNode o = Exchanges.JSON.createObjectNode();
+      ObjectNode o = Json.MAPPER.createObjectNode();
       o.put("created", Instant.now().getEpochSecond());
       ArrayNode data = o.putArray("data");
       for (Job job : submitted) {
@@ -311,10 +451,48 @@ final class Api implements HttpHandler {
     }
   }
 
+  /** The served model, then one entry per alias (OpenAI's list of model objects). */
   private ObjectNode models() {
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("object", "list");
-    ObjectNode m = o.putArray("data").addObject();
+    ArrayNode data = o.putArray("data");
+    data.add(servedModel());
+    http.modelAliases().keySet().stream().sorted().forEach(a -> data.add(alias(a)));
+    return o;
+  }
+
+  /** {@code GET /v1/models/{id}}: the served model or an alias of it; 404 for any other id. */
+  private ObjectNode model(String id) {
+    if (id.equals(engine.model().card().modelId())) {
+      return servedModel();
+    }
+    if (http.modelAliases().containsKey(id)) {
+      return alias(id);
+    }
+    throw new ApiException(
+        404,
+        "invalid_request_error",
+        "model",
+        "model_not_found",
+        "model '"
+            + id
+            + "' is not served here (this server serves '"
+            + engine.model().card().modelId()
+            + "')");
+  }
+
+  private ObjectNode alias(String name) {
+    ObjectNode m = Json.MAPPER.createObjectNode();
+    m.put("id", name);
+    m.put("object", "model");
+    m.put("created", startedAt);
+    m.put("owned_by", "stepweave");
+    m.put("alias_of", engine.model().card().modelId());
+    return m;
+  }
+
+  private ObjectNode servedModel() {
+    ObjectNode m = Json.MAPPER.createObjectNode();
     m.put("id", engine.model().card().modelId());
     m.put("object", "model");
     m.put("created", startedAt);
@@ -338,13 +516,13 @@ final class Api implements HttpHandler {
               }
             });
     m.set("loras", ApiJson.adapters(ext.adapters().list()));
-    return o;
+    return m;
   }
 
   /**
-   * Rereads the deployment's adapter files and directories. The server has no API keys, so this is
-   * open to every caller that can reach it (docs/server.md); it can only reread what the deployment
-   * named at start, never register another path.
+   * Rereads the deployment's adapter files and directories: the admin key's call where the server
+   * has keys (docs/server.md); it can only reread what the deployment named at start, never
+   * register another path.
    */
   private ObjectNode rescan() {
     AdapterRegistry.Changes changes;
@@ -358,7 +536,7 @@ final class Api implements HttpHandler {
           "invalid_adapter",
           "rescan refused, nothing changed: " + e.getMessage().lines().findFirst().orElse(""));
     }
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("object", "lora.rescan");
     changes.added().forEach(o.putArray("added")::add);
     changes.removed().forEach(o.putArray("removed")::add);
@@ -375,30 +553,29 @@ final class Api implements HttpHandler {
     }
   }
 
-  private Map<String, String> fields(HttpExchange ex, Set<String> allowed) throws IOException {
+  private Map<String, String> fields(Call ex, Set<String> allowed) throws IOException {
     return form(ex, allowed, limits.maxBodyBytes()).fields();
   }
 
-  private FormFields.Form form(HttpExchange ex, Set<String> allowed, int maxBytes)
-      throws IOException {
-    byte[] body = Exchanges.readBody(ex, maxBytes);
-    return FormFields.parse(ex.getRequestHeaders().getFirst("Content-Type"), body, allowed);
+  private FormFields.Form form(Call ex, Set<String> allowed, int maxBytes) throws IOException {
+    byte[] body = ex.readBody(maxBytes);
+    return FormFields.parse(ex.header("Content-Type"), body, allowed);
   }
 
   private static ObjectNode status(String s) {
-    return Exchanges.JSON.createObjectNode().put("status", s);
+    return Json.MAPPER.createObjectNode().put("status", s);
   }
 
-  private static void json(HttpExchange ex, int status, Object body) throws IOException {
-    Exchanges.sendJson(ex, status, body);
+  private static void json(Call ex, int status, Object body) throws IOException {
+    ex.sendJson(status, body);
   }
 
-  private interface Call {
+  private interface Action {
     void run() throws IOException;
   }
 
-  private static void only(HttpExchange ex, String method, Call call) throws IOException {
-    String m = ex.getRequestMethod();
+  private static void only(Call ex, String method, Action call) throws IOException {
+    String m = ex.method();
     if (!m.equals(method)) {
       throw methodNotAllowed(m);
     }
@@ -410,8 +587,8 @@ final class Api implements HttpHandler {
         405, "invalid_request_error", null, "method_not_allowed", method + " is not allowed here");
   }
 
-  private static ApiException notFoundRoute(HttpExchange ex) {
-    return ApiException.notFound("no route " + ex.getRequestURI().getRawPath());
+  private static ApiException notFoundRoute(Call ex) {
+    return ApiException.notFound("no route " + ex.rawPath());
   }
 
   private static List<String> segments(String rawPath) {
@@ -422,26 +599,5 @@ final class Api implements HttpHandler {
       }
     }
     return out;
-  }
-
-  private static Map<String, String> query(HttpExchange ex) {
-    Map<String, String> q = new HashMap<>();
-    String raw = ex.getRequestURI().getRawQuery();
-    if (raw == null) {
-      return q;
-    }
-    for (String pair : raw.split("&")) {
-      int eq = pair.indexOf('=');
-      if (eq > 0) {
-        try {
-          q.put(
-              URLDecoder.decode(pair.substring(0, eq), StandardCharsets.UTF_8),
-              URLDecoder.decode(pair.substring(eq + 1), StandardCharsets.UTF_8));
-        } catch (IllegalArgumentException e) {
-          throw ApiException.badRequest(null, "malformed query parameter");
-        }
-      }
-    }
-    return q;
   }
 }

@@ -37,7 +37,7 @@ final class ApiJson {
     if (job.storedView() != null) {
       return stored(job);
     }
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("id", job.id());
     o.put("object", "video");
     o.put("model", job.model());
@@ -139,7 +139,7 @@ final class ApiJson {
    * requests name adapters, and the server's file system is none of the client's business.
    */
   static ArrayNode adapters(List<RegisteredAdapter> registered) {
-    ArrayNode out = Exchanges.JSON.createArrayNode();
+    ArrayNode out = Json.MAPPER.createArrayNode();
     for (RegisteredAdapter a : registered) {
       ObjectNode o = out.addObject();
       o.put("name", a.name());
@@ -155,7 +155,7 @@ final class ApiJson {
   }
 
   private static ObjectNode recipe(AdapterRecipe r) {
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("method", r.method());
     o.put("sampler", r.sampler());
     o.put("steps", r.steps());
@@ -166,13 +166,13 @@ final class ApiJson {
 
   /** A request's plugin counters, {"dbcache.skipped_blocks": 12, …}, sorted by name. */
   static ObjectNode counters(Map<String, Long> report) {
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     new TreeMap<>(report).forEach(o::put);
     return o;
   }
 
   private static ObjectNode numbers(Map<String, Number> params) {
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     params.forEach(
         (k, v) -> {
           if (v instanceof Long l) {
@@ -185,7 +185,7 @@ final class ApiJson {
   }
 
   private static ObjectNode timings(Job job, Instant completed) {
-    ObjectNode t = Exchanges.JSON.createObjectNode();
+    ObjectNode t = Json.MAPPER.createObjectNode();
     Instant started = job.startedAt();
     Instant now = Instant.now();
     if (started != null) {
@@ -203,7 +203,7 @@ final class ApiJson {
 
   /** One engine event as the {@code data:} of a server-sent event. */
   static ObjectNode event(RequestEvent e) {
-    ObjectNode o = Exchanges.JSON.createObjectNode();
+    ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("type", e.type());
     o.put("id", e.requestId());
     switch (e) {

@@ -1,7 +1,6 @@
 package dev.stepweave.server;
 
 import com.fasterxml.jackson.databind.JsonNode;
-import com.sun.net.httpserver.HttpExchange;
 import dev.stepweave.core.request.RequestEvent;
 import java.io.IOException;
 import java.io.OutputStream;
@@ -24,12 +23,12 @@ final class EventStreamResponse {
   private static final int KEEPALIVE_TICKS = 30;
   private static final Object END = new Object();
 
-  private final HttpExchange exchange;
+  private final Call exchange;
   private final Job job;
   private final BooleanSupplier closing;
   private long sequence;
 
-  EventStreamResponse(HttpExchange exchange, Job job, BooleanSupplier closing) {
+  EventStreamResponse(Call exchange, Job job, BooleanSupplier closing) {
     this.exchange = exchange;
     this.job = job;
     this.closing = closing;
@@ -62,11 +61,9 @@ final class EventStreamResponse {
                 queue.add(END);
               }
             });
-    exchange.getResponseHeaders().set("Content-Type", "text/event-stream; charset=utf-8");
-    exchange.getResponseHeaders().set("Cache-Control", "no-cache");
-    exchange.getResponseHeaders().set(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
-    exchange.sendResponseHeaders(200, 0);
-    try (OutputStream out = exchange.getResponseBody()) {
+    exchange.setHeader("Cache-Control", "no-cache");
+    exchange.setHeader(ApiJson.SCHEMA_HEADER, ApiJson.SCHEMA_VERSION);
+    try (OutputStream out = exchange.stream(200, "text/event-stream; charset=utf-8")) {
       if (relayEngineEvents(queue, out) && awaitFinished(out)) {
         write(out, "video." + job.status().wireName(), ApiJson.video(job));
       }
@@ -135,7 +132,7 @@ final class EventStreamResponse {
             + "\nevent: "
             + type
             + "\ndata: "
-            + Exchanges.JSON.writeValueAsString(data)
+            + Json.MAPPER.writeValueAsString(data)
             + "\n\n";
     out.write(frame.getBytes(StandardCharsets.UTF_8));
     out.flush();

@@ -1,8 +1,9 @@
 package dev.stepweave.server;
 
-import com.fasterxml.jackson.core.JsonProcessingException;
 import com.fasterxml.jackson.databind.JsonNode;
-import java.net.URLDecoder;
+import java.nio.ByteBuffer;
+import java.nio.charset.CharacterCodingException;
+import java.nio.charset.CodingErrorAction;
 import java.nio.charset.StandardCharsets;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -44,29 +45,34 @@ final class FormFields {
    * Parses {@code body} by its content type and refuses fields outside {@code allowed}; a file part
    * is accepted only for a field in {@code allowed} that is {@link #INPUT_REFERENCE}.
    *
-   * @throws ApiException 400 for a malformed body or an unknown field, 415 for another content type
+   * @throws ApiException 400 for a malformed body or an unknown field, 415 for a missing or another
+   *     content type (and JSON in a charset other than UTF-8)
    */
   static Form parse(String contentType, byte[] body, Set<String> allowed) {
-    String type = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT);
+    String type = contentType == null ? "" : contentType.toLowerCase(Locale.ROOT).strip();
     Map<String, String> fields;
     Map<String, Multipart.Upload> files = Map.of();
-    if (type.startsWith("application/json") || (type.isEmpty() && body.length > 0)) {
+    if (type.isEmpty()) {
+      throw unsupported(
+          body.length == 0
+              ? "the call needs a body: application/json or multipart/form-data"
+              : "the body has no Content-Type; send application/json or multipart/form-data");
+    } else if (mediaType(type).equals("application/json")) {
+      String charset = parameter(contentType, "charset");
+      if (charset != null && !charset.equalsIgnoreCase("utf-8")) {
+        throw unsupported("application/json bodies must be UTF-8, not charset=" + charset);
+      }
       fields = json(body);
-    } else if (type.startsWith("multipart/form-data")) {
+    } else if (mediaType(type).equals("multipart/form-data")) {
       Set<String> fileFields =
           allowed.contains(INPUT_REFERENCE) ? Set.of(INPUT_REFERENCE) : Set.of();
       Multipart.Parts parts = Multipart.parse(boundary(contentType), body, fileFields);
       fields = parts.fields();
       files = parts.files();
-    } else if (type.startsWith("application/x-www-form-urlencoded")) {
+    } else if (mediaType(type).equals("application/x-www-form-urlencoded")) {
       fields = urlencoded(body);
     } else {
-      throw new ApiException(
-          415,
-          "invalid_request_error",
-          null,
-          "unsupported_media_type",
-          "send application/json or multipart/form-data, not '" + contentType + "'");
+      throw unsupported("send application/json or multipart/form-data, not '" + contentType + "'");
     }
     for (String name : fields.keySet()) {
       boolean cacheParam = name.startsWith(CACHE + ".") && allowed.contains(CACHE);
@@ -78,16 +84,35 @@ final class FormFields {
     return new Form(fields, files);
   }
 
-  private static Map<String, String> json(byte[] body) {
-    JsonNode root;
+  private static ApiException unsupported(String message) {
+    return new ApiException(415, "invalid_request_error", null, "unsupported_media_type", message);
+  }
+
+  /** The type and subtype of a lower-cased Content-Type, without its parameters. */
+  private static String mediaType(String type) {
+    int semicolon = type.indexOf(';');
+    return (semicolon < 0 ? type : type.substring(0, semicolon)).strip();
+  }
+
+  /**
+   * Text sent as bytes, refused (400 naming the field) unless it is well-formed UTF-8: a decoder
+   * that replaced bad bytes would pass a prompt on that the client never wrote.
+   */
+  static String utf8(String field, byte[] bytes) {
     try {
-      root = Exchanges.JSON.readTree(body);
-    } catch (JsonProcessingException e) {
-      throw ApiException.badRequest(
-          null, "body is not valid JSON: " + e.getOriginalMessage().lines().findFirst().orElse(""));
-    } catch (java.io.IOException e) {
-      throw ApiException.badRequest(null, "body is not valid JSON");
+      return StandardCharsets.UTF_8
+          .newDecoder()
+          .onMalformedInput(CodingErrorAction.REPORT)
+          .onUnmappableCharacter(CodingErrorAction.REPORT)
+          .decode(ByteBuffer.wrap(bytes))
+          .toString();
+    } catch (CharacterCodingException e) {
+      throw ApiException.badRequest(field, "field '" + field + "' is not valid UTF-8");
     }
+  }
+
+  private static Map<String, String> json(byte[] body) {
+    JsonNode root = Json.read(body);
     if (root == null || !root.isObject()) {
       throw ApiException.badRequest(null, "body must be a JSON object");
     }
@@ -227,7 +252,8 @@ final class FormFields {
 
   private static Map<String, String> urlencoded(byte[] body) {
     Map<String, String> fields = new LinkedHashMap<>();
-    String text = new String(body, StandardCharsets.UTF_8);
+    // Bytes one to one: a raw non-ASCII byte is refused below, escapes are decoded as UTF-8.
+    String text = new String(body, StandardCharsets.ISO_8859_1);
     for (String pair : text.split("&")) {
       if (pair.isEmpty()) {
         continue;
@@ -235,13 +261,8 @@ final class FormFields {
       int eq = pair.indexOf('=');
       String name = eq < 0 ? pair : pair.substring(0, eq);
       String value = eq < 0 ? "" : pair.substring(eq + 1);
-      String decoded;
-      try {
-        decoded = URLDecoder.decode(name, StandardCharsets.UTF_8);
-        value = URLDecoder.decode(value, StandardCharsets.UTF_8);
-      } catch (IllegalArgumentException e) {
-        throw ApiException.badRequest(null, "malformed form field '" + name + "'");
-      }
+      String decoded = percentDecoded(name, name);
+      value = percentDecoded(decoded, value);
       // As in multipart bodies: a repeated field would silently drop a value (an adapter, say).
       if (fields.putIfAbsent(decoded, value) != null) {
         throw ApiException.badRequest(decoded, "field '" + decoded + "' given twice");
@@ -250,15 +271,49 @@ final class FormFields {
     return fields;
   }
 
-  private static String boundary(String contentType) {
+  /** A form's {@code %XX} and {@code +} escapes undone, the bytes read as strict UTF-8. */
+  private static String percentDecoded(String field, String raw) {
+    java.io.ByteArrayOutputStream out = new java.io.ByteArrayOutputStream(raw.length());
+    for (int i = 0; i < raw.length(); i++) {
+      char c = raw.charAt(i);
+      if (c == '+') {
+        out.write(' ');
+      } else if (c == '%') {
+        int hi = i + 2 < raw.length() ? Character.digit(raw.charAt(i + 1), 16) : -1;
+        int lo = hi < 0 ? -1 : Character.digit(raw.charAt(i + 2), 16);
+        if (lo < 0) {
+          throw ApiException.badRequest(null, "malformed form field '" + field + "'");
+        }
+        out.write(hi * 16 + lo);
+        i += 2;
+      } else if (c > 0x7f) {
+        throw ApiException.badRequest(
+            null, "form field '" + field + "' has an unescaped non-ASCII character");
+      } else {
+        out.write(c);
+      }
+    }
+    return utf8(field, out.toByteArray());
+  }
+
+  /** The value of a Content-Type parameter ({@code charset}, {@code boundary}), or null. */
+  private static String parameter(String contentType, String name) {
     return Arrays.stream(contentType.split(";"))
+        .skip(1)
         .map(String::trim)
-        .filter(p -> p.toLowerCase(Locale.ROOT).startsWith("boundary="))
-        .map(p -> p.substring("boundary=".length()))
-        .map(b -> b.length() >= 2 && b.startsWith("\"") && b.endsWith("\"") ? unquote(b) : b)
+        .filter(p -> p.toLowerCase(Locale.ROOT).startsWith(name + "="))
+        .map(p -> p.substring(name.length() + 1))
+        .map(v -> v.length() >= 2 && v.startsWith("\"") && v.endsWith("\"") ? unquote(v) : v)
         .findFirst()
-        .filter(b -> !b.isEmpty() && b.length() <= 200)
-        .orElseThrow(() -> ApiException.badRequest(null, "multipart body without a boundary"));
+        .orElse(null);
+  }
+
+  private static String boundary(String contentType) {
+    String b = parameter(contentType, "boundary");
+    if (b == null || b.isEmpty() || b.length() > 200) {
+      throw ApiException.badRequest(null, "multipart body without a boundary");
+    }
+    return b;
   }
 
   private static String unquote(String s) {

@@ -54,7 +54,7 @@ final class Job {
   /**
    * A live job.
    *
-   * @param owner who made it (an API key's label or hash); null when the server has no keys
+   * @param owner the tenant id of the key that made it ("" when the server has no keys)
    * @param startedAt when an earlier process started it (a resumed job), else null
    */
   Job(
@@ -89,7 +89,7 @@ final class Job {
     this.id = row.id();
     this.sequence = row.sequence();
     this.createdAt = row.createdAt();
-    this.owner = row.owner();
+    this.owner = owner(row);
     this.model = view.path("model").asText();
     this.settings = null;
     this.cache = Map.of();
@@ -118,8 +118,9 @@ final class Job {
     return storedView;
   }
 
-  String owner() {
-    return owner;
+  /** A row's owner as a job's: the store keeps the anonymous owner "" as null. */
+  static String owner(JobRow row) {
+    return row.owner() == null ? "" : row.owner();
   }
 
   /** Called (on the thread of the change) whenever status or progress changes. */
@@ -163,6 +164,11 @@ final class Job {
 
   long sequence() {
     return sequence;
+  }
+
+  /** The tenant id of the key that created the job ("" without keys). */
+  String owner() {
+    return owner;
   }
 
   String model() {

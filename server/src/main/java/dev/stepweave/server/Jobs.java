@@ -22,6 +22,7 @@ import dev.stepweave.server.store.ArtifactRow;
 import dev.stepweave.server.store.ArtifactState;
 import dev.stepweave.server.store.JobRow;
 import dev.stepweave.server.store.JobStore;
+import dev.stepweave.server.store.StoreException;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -39,6 +40,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -73,7 +75,11 @@ final class Jobs implements AutoCloseable {
   private final AtomicLong removedArtifacts = new AtomicLong();
   private final AtomicLong refusedBusy = new AtomicLong();
   private final AtomicLong refusedDraining = new AtomicLong();
+  private final AtomicLong refusedTenant = new AtomicLong();
+  private final int ownerMaxPending;
+  private final Map<String, AtomicInteger> pendingByOwner = new ConcurrentHashMap<>();
   private volatile boolean draining;
+  private volatile boolean closed;
   // Submissions read the adapter registry, a rescan replaces it: a job reports the very files the
   // engine resolved its adapters to.
   private final ReadWriteLock adapterTable = new ReentrantReadWriteLock();
@@ -96,18 +102,24 @@ final class Jobs implements AutoCloseable {
             return t;
           });
 
+  /**
+   * @param ownerMaxPending jobs one key may have queued or running (the anonymous owner "" of a
+   *     server without keys has only the server's limit)
+   */
   Jobs(
       Engine engine,
       ArtifactStore store,
       ServerConfig limits,
       JobStore rows,
-      StoreConfig storeConfig) {
+      StoreConfig storeConfig,
+      int ownerMaxPending) {
     this.engine = engine;
     this.store = store;
     this.limits = limits;
     this.rows = rows;
     this.storeConfig = storeConfig;
     this.checkpoints = new CheckpointFiles(store, storeConfig.checkpointInterval());
+    this.ownerMaxPending = ownerMaxPending;
   }
 
   JobStore rows() {
@@ -145,6 +157,10 @@ final class Jobs implements AutoCloseable {
     return refusedDraining.get();
   }
 
+  long refusedTenant() {
+    return refusedTenant.get();
+  }
+
   int pending() {
     return pending.get();
   }
@@ -153,10 +169,10 @@ final class Jobs implements AutoCloseable {
    * Stores and submits a video job. {@code form} is what the client sent and {@code g} what it
    * means; the row keeps the form with the seed as drawn, so that a restart runs the same request.
    *
-   * @param owner who makes it (an API key's label or hash), null when the server has no keys
+   * @param owner the tenant id of the key that makes it ("" when the server has no keys)
    */
   Job submitVideo(FormFields.Form form, Settings.Generation g, String owner) {
-    admit();
+    Runnable released = admit(owner);
     String id = JobIds.next(JobIds.VIDEO);
     Instant now = Instant.now();
     long seq = nextSequence(now);
@@ -164,7 +180,7 @@ final class Jobs implements AutoCloseable {
         new JobRow(
             id,
             seq,
-            owner,
+            ownerColumn(owner),
             storeConfig.replicaId(),
             JobStatus.QUEUED.wireName(),
             0,
@@ -178,22 +194,22 @@ final class Jobs implements AutoCloseable {
     try {
       rows.insert(row, RequestJson.upload(form));
     } catch (RuntimeException e) {
-      pending.decrementAndGet();
+      released.run();
       throw e;
     }
     try {
-      return startVideo(row, g, null);
+      return startVideo(row, g, null, released);
     } catch (RuntimeException e) {
       rows.delete(id);
       throw e;
     }
   }
 
-  Job submitImage(Settings.Generation g) {
-    admit();
+  Job submitImage(Settings.Generation g, String owner) {
+    Runnable released = admit(owner);
     String id = JobIds.next(JobIds.IMAGE);
     Instant now = Instant.now();
-    return submit(id, nextSequence(now), now, null, null, g, null, null);
+    return submit(id, nextSequence(now), now, null, owner, g, null, null, released);
   }
 
   /** Epoch microseconds, strictly increasing in this process: the order jobs are listed in. */
@@ -202,11 +218,20 @@ final class Jobs implements AutoCloseable {
     return sequence.accumulateAndGet(micros, (last, t) -> Math.max(last + 1, t));
   }
 
-  private Job startVideo(JobRow row, Settings.Generation g, ProgramCheckpoint from) {
+  private Job startVideo(
+      JobRow row, Settings.Generation g, ProgramCheckpoint from, Runnable released) {
     CheckpointFiles.Sink sink = checkpoints.sink(row.id());
     Job job =
         submit(
-            row.id(), row.sequence(), row.createdAt(), row.startedAt(), row.owner(), g, from, sink);
+            row.id(),
+            row.sequence(),
+            row.createdAt(),
+            row.startedAt(),
+            Job.owner(row),
+            g,
+            from,
+            sink,
+            released);
     sinks.put(job.id(), sink);
     videos.put(job.id(), job);
     job.onChange(this::persist);
@@ -222,9 +247,11 @@ final class Jobs implements AutoCloseable {
    * accounts for — videos, images, checkpoints, and temporary files of interrupted writes — are
    * removed: without their row nothing can list, serve or delete them.
    *
+   * @param settings how the API reads a request (the model aliases included), to read the stored
+   *     ones again
    * @return what it did
    */
-  Recovery recover() throws IOException {
+  Recovery recover(Settings settings) throws IOException {
     java.util.Set<Path> keep = new java.util.HashSet<>();
     int kept = 0;
     int missing = 0;
@@ -255,9 +282,9 @@ final class Jobs implements AutoCloseable {
         }
         try {
           ProgramCheckpoint from = hasCheckpoint ? ProgramCheckpoint.read(cp) : null;
-          Settings.Generation g = RequestJson.read(row, rows.input(row.id()), settings());
-          pending.incrementAndGet(); // a refused submit gives it back itself
-          startVideo(row, g, from);
+          Settings.Generation g = RequestJson.read(row, rows.input(row.id()), settings);
+          // Counted like an admitted job, limits aside; a refused submit gives it back itself.
+          startVideo(row, g, from, hold(Job.owner(row)));
           keep.add(cp);
           if (hasCheckpoint) {
             resumed++;
@@ -326,10 +353,6 @@ final class Jobs implements AutoCloseable {
             row.view()));
   }
 
-  private Settings settings() {
-    return new Settings(engine.model().card(), limits);
-  }
-
   /** Writes the job's row as it is when the write runs (on the store's thread). */
   private void persist(Job job) {
     rowWriter.execute(() -> guarded(() -> rows.update(row(job))));
@@ -348,7 +371,7 @@ final class Jobs implements AutoCloseable {
     return new JobRow(
         job.id(),
         job.sequence(),
-        job.owner(),
+        ownerColumn(job.owner()),
         storeConfig.replicaId(),
         job.status().wireName(),
         job.progress(),
@@ -359,6 +382,18 @@ final class Jobs implements AutoCloseable {
         job.completedAt(),
         "",
         ApiJson.video(job).toString());
+  }
+
+  /** Jobs queued or running by owner. */
+  Map<String, Integer> pendingByOwner() {
+    Map<String, Integer> out = new java.util.TreeMap<>();
+    pendingByOwner.forEach((owner, n) -> out.put(owner, n.get()));
+    return out;
+  }
+
+  /** The store's owner column: the tenant id, or null for the anonymous owner "" (no keys). */
+  private static String ownerColumn(String owner) {
+    return owner.isEmpty() ? null : owner;
   }
 
   /**
@@ -498,7 +533,8 @@ final class Jobs implements AutoCloseable {
     }
   }
 
-  Job video(String id) {
+  /** The video {@code owner} created; another owner's is as unknown as a made-up id (404). */
+  Job video(String id, String owner) {
     Job job = null;
     if (JobIds.isValid(id) && id.startsWith(JobIds.VIDEO)) {
       job = videos.get(id);
@@ -506,20 +542,15 @@ final class Jobs implements AutoCloseable {
         job = rows.job(id).map(this::stored).orElse(null);
       }
     }
-    if (job == null) {
+    if (job == null || !job.owner().equals(owner)) {
       throw ApiException.notFound("no video with id '" + id + "'");
     }
     return job;
   }
 
-  /** Video jobs, newest first: every one in the store. */
-  List<Job> videos() {
-    return rows.jobs().stream().map(r -> videos.getOrDefault(r.id(), stored(r))).toList();
-  }
-
-  /** The jobs of one owner (null: those made without a key), newest first. */
-  List<Job> videosOwnedBy(String owner) {
-    return rows.jobsOwnedBy(owner).stream()
+  /** The video jobs of {@code owner} in the store (those of every replica), newest first. */
+  List<Job> videos(String owner) {
+    return rows.jobsOwnedBy(ownerColumn(owner)).stream()
         .map(r -> videos.getOrDefault(r.id(), stored(r)))
         .toList();
   }
@@ -529,8 +560,8 @@ final class Jobs implements AutoCloseable {
     try {
       view =
           row.view() == null
-              ? Exchanges.JSON.createObjectNode().put("id", row.id()).put("object", "video")
-              : (ObjectNode) Exchanges.JSON.readTree(row.view());
+              ? Json.MAPPER.createObjectNode().put("id", row.id()).put("object", "video")
+              : (ObjectNode) Json.MAPPER.readTree(row.view());
     } catch (IOException e) {
       throw new IllegalStateException("the stored object of " + row.id() + " is not JSON", e);
     }
@@ -597,7 +628,9 @@ final class Jobs implements AutoCloseable {
   private void awaitDownloads(long deadline) {
     try {
       rowWriter.submit(() -> {}).get(); // the last completions are in the store
-      while (System.nanoTime() < deadline
+      // A stop ends the wait too: an admin drain's thread must not outlive the store.
+      while (!closed
+          && System.nanoTime() < deadline
           && rows.presentArtifacts(storeConfig.replicaId()).stream()
               .anyMatch(a -> a.lastFetchedAt() == null)) {
         Thread.sleep(100);
@@ -606,11 +639,20 @@ final class Jobs implements AutoCloseable {
       Thread.currentThread().interrupt();
     } catch (ExecutionException e) {
       throw new IllegalStateException("the store's writer failed", e);
+    } catch (StoreException | RejectedExecutionException e) {
+      if (!closed) {
+        throw e;
+      } // the server stopped meanwhile: nothing is left to wait for
     }
   }
 
-  /** Refuses a new job while draining or when the pending limit is reached; else counts it. */
-  private void admit() {
+  /**
+   * Refuses a new job while draining or when the server's or the owner's pending limit is reached;
+   * else counts it.
+   *
+   * @return gives the job's pending slots back (once it finished, or when its submit is refused)
+   */
+  private Runnable admit(String owner) {
     if (!accepting()) {
       refusedDraining.incrementAndGet();
       throw new ApiException(
@@ -620,8 +662,19 @@ final class Jobs implements AutoCloseable {
           "not_accepting",
           "the server is draining and admits no new jobs");
     }
-    if (pending.incrementAndGet() > limits.maxPendingJobs()) {
-      pending.decrementAndGet();
+    Runnable released = hold(owner);
+    if (pendingByOwner.get(owner).get() > ownerMaxPending && !owner.isEmpty()) {
+      released.run();
+      refusedTenant.incrementAndGet();
+      throw new ApiException(
+          429,
+          "rate_limit_exceeded",
+          null,
+          "tenant_queue_full",
+          "this key already has " + ownerMaxPending + " jobs queued or running; retry later");
+    }
+    if (pending.get() > limits.maxPendingJobs()) {
+      released.run();
       refusedBusy.incrementAndGet();
       throw new ApiException(
           429,
@@ -630,9 +683,24 @@ final class Jobs implements AutoCloseable {
           "queue_full",
           limits.maxPendingJobs() + " jobs are already queued or running; retry later");
     }
+    return released;
   }
 
-  /** Submits (or resumes from {@code from}) a job already counted by {@link #admit}. */
+  /** Counts a job as pending, in all and for its owner; the runnable gives both back. */
+  private Runnable hold(String owner) {
+    AtomicInteger mine = pendingByOwner.computeIfAbsent(owner, o -> new AtomicInteger());
+    mine.incrementAndGet();
+    pending.incrementAndGet();
+    return () -> {
+      pending.decrementAndGet();
+      mine.decrementAndGet();
+    };
+  }
+
+  /**
+   * Submits (or resumes from {@code from}) a job already counted by {@link #admit} or {@link
+   * #hold}; {@code released} gives its count back.
+   */
   private Job submit(
       String id,
       long seq,
@@ -641,7 +709,8 @@ final class Jobs implements AutoCloseable {
       String owner,
       Settings.Generation g,
       ProgramCheckpoint from,
-      CheckpointFiles.Sink sink) {
+      CheckpointFiles.Sink sink,
+      Runnable released) {
     List<ModalPart> inputs = new ArrayList<>();
     inputs.add(new ModalPart.Text(g.prompt()));
     g.image().ifPresent(i -> inputs.add(i.image()));
@@ -666,19 +735,19 @@ final class Jobs implements AutoCloseable {
       // What the engine resolved under this same lock, so this cannot refuse.
       adapters = engine.extensions().adapters().resolve(request);
     } catch (InvalidRequestException e) {
-      pending.decrementAndGet();
+      released.run();
       throw ApiException.badRequest(e.field().map(Jobs::wireField).orElse(null), firstLine(e));
     } catch (RecipeRefusedException e) {
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
     } catch (AdmissionRejectedException e) {
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));
     } catch (IllegalStateException e) { // draining or closed
-      pending.decrementAndGet();
+      released.run();
       throw new ApiException(503, "server_error", null, "not_accepting", firstLine(e));
     } catch (IllegalArgumentException e) { // InvalidRequestException, or a task the card lacks
-      pending.decrementAndGet();
+      released.run();
       throw ApiException.badRequest(null, firstLine(e));
     } finally {
       adapterTable.readLock().unlock();
@@ -701,7 +770,7 @@ final class Jobs implements AutoCloseable {
         .thenRun(
             () -> {
               unfinished.remove(job);
-              pending.decrementAndGet();
+              released.run();
             });
     handle.result().whenCompleteAsync((result, error) -> finish(job, result, error), writer);
     return job;
@@ -808,6 +877,7 @@ final class Jobs implements AutoCloseable {
 
   @Override
   public void close() {
+    closed = true;
     writer.shutdownNow();
     checkpoints.close();
     rowWriter.shutdown();

@@ -2,127 +2,229 @@ package dev.stepweave.server;
 
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.ExtensionMetrics;
-import dev.stepweave.core.runtime.EngineStats;
+import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.Histogram;
+import dev.stepweave.server.tenant.Tenant;
+import io.prometheus.metrics.core.metrics.Counter;
+import io.prometheus.metrics.core.metrics.CounterWithCallback;
+import io.prometheus.metrics.core.metrics.GaugeWithCallback;
+import io.prometheus.metrics.expositionformats.PrometheusTextFormatWriter;
+import io.prometheus.metrics.model.registry.PrometheusRegistry;
+import io.prometheus.metrics.model.snapshots.ClassicHistogramBuckets;
+import io.prometheus.metrics.model.snapshots.HistogramSnapshot;
+import io.prometheus.metrics.model.snapshots.Labels;
+import io.prometheus.metrics.model.snapshots.MetricSnapshots;
+import java.io.ByteArrayOutputStream;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.charset.StandardCharsets;
 import java.util.Locale;
 import java.util.Map;
 import java.util.TreeMap;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Supplier;
 
-/** Engine and server counters in the Prometheus text exposition format (version 0.0.4). */
+/**
+ * The server's Prometheus metrics (client_java): engine and job series read from {@link
+ * Engine#stats()} at each scrape, HTTP calls counted as they happen, and, for the admin key only,
+ * the same by tenant label.
+ */
 final class Metrics {
-  static final String CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8";
+  static final String CONTENT_TYPE = PrometheusTextFormatWriter.CONTENT_TYPE;
 
-  private final StringBuilder out = new StringBuilder();
+  private static final PrometheusTextFormatWriter TEXT = PrometheusTextFormatWriter.create();
 
-  private Metrics() {}
+  private final PrometheusRegistry registry = new PrometheusRegistry();
+  private final PrometheusRegistry detail = new PrometheusRegistry();
+  private final Counter tenantCalls;
+  private final Counter tenantLimited;
+  private final Map<String, String> labels = new ConcurrentHashMap<>();
 
-  static String render(EngineStats s, ExtensionMetrics plugins, Jobs jobs) {
-    Metrics m = new Metrics();
-    m.gauge("stepweave_queue_depth", "Requests waiting for admission.", s.queued());
-    m.gauge("stepweave_running_loops", "Loops admitted and not finished.", s.runningLoops());
-    m.gauge("stepweave_accepting", "1 while new requests are admitted.", jobs.accepting() ? 1 : 0);
-    m.gauge("stepweave_pending_jobs", "HTTP jobs queued or running.", jobs.pending());
-    m.gauge("stepweave_artifact_bytes", "Bytes of finished videos on disk.", jobs.artifactBytes());
-    m.counter(
-        "stepweave_artifacts_removed_total",
+  /**
+   * @param openStreams event streams open now, by tenant id (read at each scrape)
+   */
+  Metrics(Engine engine, Jobs jobs, Supplier<Map<String, ? extends Number>> openStreams) {
+    gauge(
+        "stepweave_queue_depth", "Requests waiting for admission.", () -> engine.stats().queued());
+    gauge(
+        "stepweave_running_loops",
+        "Loops admitted and not finished.",
+        () -> engine.stats().runningLoops());
+    gauge(
+        "stepweave_accepting",
+        "1 while new requests are admitted.",
+        () -> jobs.accepting() ? 1 : 0);
+    gauge("stepweave_pending_jobs", "HTTP jobs queued or running.", jobs::pending);
+    gauge("stepweave_artifact_bytes", "Bytes of finished videos on disk.", jobs::artifactBytes);
+    counter(
+        "stepweave_artifacts_removed",
         "Videos removed by retention (TTL or quota).",
-        jobs.removedArtifacts());
-    m.counter(
-        "stepweave_checkpoint_files_total",
+        jobs::removedArtifacts);
+    counter(
+        "stepweave_checkpoint_files",
         "Checkpoint files written for restarts.",
-        jobs.checkpoints().filesWritten());
-    m.counter(
-        "stepweave_checkpoint_write_seconds_total",
+        () -> jobs.checkpoints().filesWritten());
+    counter(
+        "stepweave_checkpoint_write_seconds",
         "Time spent writing checkpoint files.",
-        jobs.checkpoints().writeTime().toNanos() / 1e9);
-    m.counter(
-        "stepweave_store_failures_total", "Job store writes that failed.", jobs.storeFailures());
-    m.counter("stepweave_requests_admitted_total", "Requests admitted.", s.admitted());
-    m.counter(
-        "stepweave_requests_rejected_total",
+        () -> jobs.checkpoints().writeTime().toNanos() / 1e9);
+    counter("stepweave_store_failures", "Job store writes that failed.", jobs::storeFailures);
+    counter("stepweave_requests_admitted", "Requests admitted.", () -> engine.stats().admitted());
+    counter(
+        "stepweave_requests_rejected",
         "Requests refused by the engine (bad input, recipe, admission).",
-        s.rejected());
-    m.counter("stepweave_requests_completed_total", "Requests completed.", s.completed());
-    m.counter("stepweave_requests_failed_total", "Requests failed.", s.failed());
-    m.counter("stepweave_requests_cancelled_total", "Requests cancelled.", s.cancelled());
-    m.header(
-        "stepweave_http_refused_total",
-        "counter",
-        "Create calls refused before reaching the engine, by reason.");
-    m.sample("stepweave_http_refused_total{reason=\"queue_full\"}", jobs.refusedBusy());
-    m.sample("stepweave_http_refused_total{reason=\"not_accepting\"}", jobs.refusedDraining());
-    m.header("stepweave_step_seconds", "histogram", "Step latency by work kind.");
-    Map<WorkKind, Histogram> byKind = new TreeMap<>(s.stepSeconds());
-    byKind.forEach(
-        (kind, h) ->
-            m.histogram(
-                "stepweave_step_seconds",
-                "kind=\"" + kind.name().toLowerCase(Locale.ROOT) + "\"",
-                h));
-    m.header("stepweave_batch_size", "histogram", "Work units per executed batch.");
-    m.histogram("stepweave_batch_size", "", s.batchSizes());
-    m.header(
-        "stepweave_cost_model_relative_error",
-        "histogram",
-        "|predicted - measured| / measured device time of each executed batch.");
-    m.histogram("stepweave_cost_model_relative_error", "", s.costPredictionError());
-    m.header(
-        "stepweave_cache_total",
-        "counter",
-        "What cache plugins did over completed requests, by plugin and counter"
-            + " (skipped_blocks, cached_steps, computed_steps).");
-    plugins
-        .snapshot()
-        .forEach(
-            (name, value) -> {
-              int dot = Math.max(0, name.indexOf('.'));
-              m.sample(
-                  "stepweave_cache_total{plugin=\""
-                      + name.substring(0, dot)
-                      + "\",counter=\""
-                      + name.substring(dot + 1)
-                      + "\"}",
-                  value);
-            });
-    return m.out.toString();
+        () -> engine.stats().rejected());
+    counter(
+        "stepweave_requests_completed", "Requests completed.", () -> engine.stats().completed());
+    counter("stepweave_requests_failed", "Requests failed.", () -> engine.stats().failed());
+    counter(
+        "stepweave_requests_cancelled", "Requests cancelled.", () -> engine.stats().cancelled());
+    CounterWithCallback.builder()
+        .name("stepweave_http_refused")
+        .help("Create calls refused before reaching the engine, by reason.")
+        .labelNames("reason")
+        .callback(
+            cb -> {
+              cb.call(jobs.refusedBusy(), "queue_full");
+              cb.call(jobs.refusedDraining(), "not_accepting");
+              cb.call(jobs.refusedTenant(), "tenant_queue_full");
+            })
+        .register(registry);
+    registry.register(
+        () -> {
+          HistogramSnapshot.Builder h =
+              HistogramSnapshot.builder()
+                  .name("stepweave_step_seconds")
+                  .help("Step latency by work kind.");
+          new TreeMap<WorkKind, Histogram>(engine.stats().stepSeconds())
+              .forEach(
+                  (kind, hist) ->
+                      h.dataPoint(point(hist, "kind", kind.name().toLowerCase(Locale.ROOT))));
+          return h.build();
+        });
+    registry.register(
+        () ->
+            HistogramSnapshot.builder()
+                .name("stepweave_batch_size")
+                .help("Work units per executed batch.")
+                .dataPoint(point(engine.stats().batchSizes()))
+                .build());
+    registry.register(
+        () ->
+            HistogramSnapshot.builder()
+                .name("stepweave_cost_model_relative_error")
+                .help("|predicted - measured| / measured device time of each executed batch.")
+                .dataPoint(point(engine.stats().costPredictionError()))
+                .build());
+    ExtensionMetrics plugins = engine.extensions().metrics();
+    CounterWithCallback.builder()
+        .name("stepweave_cache")
+        .help(
+            "What cache plugins did over completed requests, by plugin and counter"
+                + " (skipped_blocks, cached_steps, computed_steps).")
+        .labelNames("plugin", "counter")
+        .callback(
+            cb ->
+                plugins
+                    .snapshot()
+                    .forEach(
+                        (name, value) -> {
+                          int dot = Math.max(0, name.indexOf('.'));
+                          cb.call(value, name.substring(0, dot), name.substring(dot + 1));
+                        }))
+        .register(registry);
+    tenantCalls =
+        Counter.builder()
+            .name("stepweave_tenant_calls")
+            .help("HTTP calls by tenant label.")
+            .labelNames("tenant")
+            .register(detail);
+    tenantLimited =
+        Counter.builder()
+            .name("stepweave_tenant_refused")
+            .help("Calls refused with 429 (rate, queued jobs, event streams) by tenant label.")
+            .labelNames("tenant")
+            .register(detail);
+    GaugeWithCallback.builder()
+        .name("stepweave_tenant_pending_jobs")
+        .help("Jobs queued or running by tenant label.")
+        .labelNames("tenant")
+        .callback(cb -> jobs.pendingByOwner().forEach((id, n) -> cb.call(n, label(id))))
+        .register(detail);
+    GaugeWithCallback.builder()
+        .name("stepweave_tenant_event_streams")
+        .help("Event streams open by tenant label.")
+        .labelNames("tenant")
+        .callback(cb -> openStreams.get().forEach((id, n) -> cb.call(n.doubleValue(), label(id))))
+        .register(detail);
   }
 
-  private void gauge(String name, String help, double value) {
-    header(name, "gauge", help);
-    sample(name, value);
+  /** Counts a call the gate let in. */
+  void called(Tenant tenant) {
+    labels.putIfAbsent(tenant.id(), tenant.label());
+    tenantCalls.labelValues(tenant.label()).inc();
   }
 
-  private void counter(String name, String help, double value) {
-    header(name, "counter", help);
-    sample(name, value);
+  /** Counts a 429. */
+  void limited(Tenant tenant) {
+    tenantLimited.labelValues(tenant.label()).inc();
   }
 
-  private void header(String name, String type, String help) {
-    out.append("# HELP ").append(name).append(' ').append(help).append('\n');
-    out.append("# TYPE ").append(name).append(' ').append(type).append('\n');
+  /** The text exposition; the per-tenant series only for the admin key (or without keys). */
+  String render(Tenant caller) {
+    MetricSnapshots.Builder all = MetricSnapshots.builder();
+    registry.scrape().forEach(all::metricSnapshot);
+    if (caller.admin()) {
+      detail.scrape().forEach(all::metricSnapshot);
+    }
+    ByteArrayOutputStream out = new ByteArrayOutputStream();
+    try {
+      TEXT.write(out, all.build());
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
+    return out.toString(StandardCharsets.UTF_8);
   }
 
-  private void histogram(String name, String labels, Histogram h) {
-    String prefix = labels.isEmpty() ? "" : labels + ",";
+  private String label(String tenantId) {
+    return labels.getOrDefault(tenantId, tenantId.isEmpty() ? "anonymous" : tenantId);
+  }
+
+  private void gauge(String name, String help, Supplier<Number> value) {
+    GaugeWithCallback.builder()
+        .name(name)
+        .help(help)
+        .callback(cb -> cb.call(value.get().doubleValue()))
+        .register(registry);
+  }
+
+  private void counter(String name, String help, Supplier<Number> value) {
+    CounterWithCallback.builder()
+        .name(name)
+        .help(help)
+        .callback(cb -> cb.call(value.get().doubleValue()))
+        .register(registry);
+  }
+
+  /** One of the engine's cumulative histograms as a Prometheus data point. */
+  private static HistogramSnapshot.HistogramDataPointSnapshot point(
+      Histogram h, String... labelPairs) {
     double[] bounds = h.upperBounds();
-    long[] counts = h.cumulativeCounts();
+    long[] cumulative = h.cumulativeCounts();
+    double[] upper = new double[bounds.length + 1];
+    long[] counts = new long[bounds.length + 1];
+    long below = 0;
     for (int i = 0; i < bounds.length; i++) {
-      sample(name + "_bucket{" + prefix + "le=\"" + number(bounds[i]) + "\"}", counts[i]);
+      upper[i] = bounds[i];
+      counts[i] = cumulative[i] - below;
+      below = cumulative[i];
     }
-    sample(name + "_bucket{" + prefix + "le=\"+Inf\"}", h.count());
-    String suffix = labels.isEmpty() ? "" : "{" + labels + "}";
-    sample(name + "_sum" + suffix, h.sum());
-    sample(name + "_count" + suffix, h.count());
-  }
-
-  private void sample(String series, double value) {
-    out.append(series).append(' ').append(number(value)).append('\n');
-  }
-
-  private static String number(double v) {
-    if (v == Math.rint(v) && Math.abs(v) < 1e15) {
-      return Long.toString((long) v);
-    }
-    return Double.toString(v);
+    upper[bounds.length] = Double.POSITIVE_INFINITY;
+    counts[bounds.length] = h.count() - below;
+    return HistogramSnapshot.HistogramDataPointSnapshot.builder()
+        .classicHistogramBuckets(ClassicHistogramBuckets.of(upper, counts))
+        .sum(h.sum())
+        .labels(Labels.of(labelPairs))
+        .build();
   }
 }

@@ -1,24 +1,26 @@
 package dev.stepweave.server;
 
-import java.nio.charset.StandardCharsets;
-import java.util.Arrays;
+import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.util.LinkedHashMap;
-import java.util.Locale;
 import java.util.Map;
 import java.util.Set;
-import java.util.regex.Matcher;
-import java.util.regex.Pattern;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import org.eclipse.jetty.http.HttpHeader;
+import org.eclipse.jetty.http.MultiPart;
+import org.eclipse.jetty.http.MultiPartFormData;
+import org.eclipse.jetty.io.Content;
+import org.eclipse.jetty.io.content.ByteBufferContentSource;
+import org.eclipse.jetty.util.Promise;
 
 /**
- * The fields of a multipart/form-data body (RFC 7578): text parts, and file parts for the fields
- * that take a file (an upload anywhere else is refused naming the field).
+ * The fields of a multipart/form-data body (RFC 7578), parsed by Jetty's {@link MultiPartFormData}:
+ * text parts, and file parts for the fields that take a file (an upload anywhere else is refused
+ * naming the field). The body is already read and bounded, so every part stays in memory.
  */
 final class Multipart {
-  private static final byte[] CRLF = {'\r', '\n'};
-  private static final byte[] HEADER_END = {'\r', '\n', '\r', '\n'};
-  private static final Pattern NAME = Pattern.compile("(?i);\\s*name=\"([^\"]*)\"");
-  private static final Pattern FILENAME = Pattern.compile("(?i);\\s*filename\\*?=");
-  private static final Pattern QUOTED_FILENAME = Pattern.compile("(?i);\\s*filename=\"([^\"]*)\"");
+  private static final int MAX_PARTS = 256;
 
   private Multipart() {}
 
@@ -32,94 +34,64 @@ final class Multipart {
   record Parts(Map<String, String> fields, Map<String, Upload> files) {}
 
   static Parts parse(String boundary, byte[] body, Set<String> fileFields) {
-    byte[] delimiter = ("--" + boundary).getBytes(StandardCharsets.ISO_8859_1);
-    Map<String, String> fields = new LinkedHashMap<>();
-    Map<String, Upload> files = new LinkedHashMap<>();
-    int at = indexOf(body, delimiter, 0);
-    if (at < 0) {
-      throw malformed("no boundary line");
+    MultiPartFormData.Parser parser = new MultiPartFormData.Parser(boundary);
+    parser.setMaxMemoryFileSize(body.length + 1L);
+    parser.setMaxLength(body.length + 1L);
+    parser.setMaxParts(MAX_PARTS);
+    MultiPartFormData.Parts parts;
+    try {
+      CompletableFuture<MultiPartFormData.Parts> parsed = new CompletableFuture<>();
+      parser.parse(
+          new ByteBufferContentSource(ByteBuffer.wrap(body)), Promise.Invocable.toPromise(parsed));
+      parts = parsed.get();
+    } catch (ExecutionException e) {
+      throw malformed(e.getCause() == null ? null : e.getCause().getMessage());
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+      throw malformed("interrupted");
     }
-    while (true) {
-      int afterDelimiter = at + delimiter.length;
-      if (startsWith(body, afterDelimiter, new byte[] {'-', '-'})) {
-        return new Parts(fields, files); // the closing delimiter
-      }
-      if (!startsWith(body, afterDelimiter, CRLF)) {
-        throw malformed("boundary line not followed by CRLF");
-      }
-      int headersStart = afterDelimiter + 2;
-      int headersEnd = indexOf(body, HEADER_END, headersStart);
-      if (headersEnd < 0) {
-        throw malformed("part without a blank line after its headers");
-      }
-      String headers =
-          new String(body, headersStart, headersEnd - headersStart, StandardCharsets.UTF_8);
-      int contentStart = headersEnd + HEADER_END.length;
-      int next = indexOf(body, concat(CRLF, delimiter), contentStart);
-      if (next < 0) {
-        throw malformed("part without a closing boundary");
-      }
-      String disposition =
-          header(headers, "content-disposition")
-              .orElseThrow(() -> malformed("part without Content-Disposition"));
-      Matcher m = NAME.matcher(disposition);
-      if (!m.find()) {
-        throw malformed("part without a name");
-      }
-      String name = m.group(1);
-      if (fields.containsKey(name) || files.containsKey(name)) {
-        throw ApiException.badRequest(name, "field '" + name + "' given twice");
-      }
-      if (FILENAME.matcher(disposition).find()) {
-        if (!fileFields.contains(name)) {
-          throw ApiException.badRequest(
-              name, "file uploads are not supported (field '" + name + "')");
+    try (parts) {
+      Map<String, String> fields = new LinkedHashMap<>();
+      Map<String, Upload> files = new LinkedHashMap<>();
+      for (MultiPart.Part part : parts) {
+        String name = part.getName();
+        if (name == null) {
+          throw malformed("part without a name");
         }
-        Matcher f = QUOTED_FILENAME.matcher(disposition);
-        files.put(
-            name,
-            new Upload(
-                f.find() ? f.group(1) : "",
-                header(headers, "content-type").orElse(null),
-                Arrays.copyOfRange(body, contentStart, next)));
-      } else {
-        fields.put(
-            name, new String(body, contentStart, next - contentStart, StandardCharsets.UTF_8));
+        if (fields.containsKey(name) || files.containsKey(name)) {
+          throw ApiException.badRequest(name, "field '" + name + "' given twice");
+        }
+        byte[] bytes = bytes(part);
+        if (part.getFileName() != null) {
+          if (!fileFields.contains(name)) {
+            throw ApiException.badRequest(
+                name, "file uploads are not supported (field '" + name + "')");
+          }
+          files.put(
+              name,
+              new Upload(
+                  part.getFileName(), part.getHeaders().get(HttpHeader.CONTENT_TYPE), bytes));
+        } else {
+          fields.put(name, FormFields.utf8(name, bytes));
+        }
       }
-      at = next + CRLF.length;
+      return new Parts(fields, files);
     }
   }
 
-  /** The value of the part header {@code name} (lower case), when the part has it. */
-  private static java.util.Optional<String> header(String headers, String name) {
-    return headers
-        .lines()
-        .filter(l -> l.toLowerCase(Locale.ROOT).startsWith(name + ":"))
-        .map(l -> l.substring(name.length() + 1).strip())
-        .findFirst();
+  private static byte[] bytes(MultiPart.Part part) {
+    try {
+      ByteBuffer b = Content.Source.asByteBuffer(part.getContentSource());
+      byte[] out = new byte[b.remaining()];
+      b.get(out);
+      return out;
+    } catch (IOException e) {
+      throw malformed("unreadable part '" + part.getName() + "'");
+    }
   }
 
   private static ApiException malformed(String why) {
-    return ApiException.badRequest(null, "malformed multipart body: " + why);
-  }
-
-  private static boolean startsWith(byte[] data, int from, byte[] prefix) {
-    return from + prefix.length <= data.length
-        && Arrays.equals(data, from, from + prefix.length, prefix, 0, prefix.length);
-  }
-
-  private static int indexOf(byte[] data, byte[] needle, int from) {
-    for (int i = from; i + needle.length <= data.length; i++) {
-      if (startsWith(data, i, needle)) {
-        return i;
-      }
-    }
-    return -1;
-  }
-
-  private static byte[] concat(byte[] a, byte[] b) {
-    byte[] out = Arrays.copyOf(a, a.length + b.length);
-    System.arraycopy(b, 0, out, a.length, b.length);
-    return out;
+    String reason = why == null || why.isBlank() ? "unreadable" : why.lines().findFirst().get();
+    return ApiException.badRequest(null, "malformed multipart body: " + reason);
   }
 }

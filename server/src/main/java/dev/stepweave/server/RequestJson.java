@@ -25,7 +25,7 @@ final class RequestJson {
     Map<String, String> fields = new LinkedHashMap<>(form.fields());
     fields.put("seed", Long.toString(g.params().seed()));
     try {
-      return Exchanges.JSON.writeValueAsString(fields);
+      return Json.MAPPER.writeValueAsString(fields);
     } catch (IOException e) {
       throw new UncheckedIOException(e);
     }
@@ -45,7 +45,7 @@ final class RequestJson {
   static Settings.Generation read(JobRow row, Optional<JobInput> input, Settings settings) {
     Map<String, String> fields;
     try {
-      fields = Exchanges.JSON.readValue(row.request(), FIELDS);
+      fields = Json.MAPPER.readValue(row.request(), FIELDS);
     } catch (IOException e) {
       throw new IllegalStateException("the stored request of " + row.id() + " is not JSON", e);
     }

@@ -14,6 +14,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
+import java.util.Set;
 import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 
@@ -30,9 +31,16 @@ final class Settings {
   private final ModelCard card;
   private final ServerConfig limits;
 
-  Settings(ModelCard card, ServerConfig limits) {
+  private final Set<String> aliases;
+
+  /**
+   * @param aliases other names clients may give {@code model} for the card (names OpenAI's clients
+   *     hard-code)
+   */
+  Settings(ModelCard card, ServerConfig limits, Set<String> aliases) {
     this.card = card;
     this.limits = limits;
+    this.aliases = Set.copyOf(aliases);
   }
 
   /**
@@ -300,8 +308,9 @@ final class Settings {
         Optional.empty());
   }
 
+  /** {@code WIDTHxHEIGHT}; absent or {@code "auto"} (OpenAI's images default): the card's. */
   private int[] size(String value, GenerationDefaults d) {
-    if (value == null) {
+    if (value == null || value.equals("auto")) {
       return new int[] {d.width(), d.height()};
     }
     Matcher m = SIZE.matcher(value);
@@ -323,7 +332,7 @@ final class Settings {
 
   private void checkModel(Map<String, String> f) {
     String model = f.get("model");
-    if (model != null && !model.equals(card.modelId())) {
+    if (model != null && !model.equals(card.modelId()) && !aliases.contains(model)) {
       throw new ApiException(
           404,
           "invalid_request_error",

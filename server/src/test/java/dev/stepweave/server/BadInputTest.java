@@ -138,7 +138,9 @@ class BadInputTest {
       assertTrue(r.status() == 404 || r.status() == 400, path + " gave " + r.status());
       assertTrue(!r.text().contains("not yours"), path);
     }
-    assertError(h.get("/v1/videos/..%2F..%2Fsecret"), 404, null);
+    // Jetty refuses an encoded '/' in a path outright, before any route sees it: a JSON 400.
+    assertError(h.get("/v1/videos/..%2F..%2Fsecret"), 400, null);
+    assertError(h.get("/v1/videos/video_" + "0".repeat(32) + "/content"), 404, null);
   }
 
   @Test

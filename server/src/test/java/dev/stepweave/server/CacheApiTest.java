@@ -70,7 +70,7 @@ class CacheApiTest {
     String metrics = h.get("/metrics").text();
     assertTrue(
         metrics.contains(
-            "stepweave_cache_total{plugin=\"" + CACHE + "\",counter=\"cached_steps\"} 3"),
+            "stepweave_cache_total{counter=\"cached_steps\",plugin=\"" + CACHE + "\"} 3.0"),
         metrics);
   }
 

@@ -1,10 +1,14 @@
 package dev.stepweave.server;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import java.net.URI;
+import java.net.http.HttpRequest;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.time.Instant;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Test;
@@ -13,7 +17,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A drain that awaits downloads: the listener stays up, new work gets 503 and reads 200, until
- * every finished video was fetched once or the drain timeout passed.
+ * every finished video was fetched once (a whole GET of its content: not a HEAD, not a range) or
+ * the drain timeout passed; the admin connector's {@code POST /admin/drain} runs the same drain.
  */
 @Timeout(120)
 class DrainTest {
@@ -42,6 +47,43 @@ class DrainTest {
       long waited = (System.nanoTime() - t0) / 1_000_000;
       assertTrue(waited < 5000, "ended " + waited + " ms after the fetch, far before the timeout");
     }
+  }
+
+  @Test
+  void theAdminDrainKeepsServingAndOnlyAWholeDownloadCountsAsAFetch() throws Exception {
+    ServerConfig config = ServerConfig.defaults().withDrainTimeout(Duration.ofSeconds(60));
+    try (Harness h = new Harness(tmp.resolve("c"), config, AWAITING)) {
+      String id = h.createVideo(RetentionTest.video(1));
+      h.awaitTerminal(id);
+      Harness.Reply started =
+          h.send(
+              HttpRequest.newBuilder(URI.create(h.server.adminUri() + "/admin/drain"))
+                  .POST(HttpRequest.BodyPublishers.noBody()));
+      assertEquals(202, started.status(), started::text);
+      RetentionTest.await(() -> h.get("/ready").status() == 503, "drain did not start");
+      Harness.Reply refused = h.postJson("/v1/videos", RetentionTest.video(2));
+      assertEquals(503, refused.status(), refused::text);
+      String content = "/v1/videos/" + id + "/content";
+      Harness.Reply head =
+          h.send(
+              HttpRequest.newBuilder(h.uri(content))
+                  .method("HEAD", HttpRequest.BodyPublishers.noBody()));
+      assertEquals(200, head.status());
+      Harness.Reply range =
+          h.send(HttpRequest.newBuilder(h.uri(content)).header("Range", "bytes=0-99").GET());
+      assertEquals(206, range.status(), range::text);
+      assertEquals(100, range.body().length);
+      Harness.sleep(300); // the store's writer would have recorded a fetch by now
+      assertNull(lastFetched(h, id), "a HEAD or a range is not a fetch");
+      assertEquals(200, h.get(content).status());
+      RetentionTest.await(() -> lastFetched(h, id) != null, "the whole download was not recorded");
+      assertEquals(200, h.get("/v1/videos/" + id).status(), "reads are served after the drain");
+      assertEquals(503, h.postJson("/v1/videos", RetentionTest.video(3)).status());
+    }
+  }
+
+  private static Instant lastFetched(Harness h, String id) {
+    return h.server.jobs().rows().artifact(id).orElseThrow().lastFetchedAt();
   }
 
   @Test

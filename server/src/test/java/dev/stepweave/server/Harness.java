@@ -44,9 +44,29 @@ final class Harness implements AutoCloseable {
   final StepweaveServer server;
   final HttpClient client = HttpClient.newBuilder().connectTimeout(Duration.ofSeconds(5)).build();
 
-  Harness(Path artifacts, ServerConfig config, Extensions extensions, PatternModel model)
+  Harness(
+      Path artifacts,
+      ServerConfig config,
+      HttpConfig http,
+      StoreConfig store,
+      Extensions extensions,
+      PatternModel model)
       throws IOException {
-    this(artifacts, config, StoreConfig.defaults(), extensions, model);
+    this.model = model;
+    engine = new Engine(model, EngineConfig.defaults(), extensions);
+    server =
+        StepweaveServer.start(
+            "127.0.0.1", 0, engine, config.withArtifactDir(artifacts), http, store);
+  }
+
+  Harness(
+      Path artifacts,
+      ServerConfig config,
+      HttpConfig http,
+      Extensions extensions,
+      PatternModel model)
+      throws IOException {
+    this(artifacts, config, http, StoreConfig.defaults(), extensions, model);
   }
 
   Harness(
@@ -56,15 +76,21 @@ final class Harness implements AutoCloseable {
       Extensions extensions,
       PatternModel model)
       throws IOException {
-    this.model = model;
-    engine = new Engine(model, EngineConfig.defaults(), extensions);
-    server =
-        StepweaveServer.start("127.0.0.1", 0, engine, config.withArtifactDir(artifacts), store);
+    this(artifacts, config, HttpConfig.defaults(), store, extensions, model);
   }
 
   /** A server with the store settings {@code store}, over a new pattern model. */
   Harness(Path artifacts, ServerConfig config, StoreConfig store) throws IOException {
     this(artifacts, config, store, Extensions.NONE, new PatternModel());
+  }
+
+  Harness(Path artifacts, ServerConfig config, Extensions extensions, PatternModel model)
+      throws IOException {
+    this(artifacts, config, HttpConfig.defaults(), extensions, model);
+  }
+
+  Harness(Path artifacts, HttpConfig http) throws IOException {
+    this(artifacts, ServerConfig.defaults(), http, Extensions.NONE, new PatternModel());
   }
 
   Harness(Path artifacts, ServerConfig config, Extensions extensions) throws IOException {
@@ -82,7 +108,17 @@ final class Harness implements AutoCloseable {
   /**
    * @param schema the {@code Stepweave-Schema} header, or "" when absent
    */
-  record Reply(int status, String contentType, String schema, byte[] body) {
+  record Reply(
+      int status,
+      String contentType,
+      String schema,
+      byte[] body,
+      java.net.http.HttpHeaders headers) {
+    /** A response header's first value, or "" when absent. */
+    String header(String name) {
+      return headers.firstValue(name).orElse("");
+    }
+
     JsonNode json() {
       try {
         return JSON.readTree(body);
@@ -109,7 +145,8 @@ final class Harness implements AutoCloseable {
           r.statusCode(),
           r.headers().firstValue("Content-Type").orElse(""),
           r.headers().firstValue(ApiJson.SCHEMA_HEADER).orElse(""),
-          r.body());
+          r.body(),
+          r.headers());
     } catch (IOException e) {
       throw new AssertionError(e);
     } catch (InterruptedException e) {

@@ -79,7 +79,7 @@ class ImagesAndAdmissionTest {
       assertTrue(
           h.get("/metrics")
               .text()
-              .contains("stepweave_http_refused_total{reason=\"queue_full\"} 1"));
+              .contains("stepweave_http_refused_total{reason=\"queue_full\"} 1.0"));
     }
   }
 

@@ -101,9 +101,9 @@ class LoadTest {
       assertEquals(5, cancelled);
       assertEquals(10, images);
       String metrics = h.get("/metrics").text();
-      assertTrue(metrics.contains("stepweave_requests_completed_total 21"), metrics);
-      assertTrue(metrics.contains("stepweave_requests_cancelled_total 5"), metrics);
-      assertTrue(metrics.contains("stepweave_pending_jobs 0"), metrics);
+      assertTrue(metrics.contains("stepweave_requests_completed_total 21.0"), metrics);
+      assertTrue(metrics.contains("stepweave_requests_cancelled_total 5.0"), metrics);
+      assertTrue(metrics.contains("stepweave_pending_jobs 0.0"), metrics);
     }
   }
 

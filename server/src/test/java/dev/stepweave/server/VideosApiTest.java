@@ -180,14 +180,14 @@ class VideosApiTest {
     String text = metrics.text();
     for (String series :
         List.of(
-            "stepweave_queue_depth 0",
-            "stepweave_running_loops 0",
-            "stepweave_requests_admitted_total 1",
-            "stepweave_requests_completed_total 1",
-            "stepweave_requests_cancelled_total 0",
-            "stepweave_requests_failed_total 0",
-            "stepweave_requests_rejected_total 0",
-            "stepweave_accepting 1",
+            "stepweave_queue_depth 0.0",
+            "stepweave_running_loops 0.0",
+            "stepweave_requests_admitted_total 1.0",
+            "stepweave_requests_completed_total 1.0",
+            "stepweave_requests_cancelled_total 0.0",
+            "stepweave_requests_failed_total 0.0",
+            "stepweave_requests_rejected_total 0.0",
+            "stepweave_accepting 1.0",
             "# TYPE stepweave_step_seconds histogram",
             "stepweave_batch_size_bucket{le=\"+Inf\"}",
             "stepweave_cost_model_relative_error_count")) {

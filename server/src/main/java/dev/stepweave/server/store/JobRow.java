@@ -8,7 +8,8 @@ import java.util.Objects;
  *
  * @param id the job id ({@code video_…})
  * @param sequence orders jobs by submission (epoch microseconds, strictly increasing per replica)
- * @param owner who made it (an API key's label or hash); null when the server has no keys
+ * @param owner the tenant id of the key that made it (Tenant.id, a digest of the key, never the
+ *     key); null when the server has no keys
  * @param replica the replica that runs it and holds its files
  * @param status its status as the API spells it ({@code queued}, {@code in_progress}, …)
  * @param progress 0…100
