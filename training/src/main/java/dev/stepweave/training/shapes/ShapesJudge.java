@@ -1,0 +1,162 @@
+package dev.stepweave.training.shapes;
+
+import dev.stepweave.training.data.RgbClip;
+import dev.stepweave.training.reward.ClipReward;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Optional;
+
+/**
+ * Judges a clip against a shapes caption from its pixels alone:
+ *
+ * <ul>
+ *   <li><b>background</b> — the per-channel median of every frame's border pixels, mapped to the
+ *       nearest palette background;
+ *   <li><b>object colour</b> — the per-channel median of the pixels far ({@value #FAR} or more in
+ *       RGB distance) from that measured background, mapped to the nearest palette colour;
+ *   <li><b>shape</b> — per frame, the object is the largest 4-connected region of pixels nearer the
+ *       object colour than the background (projected on the line between them, so an anti-aliased
+ *       edge counts when half covered); the median over frames of its area over its bounding box's
+ *       is about π/4 for a disk and 1 for a square, split halfway;
+ *   <li><b>direction</b> — the least-squares slope of that region's centroid over the frames; its
+ *       dominant axis and sign, if it moves at least a tenth of the frame over the clip.
+ * </ul>
+ *
+ * A clip with too few object pixels has no colour, shape or direction: those count as wrong.
+ */
+public final class ShapesJudge implements ClipReward {
+  /** RGB distance from the background above which a pixel may be the object. */
+  static final int FAR = 40;
+
+  // Halfway between a disk's fill of its bounding box (π/4) and a square's (1).
+  private static final double SQUARE_FILL = (Math.PI / 4 + 1) / 2;
+  // The smallest motion over the clip, as a fraction of the frame along its axis, that counts.
+  private static final double MIN_TRAVEL = 0.1;
+
+  /** Judges {@code clip} against {@code prompt}, which must be a shapes caption. */
+  @Override
+  public double reward(RgbClip clip, String prompt) {
+    return judge(clip, ShapeCaption.parse(prompt)).score();
+  }
+
+  public Verdict judge(RgbClip clip, ShapeCaption wanted) {
+    return new Verdict(wanted, estimate(clip));
+  }
+
+  /** What {@code clip} shows. */
+  public ShapeEstimate estimate(RgbClip clip) {
+    int[] bg = borderMedian(clip);
+    Background background = Background.nearest(bg[0], bg[1], bg[2]);
+    int minPixels = Math.max(4, clip.width() * clip.height() / 1000);
+    int[] fg = farMedian(clip, bg, minPixels * clip.frames());
+    if (fg == null) {
+      return new ShapeEstimate(background, Optional.empty(), Optional.empty(), Optional.empty());
+    }
+    ObjectColor color = ObjectColor.nearest(fg[0], fg[1], fg[2]);
+    List<Region> regions = new ArrayList<>();
+    for (int f = 0; f < clip.frames(); f++) {
+      Region r = Region.largest(clip, f, bg, fg);
+      if (r != null && r.area() >= minPixels) {
+        regions.add(r);
+      }
+    }
+    if (regions.isEmpty()) {
+      return new ShapeEstimate(background, Optional.of(color), Optional.empty(), Optional.empty());
+    }
+    double[] fills = regions.stream().mapToDouble(Region::fill).sorted().toArray();
+    double fill = fills[fills.length / 2];
+    Shape shape = fill >= SQUARE_FILL ? Shape.SQUARE : Shape.BALL;
+    return new ShapeEstimate(
+        background, Optional.of(color), Optional.of(shape), direction(regions, clip));
+  }
+
+  /** The dominant axis and sign of the centroid's least-squares motion, if it moved enough. */
+  private static Optional<Direction> direction(List<Region> regions, RgbClip clip) {
+    if (regions.size() < 2) {
+      return Optional.empty();
+    }
+    double mf = regions.stream().mapToInt(Region::frame).average().orElseThrow();
+    double mx = regions.stream().mapToDouble(Region::cx).average().orElseThrow();
+    double my = regions.stream().mapToDouble(Region::cy).average().orElseThrow();
+    double sff = 0;
+    double sfx = 0;
+    double sfy = 0;
+    for (Region r : regions) {
+      double df = r.frame() - mf;
+      sff += df * df;
+      sfx += df * (r.cx() - mx);
+      sfy += df * (r.cy() - my);
+    }
+    double span = clip.frames() - 1;
+    double travelX = sfx / sff * span / clip.width();
+    double travelY = sfy / sff * span / clip.height();
+    boolean horizontal = Math.abs(travelX) >= Math.abs(travelY);
+    double travel = horizontal ? travelX : travelY;
+    if (Math.abs(travel) < MIN_TRAVEL) {
+      return Optional.empty();
+    }
+    if (horizontal) {
+      return Optional.of(travel > 0 ? Direction.RIGHT : Direction.LEFT);
+    }
+    return Optional.of(travel > 0 ? Direction.DOWN : Direction.UP);
+  }
+
+  /** The per-channel median of every frame's border pixels. */
+  private static int[] borderMedian(RgbClip clip) {
+    int[][] histograms = new int[3][256];
+    int w = clip.width();
+    int h = clip.height();
+    for (int f = 0; f < clip.frames(); f++) {
+      for (int y = 0; y < h; y++) {
+        boolean edgeRow = y == 0 || y == h - 1;
+        for (int x = 0; x < w; x += edgeRow || x == w - 1 ? 1 : w - 1) {
+          for (int c = 0; c < 3; c++) {
+            histograms[c][clip.get(f, y, x, c)]++;
+          }
+        }
+      }
+    }
+    return medians(histograms);
+  }
+
+  /** The per-channel median of the pixels far from {@code bg}, or null if fewer than asked. */
+  private static int[] farMedian(RgbClip clip, int[] bg, int atLeast) {
+    int[][] histograms = new int[3][256];
+    int count = 0;
+    for (int f = 0; f < clip.frames(); f++) {
+      for (int y = 0; y < clip.height(); y++) {
+        for (int x = 0; x < clip.width(); x++) {
+          int r = clip.get(f, y, x, 0);
+          int g = clip.get(f, y, x, 1);
+          int b = clip.get(f, y, x, 2);
+          int dr = r - bg[0];
+          int dg = g - bg[1];
+          int db = b - bg[2];
+          if (dr * dr + dg * dg + db * db >= FAR * FAR) {
+            histograms[0][r]++;
+            histograms[1][g]++;
+            histograms[2][b]++;
+            count++;
+          }
+        }
+      }
+    }
+    return count < atLeast ? null : medians(histograms);
+  }
+
+  private static int[] medians(int[][] histograms) {
+    int[] out = new int[3];
+    for (int c = 0; c < 3; c++) {
+      int total = Arrays.stream(histograms[c]).sum();
+      int seen = 0;
+      int v = 0;
+      while (seen + histograms[c][v] <= total / 2) {
+        seen += histograms[c][v];
+        v++;
+      }
+      out[c] = v;
+    }
+    return out;
+  }
+}
