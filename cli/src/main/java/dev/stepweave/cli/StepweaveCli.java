@@ -23,6 +23,7 @@ import picocli.CommandLine.Spec;
       VerifyCommand.class,
       BenchCommand.class,
       CompletionCommand.class,
+      PrepareCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class StepweaveCli implements Runnable {

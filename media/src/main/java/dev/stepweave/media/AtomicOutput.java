@@ -14,12 +14,12 @@ import java.util.stream.Stream;
  * Writes outputs so that readers only ever see a complete file or directory: the content goes to a
  * hidden temporary sibling (same directory, so the final rename stays on one file system) and is
  * renamed into place only after the producer returned normally. On failure the temporary is
- * removed.
+ * removed. Public for products that write folders of their own (a dataset folder, latent shards).
  */
-final class AtomicOutput {
+public final class AtomicOutput {
   /** Produces the content at a temporary path. */
   @FunctionalInterface
-  interface Producer {
+  public interface Producer {
     void writeTo(Path temporary) throws IOException;
   }
 
@@ -46,7 +46,7 @@ final class AtomicOutput {
    * its parent exists and is writable, and the target is absent or an empty directory (existing
    * content is never merged into or deleted).
    */
-  static void checkDirectoryWritable(Path target, String what) throws IOException {
+  public static void checkDirectoryWritable(Path target, String what) throws IOException {
     checkDirectoryUsable(parentOf(target), target, what);
     if (Files.exists(target)) {
       if (!Files.isDirectory(target)) {
@@ -68,7 +68,7 @@ final class AtomicOutput {
   }
 
   /** Fills a temporary sibling directory, then renames it to {@code target} (absent or empty). */
-  static void writeDirectory(Path target, Producer producer) throws IOException {
+  public static void writeDirectory(Path target, Producer producer) throws IOException {
     write(Files.createDirectory(temporarySibling(target)), target, producer);
   }
 
