@@ -13,12 +13,14 @@ import java.util.Optional;
  * <ul>
  *   <li><b>background</b> — the per-channel median of every frame's border pixels, mapped to the
  *       nearest palette background;
- *   <li><b>object colour</b> — the per-channel median of the pixels far ({@value #FAR} or more in
- *       RGB distance) from that measured background, mapped to the nearest palette colour;
+ *   <li><b>object colour</b> — of the pixels far ({@value #FAR} or more in RGB distance) from that
+ *       measured background, the per-channel median of the farthest quarter (the object's core, not
+ *       its blurred edge), mapped to the nearest palette colour;
  *   <li><b>shape</b> — per frame, the object is the largest 4-connected region of pixels nearer the
  *       object colour than the background (projected on the line between them, so an anti-aliased
- *       edge counts when half covered); the median over frames of its area over its bounding box's
- *       is about π/4 for a disk and 1 for a square, split halfway;
+ *       edge counts when half covered); the median over frames of its corner ratio ({@link Region}:
+ *       fourth moments along the diagonals over those along the axes) is 1 for a disk and 4/3 for a
+ *       square, split halfway;
  *   <li><b>direction</b> — the least-squares slope of that region's centroid over the frames; its
  *       dominant axis and sign, if it moves at least a tenth of the frame over the clip.
  * </ul>
@@ -29,8 +31,10 @@ public final class ShapesJudge implements ClipReward {
   /** RGB distance from the background above which a pixel may be the object. */
   static final int FAR = 40;
 
-  // Halfway between a disk's fill of its bounding box (π/4) and a square's (1).
-  private static final double SQUARE_FILL = (Math.PI / 4 + 1) / 2;
+  private static final int MAX_DISTANCE = 442; // ⌊255·√3⌋
+
+  // Halfway between a disk's corner ratio (1) and a square's (4/3).
+  private static final double SQUARE_RATIO = 7 / 6.0;
   // The smallest motion over the clip, as a fraction of the frame along its axis, that counts.
   private static final double MIN_TRAVEL = 0.1;
 
@@ -64,9 +68,8 @@ public final class ShapesJudge implements ClipReward {
     if (regions.isEmpty()) {
       return new ShapeEstimate(background, Optional.of(color), Optional.empty(), Optional.empty());
     }
-    double[] fills = regions.stream().mapToDouble(Region::fill).sorted().toArray();
-    double fill = fills[fills.length / 2];
-    Shape shape = fill >= SQUARE_FILL ? Shape.SQUARE : Shape.BALL;
+    double[] ratios = regions.stream().mapToDouble(Region::cornerRatio).sorted().toArray();
+    Shape shape = ratios[ratios.length / 2] >= SQUARE_RATIO ? Shape.SQUARE : Shape.BALL;
     return new ShapeEstimate(
         background, Optional.of(color), Optional.of(shape), direction(regions, clip));
   }
@@ -120,29 +123,53 @@ public final class ShapesJudge implements ClipReward {
     return medians(histograms);
   }
 
-  /** The per-channel median of the pixels far from {@code bg}, or null if fewer than asked. */
+  /**
+   * The object's colour: the per-channel median of the farthest quarter of the pixels far from
+   * {@code bg} — the object's core, not the blurred or anti-aliased edge between it and the
+   * background — or null if fewer than {@code atLeast} pixels are far.
+   */
   private static int[] farMedian(RgbClip clip, int[] bg, int atLeast) {
-    int[][] histograms = new int[3][256];
+    int[] distances = new int[MAX_DISTANCE + 1];
     int count = 0;
     for (int f = 0; f < clip.frames(); f++) {
       for (int y = 0; y < clip.height(); y++) {
         for (int x = 0; x < clip.width(); x++) {
-          int r = clip.get(f, y, x, 0);
-          int g = clip.get(f, y, x, 1);
-          int b = clip.get(f, y, x, 2);
-          int dr = r - bg[0];
-          int dg = g - bg[1];
-          int db = b - bg[2];
-          if (dr * dr + dg * dg + db * db >= FAR * FAR) {
-            histograms[0][r]++;
-            histograms[1][g]++;
-            histograms[2][b]++;
+          int d = distance(clip, f, y, x, bg);
+          if (d >= FAR) {
+            distances[d]++;
             count++;
           }
         }
       }
     }
-    return count < atLeast ? null : medians(histograms);
+    if (count < atLeast) {
+      return null;
+    }
+    int core = MAX_DISTANCE;
+    for (int seen = distances[core]; seen < Math.ceilDiv(count, 4); seen += distances[core]) {
+      core--;
+    }
+    int[][] histograms = new int[3][256];
+    for (int f = 0; f < clip.frames(); f++) {
+      for (int y = 0; y < clip.height(); y++) {
+        for (int x = 0; x < clip.width(); x++) {
+          if (distance(clip, f, y, x, bg) >= core) {
+            for (int c = 0; c < 3; c++) {
+              histograms[c][clip.get(f, y, x, c)]++;
+            }
+          }
+        }
+      }
+    }
+    return medians(histograms);
+  }
+
+  /** The RGB distance of a pixel from {@code bg}, rounded down. */
+  private static int distance(RgbClip clip, int f, int y, int x, int[] bg) {
+    int dr = clip.get(f, y, x, 0) - bg[0];
+    int dg = clip.get(f, y, x, 1) - bg[1];
+    int db = clip.get(f, y, x, 2) - bg[2];
+    return (int) Math.sqrt(dr * dr + dg * dg + db * db);
   }
 
   private static int[] medians(int[][] histograms) {

@@ -59,6 +59,70 @@ class ShapesJudgeTest {
   }
 
   @Test
+  void staysRightOnBlurredNoisyClips() {
+    // What a decoder's output looks like more than the renderer's: soft edges, grain.
+    SplitMix64 rng = new SplitMix64(7);
+    int[] wrong = new int[Verdict.ATTRIBUTES];
+    int clips = 0;
+    double total = 0;
+    for (ShapesDataset d :
+        List.of(new ShapesDataset(21, 64, 64, 9), new ShapesDataset(22, 96, 64, 9))) {
+      for (int i = 0; i < 300; i++) {
+        ShapeSample s = d.sample(i);
+        Verdict v = judge.judge(perturbed(s.clip(), rng), s.caption());
+        wrong[0] += v.backgroundRight() ? 0 : 1;
+        wrong[1] += v.colorRight() ? 0 : 1;
+        wrong[2] += v.shapeRight() ? 0 : 1;
+        wrong[3] += v.directionRight() ? 0 : 1;
+        total += v.score();
+        clips++;
+      }
+    }
+    double accuracy = total / clips;
+    System.out.printf(
+        Locale.ROOT,
+        "shapes judge on blurred (3x3 box) clips with uniform noise of +-24: %.4f over %d clips"
+            + " (wrong: background %d, colour %d, shape %d, direction %d)%n",
+        accuracy,
+        clips,
+        wrong[0],
+        wrong[1],
+        wrong[2],
+        wrong[3]);
+    assertTrue(accuracy >= 0.99, "judge accuracy on perturbed clips " + accuracy);
+  }
+
+  /** A 3×3 box blur of every frame, then uniform noise in [−24, 24] per channel. */
+  private static RgbClip perturbed(RgbClip clip, SplitMix64 rng) {
+    int w = clip.width();
+    int h = clip.height();
+    byte[] out = new byte[clip.frames() * h * w * 3];
+    for (int f = 0; f < clip.frames(); f++) {
+      for (int y = 0; y < h; y++) {
+        for (int x = 0; x < w; x++) {
+          for (int c = 0; c < 3; c++) {
+            int sum = 0;
+            int n = 0;
+            for (int dy = -1; dy <= 1; dy++) {
+              for (int dx = -1; dx <= 1; dx++) {
+                int yy = y + dy;
+                int xx = x + dx;
+                if (yy >= 0 && yy < h && xx >= 0 && xx < w) {
+                  sum += clip.get(f, yy, xx, c);
+                  n++;
+                }
+              }
+            }
+            int v = sum / n + rng.nextInt(49) - 24;
+            out[((f * h + y) * w + x) * 3 + c] = (byte) Math.clamp(v, 0, 255);
+          }
+        }
+      }
+    }
+    return new RgbClip(clip.frames(), h, w, out);
+  }
+
+  @Test
   void scoresNoiseAboutChance() {
     SplitMix64 rng = new SplitMix64(42);
     List<ShapeCaption> captions = ShapeCaption.all();
