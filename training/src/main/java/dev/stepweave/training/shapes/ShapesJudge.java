@@ -53,7 +53,7 @@ public final class ShapesJudge implements ClipReward {
     int[] bg = borderMedian(clip);
     Background background = Background.nearest(bg[0], bg[1], bg[2]);
     int minPixels = Math.max(4, clip.width() * clip.height() / 1000);
-    int[] fg = farMedian(clip, bg, minPixels * clip.frames());
+    int[] fg = coreColor(clip, bg, minPixels * clip.frames());
     if (fg == null) {
       return new ShapeEstimate(background, Optional.empty(), Optional.empty(), Optional.empty());
     }
@@ -128,7 +128,7 @@ public final class ShapesJudge implements ClipReward {
    * {@code bg} — the object's core, not the blurred or anti-aliased edge between it and the
    * background — or null if fewer than {@code atLeast} pixels are far.
    */
-  private static int[] farMedian(RgbClip clip, int[] bg, int atLeast) {
+  private static int[] coreColor(RgbClip clip, int[] bg, int atLeast) {
     int[] distances = new int[MAX_DISTANCE + 1];
     int count = 0;
     for (int f = 0; f < clip.frames(); f++) {
