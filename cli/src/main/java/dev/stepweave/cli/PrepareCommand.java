@@ -106,8 +106,13 @@ final class PrepareCommand implements Callable<Integer> {
       throw usage("--shapes must be 1 or more, got " + shapes);
     }
     int[] wh = GenerationOptions.parseSize(size);
-    ShapesDataset dataset = new ShapesDataset(seed, wh[0], wh[1], frames);
-    AtomicOutput.checkDirectoryWritable(out, "the shapes dataset");
+    ShapesDataset dataset;
+    try {
+      dataset = new ShapesDataset(seed, wh[0], wh[1], frames);
+    } catch (IllegalArgumentException e) {
+      throw usage(e.getMessage());
+    }
+    checkOutput("the shapes dataset");
     AtomicOutput.writeDirectory(
         out,
         dir -> {
@@ -133,8 +138,8 @@ final class PrepareCommand implements Callable<Integer> {
     if (shardSize < 1) {
       throw usage("--shard-size must be 1 or more, got " + shardSize);
     }
+    checkOutput("latent shards");
     DatasetFolder folder = DatasetFolder.open(data);
-    AtomicOutput.checkDirectoryWritable(out, "latent shards");
     if (model == null) {
       err.println("note: no --model given; encoding with the embedded model");
     }
@@ -168,6 +173,15 @@ final class PrepareCommand implements Callable<Integer> {
             index[0].modelId(),
             index[0].datasetSha256());
     return StepweaveCli.ExitCodes.OK;
+  }
+
+  /** A bad option, as generate treats an unwritable output: exit 2, before any work. */
+  private void checkOutput(String what) {
+    try {
+      AtomicOutput.checkDirectoryWritable(out, what);
+    } catch (java.io.IOException e) {
+      throw usage(e.getMessage());
+    }
   }
 
   /** Options of the other mode are refused rather than ignored. */

@@ -42,7 +42,8 @@ class HelpTextTest {
             List.of("bench"),
             List.of("bench", "serve"),
             List.of("bench", "generate"),
-            List.of("completion"))) {
+            List.of("completion"),
+            List.of("prepare"))) {
       var args = new java.util.ArrayList<>(command);
       args.add("--help");
       StringBuilder systemErr = new StringBuilder();
@@ -70,7 +71,8 @@ class HelpTextTest {
     assertEquals(0, r.exit());
     assertEquals("", r.err());
     assertTrue(r.out().startsWith("Usage: stepweave [-hV] [--debug] [COMMAND]"), r.out());
-    for (String command : List.of("generate", "info", "serve", "verify", "bench", "completion")) {
+    for (String command :
+        List.of("generate", "info", "serve", "verify", "bench", "completion", "prepare")) {
       assertTrue(r.out().lines().anyMatch(l -> l.strip().startsWith(command)), command);
     }
   }

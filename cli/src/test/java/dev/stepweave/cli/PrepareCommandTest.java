@@ -121,15 +121,15 @@ class PrepareCommandTest {
                 "--seed does not go with --data"),
             new Case(
                 List.of("--shapes", "2", "--size", "48x64", "--out", out.toString()),
-                StepweaveCli.ExitCodes.FAILURE,
+                StepweaveCli.ExitCodes.USAGE,
                 "shapes clips are at least 64x64, got 48x64"),
             new Case(
                 List.of("--shapes", "2", "--size", "big", "--out", out.toString()),
-                StepweaveCli.ExitCodes.FAILURE,
+                StepweaveCli.ExitCodes.USAGE,
                 "size must be WIDTHxHEIGHT, e.g. 832x480, got 'big'"),
             new Case(
                 List.of("--shapes", "2", "--out", tmp.resolve("full").toString()),
-                StepweaveCli.ExitCodes.FAILURE,
+                StepweaveCli.ExitCodes.USAGE,
                 "cannot write the shapes dataset to "
                     + tmp.resolve("full")
                     + ": the directory is not empty"),
