@@ -6,6 +6,8 @@
 # when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
 # (wan_pipeline.py).
 # Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
+# DEVICE_CLI=0 leaves the CLI (and the server's libraries it pulls in) out: enough for TESTS, BENCH
+# and MAINS, not for PIPELINE, and a smaller carry.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -18,8 +20,9 @@ cd "$repo"
   dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/device.classpath
 rm -rf "$dest/lib"
 mkdir -p "$dest/lib"
-cat cuda/target/device.classpath <(echo) bench/target/device.classpath <(echo) \
-  cli/target/device.classpath | tr ':' '\n' | sort -u |
+modules="cuda bench"
+[ "${DEVICE_CLI:-1}" = 0 ] || modules="$modules cli"
+for module in $modules; do cat "$module/target/device.classpath"; echo; done | tr ':' '\n' | sort -u |
   while read -r entry || [ -n "$entry" ]; do
     [ -z "$entry" ] && continue
     if [ -d "$entry" ]; then
@@ -30,19 +33,21 @@ cat cuda/target/device.classpath <(echo) bench/target/device.classpath <(echo) \
       cp "$entry" "$dest/lib/"
     fi
   done
-for module in cuda bench cli; do # the projects themselves are not on their own classpaths
+for module in $modules; do # the projects themselves are not on their own classpaths
   ls "$dest/lib/stepweave-$module-"*.jar >/dev/null 2>&1 ||
     "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-$module-classes.jar" -C "$module/target/classes" .
 done
 "$JAVA_HOME/bin/jar" cf "$dest/lib/stepweave-cuda-tests.jar" -C cuda/target/test-classes .
-# Keep the carry small (the device tool takes 64 MiB with the work tree): no architecture-test
-# library, and only the tokenizer's Linux x86-64 native library.
-rm -f "$dest/lib/"archunit-*.jar
+# Keep the carry small (the device tool takes 64 MiB with the work tree): no architecture-test or
+# JMH libraries, and only the tokenizer's Linux x86-64 native library.
+rm -f "$dest/lib/"archunit-*.jar "$dest/lib/"jmh-core-*.jar "$dest/lib/"commons-math3-*.jar \
+  "$dest/lib/"jopt-simple-*.jar # JMH runs on the CPU only
 for jar in "$dest/lib/"tokenizers-*.jar; do
   zip -q -d "$jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' || true
 done
 # sqlite-jdbc (the server's job store) likewise: only glibc Linux x86-64 of its 20-odd natives.
 for jar in "$dest/lib/"sqlite-jdbc-*.jar; do
+  [ -f "$jar" ] || continue
   zip -q -d "$jar" 'org/sqlite/native/FreeBSD/*' 'org/sqlite/native/Linux-Musl/*' \
     'org/sqlite/native/Linux-Android/*' 'org/sqlite/native/Mac/*' 'org/sqlite/native/Windows/*' \
     'org/sqlite/native/Linux/aarch64/*' 'org/sqlite/native/Linux/arm*' \
