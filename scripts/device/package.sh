@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Builds everything the GPU machine needs into DEST (default: <repo>/.device, git-ignored): the
-# jars of every module with their runtime and test dependencies in one lib/ folder (the
+# jars of every module with their runtime and test dependencies in one lib.tar.xz (the
 # `stepweave` CLI, the cuda module's test classes — the "gpu" group, GpuSuite — and the bench
 # module's GPU benchmark mains of dev.stepweave.bench.gpu), a jlink'd Java 25 runtime, run.sh and,
 # when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
@@ -14,11 +14,13 @@ repo=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:-$repo/.device}
 diffusers=${2:-}
 export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
+mkdir -p "$dest"
+dest=$(cd "$dest" && pwd) # absolute: the jars are repacked from other directories
 cd "$repo"
 # Each module writes its classpath (relative paths resolve against the module's directory).
 ./mvnw -q -B package -pl cuda,bench,cli -am -DskipTests \
   dependency:build-classpath -Dmdep.includeScope=test -Dmdep.outputFile=target/device.classpath
-rm -rf "$dest/lib"
+rm -rf "$dest/lib" "$dest/lib.tar.xz"
 mkdir -p "$dest/lib"
 modules="cuda bench"
 [ "${DEVICE_CLI:-1}" = 0 ] || modules="$modules cli"
@@ -54,6 +56,19 @@ for jar in "$dest/lib/"sqlite-jdbc-*.jar; do
     'org/sqlite/native/Linux/ppc64/*' 'org/sqlite/native/Linux/riscv64/*' \
     'org/sqlite/native/Linux/x86/*' || true
 done
+# The jars travel as one xz archive of their entries stored uncompressed: xz over the classes
+# themselves is about a third smaller than over deflated jars (run.sh unpacks it).
+stored=$(mktemp -d)
+for jar in "$dest/lib/"*.jar; do
+  unpacked=$(mktemp -d)
+  (cd "$unpacked" && "$JAVA_HOME/bin/jar" xf "$jar")
+  rm "$jar"
+  (cd "$unpacked" && zip -q -0 -r -X "$stored/$(basename "$jar")" .)
+  rm -rf "$unpacked"
+done
+rm -rf "$dest/lib"
+tar -C "$stored" -cf - . | xz -T2 -6 > "$dest/lib.tar.xz"
+rm -rf "$stored"
 # A diffusers archive from an earlier package goes unless this one asks for it.
 [ -n "$diffusers" ] || rm -f "$dest/diffusers.tar.xz"
 [ -f "$dest/jre.tar.xz" ] || /work/shared/device/make-jre.sh "$dest" >/dev/null

@@ -29,7 +29,8 @@ java=/tmp/j/jre/bin/java
 cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
 export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
-cp="$here/lib/*"
+mkdir -p /tmp/stepweave-lib && tar -xJf "$here/lib.tar.xz" -C /tmp/stepweave-lib
+cp="/tmp/stepweave-lib/*"
 flags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xss4m -Xmx48g
        -Dstepweave.golden="$PWD/testdata/golden")
 header="== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
