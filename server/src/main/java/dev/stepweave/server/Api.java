@@ -59,9 +59,6 @@ final class Api {
           "exact",
           FormFields.LORAS);
 
-  /** How long a DELETE of a running job waits for the cancellation to land before answering. */
-  private static final long CANCEL_WAIT_MS = 2000;
-
   /** Routes a slow client cannot be kept from: they answer from memory and read no body. */
   private static final Set<String> PROBES = Set.of("health", "ready");
 
@@ -336,27 +333,17 @@ final class Api {
   }
 
   /**
-   * Cancels a job that is still running (it stops at its next step boundary and stays listed as
-   * {@code cancelled}); forgets a finished one and removes its file.
+   * OpenAI's delete: a finished job is forgotten and its file removed; one still queued or running
+   * is cancelled (it stops at its next step boundary, within one step's time) and is gone for
+   * clients at once. Either way the answer is the deleted object.
    */
   private ObjectNode delete(Job job) throws IOException {
-    if (!job.status().isTerminal()) {
-      if (!job.cancel()) {
-        throw ApiException.conflict(
-            "video_on_other_replica", "video " + job.id() + " runs on another replica");
-      }
-      try {
-        job.finished().get(CANCEL_WAIT_MS, java.util.concurrent.TimeUnit.MILLISECONDS);
-      } catch (java.util.concurrent.TimeoutException e) {
-        // still between step boundaries: the client sees in_progress and polls
-      } catch (InterruptedException e) {
-        Thread.currentThread().interrupt();
-      } catch (ExecutionException e) {
-        throw new IllegalStateException("a job's finish future failed", e);
-      }
-      return ApiJson.video(job);
+    if (job.status().isTerminal()) {
+      jobs.delete(job);
+    } else if (!jobs.deleteUnfinished(job)) {
+      throw ApiException.conflict(
+          "video_on_other_replica", "video " + job.id() + " runs on another replica");
     }
-    jobs.delete(job);
     ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("id", job.id());
     o.put("object", "video.deleted");

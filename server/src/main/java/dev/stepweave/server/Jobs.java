@@ -66,6 +66,10 @@ final class Jobs implements AutoCloseable {
   private final CheckpointFiles checkpoints;
   private final Map<String, CheckpointFiles.Sink> sinks = new ConcurrentHashMap<>();
   private final Map<String, Job> videos = new ConcurrentHashMap<>();
+
+  /** Jobs deleted while unfinished: gone for clients at once, row and file removed once stopped. */
+  private final Set<String> deleting = ConcurrentHashMap.newKeySet();
+
   private final Map<String, Integer> downloads = new HashMap<>();
   private final AtomicLong storeFailures = new AtomicLong();
   private volatile long artifactBytes;
@@ -542,7 +546,7 @@ final class Jobs implements AutoCloseable {
         job = rows.job(id).map(this::stored).orElse(null);
       }
     }
-    if (job == null || !job.owner().equals(owner)) {
+    if (job == null || !job.owner().equals(owner) || deleting.contains(id)) {
       throw ApiException.notFound("no video with id '" + id + "'");
     }
     return job;
@@ -551,6 +555,7 @@ final class Jobs implements AutoCloseable {
   /** The video jobs of {@code owner} in the store (those of every replica), newest first. */
   List<Job> videos(String owner) {
     return rows.jobsOwnedBy(ownerColumn(owner)).stream()
+        .filter(r -> !deleting.contains(r.id()))
         .map(r -> videos.getOrDefault(r.id(), stored(r)))
         .toList();
   }
@@ -569,6 +574,34 @@ final class Jobs implements AutoCloseable {
   }
 
   /** Forgets a finished video: its row, its index entry and its file. */
+  /**
+   * OpenAI's delete of a job still queued or running: cancels it (it stops at its next step
+   * boundary) and hides it from every lookup at once; its row, checkpoint and any file it wrote go
+   * once it has stopped.
+   *
+   * @return false when the job runs on another replica (nothing changed)
+   */
+  boolean deleteUnfinished(Job job) {
+    if (!job.cancel()) {
+      return false;
+    }
+    deleting.add(job.id());
+    // Not on the thread that completes the job: that may be the row writer delete() waits on.
+    job.finished()
+        .whenCompleteAsync(
+            (result, failure) -> {
+              try {
+                delete(job);
+              } catch (IOException | RuntimeException e) {
+                storeFailures.incrementAndGet();
+                System.err.println("stepweave: deleting " + job.id() + ": " + firstLine(e));
+              } finally {
+                deleting.remove(job.id());
+              }
+            });
+    return true;
+  }
+
   void delete(Job job) throws IOException {
     videos.remove(job.id());
     CheckpointFiles.Sink sink = sinks.remove(job.id());

@@ -195,6 +195,18 @@ final class Harness implements AutoCloseable {
     return await(id, v -> v.get("progress").asInt() > 0, "make progress");
   }
 
+  /** Polls {@code /metrics} until it has the line {@code series} (e.g. {@code "name 1.0"}). */
+  void awaitMetric(String series) {
+    long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
+    while (System.nanoTime() < deadline) {
+      if (get("/metrics").text().lines().anyMatch(series::equals)) {
+        return;
+      }
+      sleep(5);
+    }
+    fail("/metrics never showed " + series);
+  }
+
   private JsonNode await(String id, Predicate<JsonNode> reached, String what) {
     long deadline = System.nanoTime() + Duration.ofSeconds(60).toNanos();
     while (System.nanoTime() < deadline) {

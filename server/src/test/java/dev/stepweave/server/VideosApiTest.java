@@ -3,6 +3,7 @@ package dev.stepweave.server;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNotEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import com.fasterxml.jackson.databind.JsonNode;
@@ -148,12 +149,21 @@ class VideosApiTest {
   void deleteCancelsARunningJobAndForgetsAFinishedOne() {
     String running = h.createVideo(Map.of("prompt", "slow river", "num_inference_steps", 100));
     h.awaitProgress(running);
-    JsonNode cancelled = h.delete("/v1/videos/" + running).json();
-    assertEquals("cancelled", cancelled.get("status").asText(), cancelled::toString);
-    assertEquals("cancelled", h.awaitTerminal(running).get("status").asText());
-    Harness.Reply content = h.get("/v1/videos/" + running + "/content");
-    assertEquals(409, content.status());
-    assertEquals("video_not_ready", content.json().at("/error/code").asText());
+    // OpenAI's delete of a running job: the deleted object, the job gone for clients at once and
+    // cancelled at its next step boundary (the engine counts it), no file left behind.
+    JsonNode gone = h.delete("/v1/videos/" + running).json();
+    assertEquals("video.deleted", gone.get("object").asText(), gone::toString);
+    assertEquals(running, gone.get("id").asText());
+    assertTrue(gone.get("deleted").asBoolean());
+    assertEquals(404, h.get("/v1/videos/" + running).status());
+    assertEquals(404, h.get("/v1/videos/" + running + "/content").status());
+    assertEquals(404, h.delete("/v1/videos/" + running).status());
+    h.get("/v1/videos")
+        .json()
+        .get("data")
+        .forEach(v -> assertNotEquals(running, v.get("id").asText()));
+    h.awaitMetric("stepweave_requests_cancelled_total 1.0");
+    assertFalse(h.server.artifactDir().resolve(running + ".mp4").toFile().exists());
 
     String finished = h.createVideo(Map.of("prompt", "quick", "num_inference_steps", 1));
     h.awaitTerminal(finished);
