@@ -234,7 +234,9 @@ class TenantTest {
 
   @Test
   void aKeyHasCapsOnQueuedJobsAndOpenStreams() throws Exception {
-    try (Harness h = harness(new HttpConfig.Builder().keyLimits(1, 1))) {
+    // A generous request rate: the poll for the second stream below must meet the stream cap, not
+    // the rate limit, however long the first stream takes to open on a loaded machine.
+    try (Harness h = harness(new HttpConfig.Builder().keyLimits(1, 1).keyRate(1000, 1000))) {
       Harness.Reply slow = create(h, ALICE, "slow one");
       assertEquals(200, slow.status(), slow::text);
       String id = slow.json().get("id").asText();
