@@ -127,7 +127,7 @@ final class GenerationOptions {
   @Option(
       names = "--sampler",
       paramLabel = "NAME",
-      description = "unipc or euler (default: the checkpoint's).")
+      description = "unipc, euler or sde (stochastic; default: the checkpoint's).")
   String sampler;
 
   @Option(

@@ -59,7 +59,7 @@ class BadOptionsTest {
     refused("steps must be between 1 and 1000, got 5000", TINY, "--steps", "5000");
     refused("guidance must be a finite number >= 0, got -2.0", TINY, "--guidance", "-2");
     refused("fps must be between 1 and 240, got 0", TINY, "--fps", "0");
-    refused("sampler must be unipc or euler, got 'ddim'", TINY, "--sampler", "ddim");
+    refused("sampler must be unipc, euler or sde, got 'ddim'", TINY, "--sampler", "ddim");
   }
 
   @Test

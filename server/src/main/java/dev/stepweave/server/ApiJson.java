@@ -236,6 +236,7 @@ final class ApiJson {
       case Artifact.ImageArtifact i -> "image";
       case Artifact.LatentArtifact l -> "latents";
       case Artifact.TensorArtifact t -> "tensor";
+      case Artifact.BehaviorArtifact b -> "behavior";
     };
   }
 

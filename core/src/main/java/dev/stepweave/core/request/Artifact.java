@@ -67,6 +67,15 @@ public sealed interface Artifact {
     }
   }
 
+  /** How a loop behaved, for training on it ({@link BehaviorRecord}). */
+  record BehaviorArtifact(String name, BehaviorRecord record, Provenance provenance)
+      implements Artifact {
+    @Override
+    public BehaviorArtifact withProvenance(Provenance p) {
+      return new BehaviorArtifact(name, record, p);
+    }
+  }
+
   /** Any other tensor a loop exposes. */
   record TensorArtifact(String name, Tensor tensor, Provenance provenance) implements Artifact {
     @Override

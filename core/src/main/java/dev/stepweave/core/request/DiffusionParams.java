@@ -13,7 +13,8 @@ import java.util.Optional;
  * @param frames frame count, 4k+1 (1 for an image)
  * @param fps frames per second of the video artifact
  * @param negativePrompt the unconditional branch's prompt ("" for none)
- * @param sampler "unipc" or "euler"; empty for the checkpoint's own scheduler
+ * @param sampler "unipc", "euler" or "sde" (the stochastic sampler of RL rollouts); empty for the
+ *     checkpoint's own scheduler
  * @param shift flow shift override; empty for the checkpoint's
  */
 public record DiffusionParams(
@@ -29,6 +30,9 @@ public record DiffusionParams(
     Optional<Double> shift) {
 
   public static final int MAX_STEPS = 1000;
+
+  /** The sampler names a request may choose. */
+  public static final java.util.List<String> SAMPLERS = java.util.List.of("unipc", "euler", "sde");
 
   public DiffusionParams {
     negativePrompt = negativePrompt == null ? "" : negativePrompt;
@@ -61,8 +65,9 @@ public record DiffusionParams(
     }
     sampler.ifPresent(
         s -> {
-          if (!s.equals("unipc") && !s.equals("euler")) {
-            throw new InvalidRequestException("sampler must be unipc or euler, got '" + s + "'");
+          if (!SAMPLERS.contains(s)) {
+            throw new InvalidRequestException(
+                "sampler must be unipc, euler or sde, got '" + s + "'");
           }
         });
     shift.ifPresent(

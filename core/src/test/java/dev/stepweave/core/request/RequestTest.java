@@ -58,7 +58,7 @@ class RequestTest {
     var badSampler =
         new DiffusionParams(4, 5, 1, 32, 32, 1, 8, "", Optional.of("ddim"), Optional.empty());
     assertEquals(
-        "sampler must be unipc or euler, got 'ddim'",
+        "sampler must be unipc, euler or sde, got 'ddim'",
         rejection(Request.text(TaskType.T2I, "x", badSampler)));
   }
 

@@ -80,7 +80,6 @@ public final class FlowMatchEuler implements Sampler {
     }
     float dt = state.schedule().sigma(i + 1) - state.schedule().sigma(i);
     Tensor next = backend.add(sample, backend.affine(modelOutput, dt, 0f));
-    return new SamplerStep(
-        next, new SamplerState(state.schedule(), i + 1, state.history(), null, 0, 0));
+    return new SamplerStep(next, state.advanced());
   }
 }

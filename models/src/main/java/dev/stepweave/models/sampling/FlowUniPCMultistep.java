@@ -174,7 +174,8 @@ public final class FlowUniPCMultistep implements Sampler {
             history,
             current,
             Math.min(state.lowerOrderCount() + 1, config.solverOrder()),
-            order);
+            order,
+            state.noiseSeed());
     return new SamplerStep(next, after);
   }
 

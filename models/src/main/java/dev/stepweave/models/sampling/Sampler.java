@@ -2,6 +2,7 @@ package dev.stepweave.models.sampling;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
+import java.util.Optional;
 
 /**
  * A diffusion sampler (a diffusers "scheduler"): the timestep/sigma schedule for a number of steps
@@ -11,14 +12,22 @@ import dev.stepweave.tensor.Tensor;
  * {@link SamplerState} passed in and returned. One sampler therefore serves any number of
  * concurrent requests, and a state saved mid-trajectory resumes bit-identically.
  */
-public sealed interface Sampler permits FlowUniPCMultistep, FlowMatchEuler {
+public sealed interface Sampler permits FlowUniPCMultistep, FlowMatchEuler, FlowSde {
 
   /** Timesteps (the model's conditioning value) and sigmas for {@code numSteps} steps. */
   SamplerSchedule schedule(int numSteps);
 
-  /** The state before the first step of a {@code numSteps}-step generation. */
+  /**
+   * The state before the first step of a {@code numSteps}-step generation whose stochastic steps
+   * (if the sampler has any) draw their noise from {@code seed}.
+   */
+  default SamplerState start(int numSteps, long seed) {
+    return SamplerState.initial(schedule(numSteps), seed);
+  }
+
+  /** {@link #start(int, long)} for a deterministic sampler's generation. */
   default SamplerState start(int numSteps) {
-    return SamplerState.initial(schedule(numSteps));
+    return start(numSteps, 0);
   }
 
   /**
@@ -29,6 +38,15 @@ public sealed interface Sampler permits FlowUniPCMultistep, FlowMatchEuler {
    */
   SamplerStep step(Backend backend, SamplerState state, Tensor modelOutput, Tensor sample);
 
-  /** The outcome of one {@link #step}. */
-  record SamplerStep(Tensor sample, SamplerState state) {}
+  /**
+   * The outcome of one {@link #step}.
+   *
+   * @param transition the Gaussian the sample was drawn from, for a stochastic step (its
+   *     log-probability is what likelihood-based RL needs); empty for a deterministic one
+   */
+  record SamplerStep(Tensor sample, SamplerState state, Optional<GaussianStep> transition) {
+    public SamplerStep(Tensor sample, SamplerState state) {
+      this(sample, state, Optional.empty());
+    }
+  }
 }

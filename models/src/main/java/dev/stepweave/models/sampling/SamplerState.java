@@ -24,6 +24,8 @@ import java.util.function.UnaryOperator;
  *     the order of the first steps
  * @param lastOrder the order the previous step's predictor used (the corrector runs at that order);
  *     0 before the first step
+ * @param noiseSeed the seed of a stochastic sampler's per-step noise (the request's seed; unused by
+ *     the deterministic samplers)
  */
 public record SamplerState(
     SamplerSchedule schedule,
@@ -31,7 +33,8 @@ public record SamplerState(
     List<Tensor> history,
     Tensor lastSample,
     int lowerOrderCount,
-    int lastOrder) {
+    int lastOrder,
+    long noiseSeed) {
 
   private static final String TIMESTEPS = "timesteps";
   private static final String SIGMAS = "sigmas";
@@ -41,6 +44,7 @@ public record SamplerState(
   private static final String HISTORY_SIZE = "history_size";
   private static final String LOWER_ORDER_COUNT = "lower_order_count";
   private static final String LAST_ORDER = "last_order";
+  private static final String NOISE_SEED = "noise_seed";
 
   public SamplerState {
     if (stepIndex < 0 || stepIndex > schedule.steps()) {
@@ -61,9 +65,14 @@ public record SamplerState(
     history = List.copyOf(history);
   }
 
-  /** The state before the first step. */
-  public static SamplerState initial(SamplerSchedule schedule) {
-    return new SamplerState(schedule, 0, List.of(), null, 0, 0);
+  /** The state before the first step; a stochastic sampler draws its noise from {@code seed}. */
+  public static SamplerState initial(SamplerSchedule schedule, long noiseSeed) {
+    return new SamplerState(schedule, 0, List.of(), null, 0, 0, noiseSeed);
+  }
+
+  /** The state after one more step of a sampler that keeps no history. */
+  public SamplerState advanced() {
+    return new SamplerState(schedule, stepIndex + 1, history, null, 0, 0, noiseSeed);
   }
 
   public boolean isFinished() {
@@ -99,6 +108,7 @@ public record SamplerState(
     out.put(HISTORY_SIZE, Integer.toString(history.size()));
     out.put(LOWER_ORDER_COUNT, Integer.toString(lowerOrderCount));
     out.put(LAST_ORDER, Integer.toString(lastOrder));
+    out.put(NOISE_SEED, Long.toString(noiseSeed));
     return out;
   }
 
@@ -126,7 +136,22 @@ public record SamplerState(
         history,
         last == null ? null : toDevice.apply(last),
         integer(scalars, LOWER_ORDER_COUNT),
-        integer(scalars, LAST_ORDER));
+        integer(scalars, LAST_ORDER),
+        noiseSeed(scalars));
+  }
+
+  /** Checkpoints written before stochastic samplers existed carry no noise seed: 0. */
+  private static long noiseSeed(Map<String, String> scalars) {
+    String v = scalars.get(NOISE_SEED);
+    if (v == null) {
+      return 0;
+    }
+    try {
+      return Long.parseLong(v);
+    } catch (NumberFormatException e) {
+      throw new IllegalArgumentException(
+          "sampler state '" + NOISE_SEED + "' is not an integer: " + v);
+    }
   }
 
   private static Tensor require(Map<String, Tensor> tensors, String key) {

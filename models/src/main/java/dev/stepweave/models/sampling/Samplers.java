@@ -17,6 +17,7 @@ public final class Samplers {
     return switch (config.className()) {
       case FlowUniPCMultistep.DIFFUSERS_CLASS -> FlowUniPCMultistep.fromConfig(config);
       case FlowMatchEuler.DIFFUSERS_CLASS -> FlowMatchEuler.fromConfig(config);
+      case FlowSde.CONFIG_CLASS -> FlowSde.fromConfig(config);
       default ->
           throw new IllegalArgumentException(
               config
@@ -26,6 +27,8 @@ public final class Samplers {
                   + FlowUniPCMultistep.DIFFUSERS_CLASS
                   + ", "
                   + FlowMatchEuler.DIFFUSERS_CLASS
+                  + ", "
+                  + FlowSde.CONFIG_CLASS
                   + ")");
     };
   }

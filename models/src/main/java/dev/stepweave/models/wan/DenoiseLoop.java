@@ -46,6 +46,7 @@ import java.util.Map;
  */
 final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   static final String LATENTS = "latents";
+  static final String BEHAVIOR = "behavior";
   private static final String PLUGIN = "plugin.";
   private static final String PLUGINS = "plugins";
 
@@ -78,6 +79,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
    * @param hooks the extension hooks assembled for this request (configuration, not state)
    * @param adapters the request's adapters at their strengths, held resident while the run lasts
    *     (configuration resolved at acceptance, not serialised state)
+   * @param behavior what the request captures of the loop's behaviour so far (serialised)
    */
   record State(
       Tensor latents,
@@ -91,7 +93,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
       CancelScope scope,
       PluginState plugins,
       DenoiseHooks hooks,
-      List<AdapterRows.Applied> adapters)
+      List<AdapterRows.Applied> adapters,
+      BehaviorTrace behavior)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -138,7 +141,7 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             : null;
     return new State(
         latents,
-        sampler.start(request.params().steps()),
+        sampler.start(request.params().steps(), request.params().seed()),
         cond,
         uncond,
         condition,
@@ -148,7 +151,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         ctx.cancelScope(),
         new PluginState(),
         hooks(request, ctx),
-        adapters(ctx));
+        adapters(ctx),
+        BehaviorTrace.start(request.output().behavior(), ops, latents));
   }
 
   /**
@@ -333,7 +337,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         s.scope(),
         plugins,
         s.hooks(),
-        s.adapters());
+        s.adapters(),
+        s.behavior().after(ops, step));
   }
 
   /**
@@ -382,15 +387,49 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         s.firstFrame() == null
             ? s.latents()
             : withFirstFrame(model.backend(), s.latents(), s.firstFrame());
-    List<Artifact> artifacts =
-        s.request().output().latents()
-            ? List.of(
-                new Artifact.LatentArtifact(
-                    LATENTS,
-                    model.backend().download(latents).squeeze(0),
-                    WanProvenance.of(model, s.request(), id())))
-            : List.of();
+    List<Artifact> artifacts = new java.util.ArrayList<>();
+    if (s.request().output().latents()) {
+      artifacts.add(
+          new Artifact.LatentArtifact(
+              LATENTS,
+              model.backend().download(latents).squeeze(0),
+              WanProvenance.of(model, s.request(), id())));
+    }
+    if (s.behavior().capturing()) {
+      artifacts.add(
+          new Artifact.BehaviorArtifact(BEHAVIOR, behaviorRecord(s, latents), provenance(s)));
+    }
     return new LoopResult(Map.of(LATENTS, latents), artifacts, s.plugins().report());
+  }
+
+  private dev.stepweave.core.request.Provenance provenance(State s) {
+    return WanProvenance.of(model, s.request(), id());
+  }
+
+  /** The finished loop's behaviour, with what its numbers assumed besides the weights. */
+  private dev.stepweave.core.request.BehaviorRecord behaviorRecord(State s, Tensor finalLatents) {
+    Map<String, Tensor> conditioning = new HashMap<>();
+    conditioning.put(TextEncodeLoop.PROMPT_EMBEDS, s.cond());
+    if (s.uncond() != null) {
+      conditioning.put(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS, s.uncond());
+    }
+    Map<String, String> assumptions = new java.util.LinkedHashMap<>();
+    assumptions.put("block_cache", s.hooks().blockLayout());
+    assumptions.put("step_cache", s.hooks().skipsSteps() ? "on" : "off");
+    assumptions.put("backend", model.backend().name());
+    assumptions.put("activation_dtype", model.backend().activationDType().name());
+    if (model.sampler(s.request()) instanceof dev.stepweave.models.sampling.FlowSde sde) {
+      assumptions.put("noise_level", Double.toString(sde.noiseLevel()));
+    }
+    return s.behavior()
+        .record(
+            id(),
+            model.weightsVersion(),
+            s.sampler(),
+            model.backend(),
+            finalLatents,
+            conditioning,
+            assumptions);
   }
 
   /** The state's tensors as they are, on the device: the runtime copies them when it must. */
@@ -413,8 +452,10 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
     }
     s.sampler().tensors().forEach((k, v) -> tensors.put("sampler." + k, v));
     s.plugins().tensors(t -> t).forEach((k, v) -> tensors.put(PLUGIN + k, v));
+    tensors.putAll(s.behavior().tensors());
     var json = StateJson.object();
     s.sampler().scalars().forEach(json::put);
+    s.behavior().writeTo(json);
     var plugins = json.putObject(PLUGINS);
     s.plugins().numbers().forEach(plugins::put);
     return new SerializedState(id(), tensors, json.toString());
@@ -436,8 +477,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
             });
     Map<String, String> scalars = new HashMap<>();
     Map<String, Double> pluginNumbers = new HashMap<>();
-    StateJson.parse(data.json(), id())
-        .properties()
+    var json = StateJson.parse(data.json(), id());
+    json.properties()
         .forEach(
             e -> {
               if (e.getKey().equals(PLUGINS)) {
@@ -460,7 +501,8 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
         ctx.cancelScope(),
         PluginState.restore(pluginTensors, pluginNumbers, model::restored),
         hooks(request, ctx),
-        adapters(ctx));
+        adapters(ctx),
+        BehaviorTrace.restore(data.tensors(), json));
   }
 
   private Tensor restoredOrNull(SerializedState data, String key) {

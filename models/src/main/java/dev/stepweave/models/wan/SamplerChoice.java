@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.models.sampling.FlowMatchEuler;
+import dev.stepweave.models.sampling.FlowSde;
 import dev.stepweave.models.sampling.FlowUniPCMultistep;
 import dev.stepweave.models.sampling.Sampler;
 import dev.stepweave.models.sampling.Samplers;
@@ -12,12 +13,14 @@ import java.util.Optional;
 
 /**
  * Which sampler a request runs: the checkpoint's own scheduler unless the request names another
- * ("unipc", "euler") or overrides the flow shift. A switched sampler keeps the checkpoint's shift
- * and training-timestep count, so only what the request asked for changes.
+ * ("unipc", "euler", "sde") or overrides the flow shift. A switched sampler keeps the checkpoint's
+ * shift and training-timestep count, so only what the request asked for changes. "sde" is the
+ * stochastic sampler RL rollouts take their per-step log-probabilities from ({@link FlowSde}).
  */
 public final class SamplerChoice {
   public static final String UNIPC = "unipc";
   public static final String EULER = "euler";
+  public static final String SDE = "sde";
 
   private static final ObjectMapper JSON = new ObjectMapper();
 
@@ -83,6 +86,9 @@ public final class SamplerChoice {
         config.put("solver_type", "bh2");
         config.put("lower_order_final", true);
         config.put("final_sigmas_type", "zero");
+      } else if (name.equals(SDE)) {
+        config.put("_class_name", FlowSde.CONFIG_CLASS);
+        config.put("noise_level", FlowSde.DEFAULT_NOISE_LEVEL);
       } else {
         config.put("_class_name", FlowMatchEuler.DIFFUSERS_CLASS);
       }

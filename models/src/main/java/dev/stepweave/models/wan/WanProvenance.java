@@ -24,6 +24,7 @@ final class WanProvenance {
     settings.put("negative_prompt", p.negativePrompt());
     settings.put("precision", model.precision().wireName());
     settings.put("backend", model.backend().name());
+    settings.put("weights_version", Long.toString(model.weightsVersion()));
     return new Provenance(
         model.card().modelId(),
         model.card().recipe().method(),

@@ -55,6 +55,11 @@ public final class DenoiseHooks {
     return new DenoiseHooks(blockCache, stepCache, extensions);
   }
 
+  /** Whether a step cache may reuse predictions instead of running the transformer. */
+  public boolean skipsSteps() {
+    return stepCache != null;
+  }
+
   /**
    * What a forward's batch rows must agree on to share one forward: the blocks always computed
    * ({@code "F8B0"}), or {@code "none"} without a block cache.
