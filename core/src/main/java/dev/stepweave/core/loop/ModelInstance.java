@@ -2,6 +2,7 @@ package dev.stepweave.core.loop;
 
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Tensor;
 
 /**
  * A resident, loaded card: its components on one backend. A request may run several of the card's
@@ -78,6 +79,20 @@ public interface ModelInstance {
   /** The weights version; bumps when weights are swapped in place. */
   default long weightsVersion() {
     return 0;
+  }
+
+  /**
+   * Replaces component {@code component}'s weights by {@code values} (host tensors by checkpoint
+   * name) and bumps {@link #weightsVersion}; the engine calls it with no step in flight ({@code
+   * Engine.syncWeights}).
+   *
+   * @return the new weights version
+   * @throws UnsupportedOperationException when this instance cannot swap weights
+   * @throws IllegalArgumentException naming a component or tensor that does not fit
+   */
+  default long swapWeights(String component, java.util.Map<String, Tensor> values) {
+    throw new UnsupportedOperationException(
+        "model '" + card().modelId() + "' cannot swap weights in place");
   }
 
   /**

@@ -143,6 +143,26 @@ public final class Engine implements AutoCloseable {
   }
 
   /**
+   * Syncs new weights for {@code component} into the live pool (a trainer publishing its policy):
+   * admission freezes, the running requests finish under the weights they started with, the weights
+   * are swapped with no step in flight, the instance's weights version bumps (every artifact's
+   * provenance names it, and caches keyed by the old version are not reused), and admission
+   * resumes. Requests submitted meanwhile wait; none is refused.
+   *
+   * @param values host tensors by checkpoint name: every tensor the component has, of its shapes
+   * @return completes with the new weights version once it is in force, or exceptionally when the
+   *     model refuses the update (its weights unchanged)
+   */
+  public java.util.concurrent.CompletableFuture<Long> syncWeights(
+      String component, java.util.Map<String, dev.stepweave.tensor.Tensor> values) {
+    if (scheduler.closed()) {
+      throw new IllegalStateException("engine is closed: cannot sync weights");
+    }
+    scheduler.start();
+    return core.syncWeights(component, values);
+  }
+
+  /**
    * Stops admitting new requests and returns once everything submitted has finished (it still runs
    * to its end).
    */

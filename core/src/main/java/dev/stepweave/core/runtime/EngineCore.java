@@ -47,6 +47,7 @@ final class EngineCore {
   private final LoopScheduler loops = new LoopScheduler();
   private final BatchScheduler batcher;
   private final EngineMetrics metrics = new EngineMetrics();
+  private final WeightSync weightSync = new WeightSync();
   // Guards the move of a run from the queue to the loops, so that a waiter never sees it in
   // neither; waiters (the scheduler thread, drain) wait on it.
   private final Object lock = new Object();
@@ -129,6 +130,17 @@ final class EngineCore {
     return handle;
   }
 
+  /**
+   * Queues a weight update ({@link WeightSync}): admission freezes, the running loops finish, the
+   * weights are swapped between ticks. Thread-safe.
+   */
+  java.util.concurrent.CompletableFuture<Long> syncWeights(
+      String component, java.util.Map<String, Tensor> values) {
+    var published = weightSync.request(component, values);
+    wake();
+    return published;
+  }
+
   /** Asks every request not yet finished to stop at its next step boundary. */
   void cancelAll() {
     active.forEach(RequestHandle::cancel);
@@ -145,7 +157,10 @@ final class EngineCore {
   /** Waits until there is something to tick or {@code stop} holds; false when it stops. */
   boolean awaitWork(BooleanSupplier stop) throws InterruptedException {
     synchronized (lock) {
-      while (!stop.getAsBoolean() && queue.size() == 0 && loops.isEmpty()) {
+      while (!stop.getAsBoolean()
+          && queue.size() == 0
+          && loops.isEmpty()
+          && !weightSync.waiting()) {
         lock.wait();
       }
       return !stop.getAsBoolean();
@@ -173,6 +188,9 @@ final class EngineCore {
 
   /** One tick: admit → plan → group → run → split → advance → emit. */
   void tick() {
+    if (weightSync.waiting() && loops.isEmpty()) {
+      weightSync.applyAll(model); // between ticks, nothing running: no step sees two versions
+    }
     admit();
     List<LoopScheduler.Turn> turns = loops.collect(model, clock.instant());
     List<ProgramRun> runs = new ArrayList<>();
@@ -333,6 +351,7 @@ final class EngineCore {
         continue;
       }
       if (recovery.recovering()
+          || weightSync.waiting()
           || !(admission.tryReserve(run.reservation)
               || preemptor.makeRoom(e, loops, queue, this::backend))) {
         return; // strict order: a later, smaller request never overtakes a waiting one
@@ -395,6 +414,7 @@ final class EngineCore {
 
   /** Fails every request queued or running with {@code why} (the engine stops). */
   void stopAll(Throwable why) {
+    weightSync.failAll(why);
     synchronized (lock) {
       for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
         queue.remove(e);

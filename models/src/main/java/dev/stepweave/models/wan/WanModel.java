@@ -67,8 +67,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final Backend backend;
   private final PromptTokenizer tokenizer;
   private final UMT5Encoder textEncoder;
-  private final WanTransformer transformer;
-  private final WanTransformer transformer2; // the low-noise expert, or null with one expert
+  // Volatile: a weight sync replaces an expert between engine ticks (swapWeights).
+  private volatile WanTransformer transformer;
+  private volatile WanTransformer transformer2; // the low-noise expert, or null with one expert
+  private final java.util.concurrent.atomic.AtomicLong weightsVersion =
+      new java.util.concurrent.atomic.AtomicLong();
   private final ExpertRouting routing;
   // Per-token timesteps (model_index.json expand_timesteps, the Wan2.2 TI2V layout).
   private final boolean perTokenTimesteps;
@@ -721,6 +724,56 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           "model '" + card.modelId() + "' has no loop '" + loopId + "'");
     }
     return loop;
+  }
+
+  @Override
+  public long weightsVersion() {
+    return weightsVersion.get();
+  }
+
+  /**
+   * Replaces an expert ({@code transformer}, or {@code transformer_2} with two experts) by one
+   * built from {@code values}, host tensors by checkpoint name, through the same strict loader as a
+   * checkpoint: every tensor the expert has, of its shapes, and no other (a one-line {@link
+   * dev.stepweave.tensor.io.CheckpointException} otherwise, the old weights untouched). Then bumps
+   * the weights version, which every cache key and batch pool of this instance carries, so nothing
+   * computed under the old weights is reused. The engine calls it with no step in flight ({@code
+   * Engine.syncWeights}).
+   */
+  @Override
+  public long swapWeights(String component, Map<String, Tensor> values) {
+    WanTransformerConfig config =
+        switch (component) {
+          case ExpertRouting.FIRST -> transformer.config();
+          case ExpertRouting.SECOND -> {
+            if (transformer2 == null) {
+              throw new IllegalArgumentException(
+                  "model '" + card.modelId() + "' has no expert '" + component + "'");
+            }
+            yield transformer2.config();
+          }
+          default ->
+              throw new IllegalArgumentException(
+                  "model '"
+                      + card.modelId()
+                      + "' swaps transformer weights only, not '"
+                      + component
+                      + "'");
+        };
+    var source =
+        new dev.stepweave.tensor.io.InMemoryTensors(values, "weights synced into " + component);
+    WanTransformer fresh =
+        backend.loadingComponent(
+            memoryTag(instanceId, component),
+            () ->
+                WanTransformer.load(
+                    config, new Weights(source, backend, computeDType(component, backend))));
+    if (component.equals(ExpertRouting.FIRST)) {
+      transformer = fresh;
+    } else {
+      transformer2 = fresh;
+    }
+    return weightsVersion.incrementAndGet();
   }
 
   /** Closes the checkpoint files and frees the components' device memory on the backend. */
