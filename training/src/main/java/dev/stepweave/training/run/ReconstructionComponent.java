@@ -1,5 +1,6 @@
 package dev.stepweave.training.run;
 
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.data.RgbClip;
 import dev.stepweave.training.optim.Optimiser;
@@ -30,9 +31,16 @@ final class ReconstructionComponent implements TrainedComponent {
     this.trained = java.util.Collections.unmodifiableSortedSet(new java.util.TreeSet<>(trained));
   }
 
-  /** The parameters the reconstruction loss reaches, found by one evaluation. */
+  /**
+   * The parameters the reconstruction loss reaches, found by one evaluation on an 8×8 corner of the
+   * first clip: which parameters a loss reaches depends on the frame count (the causal temporal
+   * convolutions skip a first chunk), not on the frame size.
+   */
   static Set<String> reached(TrainableVae vae, TrainingData.Clips data) {
-    return vae.reconstructionStep(data.clips().getFirst().toVaeInput()).gradients().keySet();
+    Tensor clip = data.clips().getFirst().toVaeInput();
+    int spatial = Math.min(8, Math.min(clip.dim(3), clip.dim(4)));
+    Tensor corner = clip.slice(3, 0, spatial).slice(4, 0, spatial).toHost(DType.F32);
+    return vae.reconstructionStep(corner).gradients().keySet();
   }
 
   @Override

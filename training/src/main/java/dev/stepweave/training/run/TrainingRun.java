@@ -261,7 +261,8 @@ public final class TrainingRun {
     recorded.fieldNames().forEachRemaining(keys::add);
     now.fieldNames().forEachRemaining(keys::add);
     for (String k : keys) {
-      if (!java.util.Objects.equals(recorded.get(k), now.get(k))) {
+      // Compared as JSON text: a number read back from the file may be of another node type.
+      if (!String.valueOf(recorded.get(k)).equals(String.valueOf(now.get(k)))) {
         return "'" + k + "' was " + recorded.get(k) + ", now " + now.get(k);
       }
     }
