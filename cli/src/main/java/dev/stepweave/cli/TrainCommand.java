@@ -78,8 +78,8 @@ final class TrainCommand implements Callable<Integer> {
     private final PrintWriter err;
     private final boolean terminal;
     private final Path output;
-    private final long began = System.nanoTime();
     private int stepsSeen;
+    private double stepSeconds;
     private boolean live;
 
     Progress(PrintWriter err, boolean terminal, Path output) {
@@ -97,10 +97,11 @@ final class TrainCommand implements Callable<Integer> {
 
     @Override
     public void step(Optimiser.Step step, int totalSteps, double seconds) {
+      // The rate of the steps themselves, not of loading and encoding before them.
       stepsSeen++;
+      stepSeconds += seconds;
       int done = step.index() + 1;
-      double elapsed = (System.nanoTime() - began) / 1e9;
-      double rate = stepsSeen / elapsed;
+      double rate = stepsSeen / stepSeconds;
       double eta = (totalSteps - done) / rate;
       String text =
           String.format(
