@@ -24,6 +24,7 @@ import picocli.CommandLine.Spec;
       BenchCommand.class,
       CompletionCommand.class,
       PrepareCommand.class,
+      TrainCommand.class,
       CommandLine.HelpCommand.class
     })
 public final class StepweaveCli implements Runnable {

@@ -1,5 +1,6 @@
 package dev.stepweave.core.card;
 
+import com.fasterxml.jackson.annotation.JsonInclude;
 import dev.stepweave.tensor.Precision;
 import java.util.ArrayList;
 import java.util.List;
@@ -18,6 +19,9 @@ import java.util.Objects;
  * @param assumesPrecision the precision the weights require, or null for any
  * @param consistencyRequired the loosest rung this recipe's outputs are still valid under: a run
  *     held only to a looser one (see {@link ConsistencyRung#satisfies}) is refused
+ * @param parentWeights for trained weights, the SHA-256 of the parent's weights file they started
+ *     from (the parent named first in {@code parents}), else null
+ * @param data for trained weights, the data they were trained on, else null
  */
 public record RecipeSpec(
     String method,
@@ -27,13 +31,52 @@ public record RecipeSpec(
     String assumesSampler,
     Integer assumesSteps,
     Precision assumesPrecision,
-    ConsistencyRung consistencyRequired) {
+    ConsistencyRung consistencyRequired,
+    @JsonInclude(JsonInclude.Include.NON_NULL) String parentWeights,
+    @JsonInclude(JsonInclude.Include.NON_NULL) DataContract data) {
 
   public RecipeSpec {
     Objects.requireNonNull(method, "recipe method");
     parents = List.copyOf(parents);
     Objects.requireNonNull(provenance, "recipe provenance");
     Objects.requireNonNull(consistencyRequired, "recipe consistency rung");
+  }
+
+  /** A recipe of weights that were not trained here: no parent weights or data recorded. */
+  public RecipeSpec(
+      String method,
+      List<String> parents,
+      String provenance,
+      String assumesLoop,
+      String assumesSampler,
+      Integer assumesSteps,
+      Precision assumesPrecision,
+      ConsistencyRung consistencyRequired) {
+    this(
+        method,
+        parents,
+        provenance,
+        assumesLoop,
+        assumesSampler,
+        assumesSteps,
+        assumesPrecision,
+        consistencyRequired,
+        null,
+        null);
+  }
+
+  /**
+   * The data contract of trained weights: which dataset they saw, pinned by its content.
+   *
+   * @param datasetId what the data is ("shapes seed 1, 64x64x9, 1000 clips", a folder's name)
+   * @param sha256 the SHA-256 of the data's content (a dataset folder's content hash, the shards'
+   *     dataset hash, or the rendered shapes clips')
+   */
+  public record DataContract(String datasetId, String sha256) {
+    public DataContract {
+      Objects.requireNonNull(datasetId, "data contract dataset id");
+      Objects.requireNonNull(sha256, "data contract sha256");
+    }
   }
 
   /**

@@ -28,11 +28,20 @@ public final class TrainableWeights<M> {
   private final M model;
   private final Map<String, Tensor> parameters;
   private final Tape derivations;
+  private final RecordingBackend backend;
+  private final Function<Weights, M> loader;
 
-  private TrainableWeights(M model, Map<String, Tensor> parameters, Tape derivations) {
+  private TrainableWeights(
+      M model,
+      Map<String, Tensor> parameters,
+      Tape derivations,
+      RecordingBackend backend,
+      Function<Weights, M> loader) {
     this.model = model;
     this.parameters = parameters;
     this.derivations = derivations;
+    this.backend = backend;
+    this.loader = loader;
   }
 
   /** Loads a model with {@code loader} from {@code source} onto {@code backend}, in F32. */
@@ -41,7 +50,27 @@ public final class TrainableWeights<M> {
     Tape derivations = new Tape();
     Weights weights = new Weights(new Tracked(source, derivations), backend, DType.F32);
     M model = backend.recording(derivations, () -> loader.apply(weights));
-    return new TrainableWeights<>(model, Map.copyOf(weights.loaded()), derivations);
+    return new TrainableWeights<>(
+        model, Map.copyOf(weights.loaded()), derivations, backend, loader);
+  }
+
+  /**
+   * Whether the model computes with tensors it derived from its parameters at load (beyond the
+   * parameters themselves). Such tensors do not follow an in-place update of the parameters, so
+   * after an optimiser step the model must be {@link #reloaded}.
+   */
+  public boolean derivesAtLoad() {
+    Set<Storage> own = Collections.newSetFromMap(new IdentityHashMap<>());
+    parameters.values().forEach(p -> own.add(p.storage()));
+    return derivations.outputs().stream().anyMatch(t -> !own.contains(t.storage()));
+  }
+
+  /**
+   * The model loaded again, the same way, from the parameters' current values: new parameter
+   * tensors (same names, same values) and derivations that agree with them.
+   */
+  public TrainableWeights<M> reloaded() {
+    return load(new Current(new TreeMap<>(parameters)), backend, loader);
   }
 
   public M model() {
@@ -80,6 +109,38 @@ public final class TrainableWeights<M> {
           }
         });
     return out;
+  }
+
+  /** The parameters' current values as a source. */
+  private record Current(Map<String, Tensor> tensors) implements TensorSource {
+    @Override
+    public Set<String> keys() {
+      return tensors.keySet();
+    }
+
+    @Override
+    public TensorInfo info(String key) {
+      Tensor t = tensors.get(key);
+      return new TensorInfo(key, t.dtype(), t.shape());
+    }
+
+    @Override
+    public Tensor load(String key) {
+      return tensors.get(key);
+    }
+
+    @Override
+    public Path fileOf(String key) {
+      return Path.of("(parameters in memory)");
+    }
+
+    @Override
+    public Map<String, String> metadata() {
+      return Map.of();
+    }
+
+    @Override
+    public void close() {}
   }
 
   /** The source, with every tensor it hands out tracked by the load's tape. */

@@ -6,6 +6,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.HashMap;
 import java.util.Map;
+import java.util.TreeMap;
 
 /**
  * Adam with decoupled weight decay, step for step as {@code torch.optim.AdamW} on the CPU (its
@@ -48,6 +49,41 @@ public final class AdamW {
   /** The number of steps taken. */
   public long steps() {
     return steps;
+  }
+
+  /**
+   * Everything a later step depends on: the step count and each parameter's moments, by name.
+   *
+   * @param firstMoments m, as flat float arrays
+   * @param secondMoments v, as flat float arrays
+   */
+  public record State(
+      long steps, Map<String, float[]> firstMoments, Map<String, float[]> secondMoments) {
+    public State {
+      if (!firstMoments.keySet().equals(secondMoments.keySet())) {
+        throw new IllegalArgumentException("AdamW state: first and second moments of other names");
+      }
+    }
+  }
+
+  /** A copy of the state, to save with a checkpoint. */
+  public State state() {
+    return new State(steps, copy(firstMoments), copy(secondMoments));
+  }
+
+  /** Continues from a saved state, as if its steps had been taken here. */
+  public void restore(State state) {
+    steps = state.steps();
+    firstMoments.clear();
+    firstMoments.putAll(copy(state.firstMoments()));
+    secondMoments.clear();
+    secondMoments.putAll(copy(state.secondMoments()));
+  }
+
+  private static Map<String, float[]> copy(Map<String, float[]> moments) {
+    Map<String, float[]> out = new TreeMap<>();
+    moments.forEach((name, values) -> out.put(name, values.clone()));
+    return out;
   }
 
   /**

@@ -36,6 +36,28 @@ public final class Ema {
         });
   }
 
+  /** A copy of the averages by name, to save with a checkpoint. */
+  public Map<String, float[]> state() {
+    Map<String, float[]> out = new LinkedHashMap<>();
+    shadow.forEach((name, s) -> out.put(name, s.clone()));
+    return out;
+  }
+
+  /** Continues from saved averages, which must follow the same names and sizes. */
+  public void restore(Map<String, float[]> state) {
+    if (!state.keySet().equals(shadow.keySet())) {
+      throw new IllegalArgumentException(
+          "EMA state of " + state.keySet() + " for an EMA of " + shadow.keySet());
+    }
+    state.forEach(
+        (name, s) -> {
+          if (s.length != shadow.get(name).length) {
+            throw new IllegalArgumentException("EMA state of '" + name + "' has another size");
+          }
+          shadow.put(name, s.clone());
+        });
+  }
+
   /** The averaged value of {@code name}, shaped as {@code like}. */
   public Tensor averaged(String name, Tensor like) {
     float[] s = shadow.get(name);

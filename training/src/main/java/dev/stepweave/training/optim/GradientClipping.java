@@ -15,17 +15,22 @@ public final class GradientClipping {
   /** The clipped gradients and the norm they had before. */
   public record Clipped(Map<String, Tensor> gradients, double totalNorm) {}
 
-  public static Clipped byGlobalNorm(Map<String, Tensor> gradients, double maxNorm) {
-    if (!(maxNorm > 0)) {
-      throw new IllegalArgumentException("max gradient norm must be > 0, not " + maxNorm);
-    }
+  /** The L2 norm over every gradient together. */
+  public static double globalNorm(Map<String, Tensor> gradients) {
     double squares = 0;
     for (Tensor g : gradients.values()) {
       for (float v : g.toFloatArray()) {
         squares += (double) v * v;
       }
     }
-    double norm = Math.sqrt(squares);
+    return Math.sqrt(squares);
+  }
+
+  public static Clipped byGlobalNorm(Map<String, Tensor> gradients, double maxNorm) {
+    if (!(maxNorm > 0)) {
+      throw new IllegalArgumentException("max gradient norm must be > 0, not " + maxNorm);
+    }
+    double norm = globalNorm(gradients);
     double coefficient = Math.min(1, maxNorm / (norm + 1e-6));
     Map<String, Tensor> out = new LinkedHashMap<>();
     gradients.forEach(

@@ -5,21 +5,21 @@ package dev.stepweave.training.shapes;
  * constants, so a dataset made from a seed is the same on every JVM (unlike {@code
  * java.util.Random}'s subclasses, whose algorithms may change).
  */
-final class SplitMix64 {
+public final class SplitMix64 {
   private static final long GAMMA = 0x9e3779b97f4a7c15L;
   private long state;
 
-  SplitMix64(long seed) {
+  public SplitMix64(long seed) {
     this.state = seed;
   }
 
-  long nextLong() {
+  public long nextLong() {
     state += GAMMA;
     return mix(state);
   }
 
   /** Uniform in {@code [0, bound)}; the modulo bias (below 2⁻³⁰ here) does not matter. */
-  int nextInt(int bound) {
+  public int nextInt(int bound) {
     if (bound < 1) {
       throw new IllegalArgumentException("bound must be positive, got " + bound);
     }
@@ -31,7 +31,13 @@ final class SplitMix64 {
     return lo + nextInt(hi - lo + 1);
   }
 
-  static long mix(long z) {
+  /** Uniform in {@code [0, 1)}, 53 bits. */
+  public double nextDouble() {
+    return (nextLong() >>> 11) * 0x1.0p-53;
+  }
+
+  /** The finaliser: a well-mixed 64-bit function of {@code z}, to derive seeds from seeds. */
+  public static long mix(long z) {
     z = (z ^ (z >>> 30)) * 0xbf58476d1ce4e5b9L;
     z = (z ^ (z >>> 27)) * 0x94d049bb133111ebL;
     return z ^ (z >>> 31);

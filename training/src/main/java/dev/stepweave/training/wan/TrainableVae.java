@@ -33,6 +33,14 @@ public final class TrainableVae {
         backend, TrainableWeights.load(source, backend, w -> WanVae.load(cfg, w)));
   }
 
+  /**
+   * The VAE loaded again from its parameters' current values, when it derives tensors from them at
+   * load (which an in-place update leaves behind); else this one.
+   */
+  public TrainableVae reloaded() {
+    return weights.derivesAtLoad() ? new TrainableVae(backend, weights.reloaded()) : this;
+  }
+
   /** Every parameter by its checkpoint name. */
   public Map<String, Tensor> parameters() {
     return weights.parameters();

@@ -16,6 +16,7 @@ import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -66,7 +67,7 @@ class FlowMatchingTrainerTest {
                 model,
                 lora.parameters(),
                 lora::rows,
-                new FlowMatchingTrainer.Settings(
+                new Optimiser.Settings(
                     new LearningRate.Constant(1e-2),
                     AdamW.Settings.torchDefaults(),
                     1.0,
@@ -107,9 +108,9 @@ class FlowMatchingTrainerTest {
               model,
               model.parameters(),
               n -> AdapterRows.NONE,
-              new FlowMatchingTrainer.Settings(
+              new Optimiser.Settings(
                   new LearningRate.Cosine(2e-3, 2, 8), AdamW.Settings.torchDefaults(), 1.0, 0.5));
-      FlowMatchingTrainer.Step first = trainer.step(halves);
+      Optimiser.Step first = trainer.step(halves);
       assertEquals(0, first.learningRate(), "warm-up starts at 0");
       double last = first.loss();
       for (int i = 1; i < 6; i++) {
@@ -118,7 +119,7 @@ class FlowMatchingTrainerTest {
       assertTrue(last < 0.95 * first.loss(), "loss " + first.loss() + " -> " + last);
       String name = "proj_out.weight";
       Tensor now = model.parameters().get(name);
-      float[] averaged = trainer.ema().orElseThrow().averaged(name, now).toFloatArray();
+      float[] averaged = trainer.optimiser().ema().orElseThrow().averaged(name, now).toFloatArray();
       assertFalse(Arrays.equals(averaged, now.toFloatArray()), "the EMA lags");
       assertFalse(Arrays.equals(averaged, start.get(name)), "the EMA moved");
     }

@@ -1,7 +1,11 @@
 package dev.stepweave.models.wan.embedded;
 
+import com.fasterxml.jackson.databind.JsonNode;
 import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.tensor.Tensor;
 import java.nio.file.Path;
+import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -47,6 +51,29 @@ public final class EmbeddedWan {
   public static final int MAX_SEQUENCE_LENGTH = 64;
 
   private EmbeddedWan() {}
+
+  /**
+   * Fresh weights for the {@code component} ("transformer" or "vae") of a checkpoint whose config
+   * for it is {@code config}, laid out and initialised as the embedded checkpoint's are, from
+   * {@code seed}: what a training run starts from when it trains a component from scratch, at the
+   * embedded dimensions or others.
+   *
+   * @throws IllegalArgumentException naming the component when it is neither
+   */
+  public static Map<String, Tensor> initialWeights(String component, JsonNode config, long seed) {
+    List<TensorSpec> specs =
+        switch (component) {
+          case "transformer" -> TransformerLayout.tensors(config);
+          case "vae" -> VaeLayout.tensors(config);
+          default ->
+              throw new IllegalArgumentException(
+                  "no embedded layout for component '" + component + "' (transformer or vae)");
+        };
+    SeededValues values = new SeededValues(seed);
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    specs.forEach(spec -> out.put(spec.name(), values.materialise(spec)));
+    return out;
+  }
 
   /**
    * The embedded model's checkpoint directory under the default cache root, created on first use.

@@ -1,0 +1,122 @@
+package dev.stepweave.training.optim;
+
+import dev.stepweave.tensor.Tensor;
+import java.util.Map;
+import java.util.Optional;
+import java.util.function.IntFunction;
+
+/**
+ * What follows a batch's backward, whatever the objective: the gradient clipped by its global norm,
+ * one AdamW step at the schedule's rate, then the EMA updated. Its whole state (the step count,
+ * AdamW's moments, the EMA) can be saved and restored, so a resumed run continues bit for bit.
+ */
+public final class Optimiser {
+  /**
+   * @param maxGradNorm the global-norm clip, or 0 for none
+   * @param emaDecay the EMA's decay, or NaN for no EMA
+   */
+  public record Settings(
+      LearningRate schedule, AdamW.Settings adamw, double maxGradNorm, double emaDecay) {
+    public Settings {
+      if (maxGradNorm < 0) {
+        throw new IllegalArgumentException("max gradient norm must be ≥ 0, not " + maxGradNorm);
+      }
+    }
+  }
+
+  /**
+   * What one optimiser step did.
+   *
+   * @param gradientNorm the global norm of the gradient before clipping
+   */
+  public record Step(int index, double learningRate, double loss, double gradientNorm) {}
+
+  /**
+   * The loss and gradients of one micro-batch's mean loss.
+   *
+   * @param share the micro-batch's share of the batch's samples
+   */
+  public record Evaluation(double share, double loss, Map<String, Tensor> gradients) {}
+
+  /** Everything later steps depend on. */
+  public record State(int steps, AdamW.State adamw, Map<String, float[]> ema) {}
+
+  private final Settings settings;
+  private final AdamW adamw;
+  private final Ema ema;
+  private int steps;
+
+  /**
+   * @param trainable the tensors to optimise, by name (the EMA starts from their values)
+   */
+  public Optimiser(Settings settings, Map<String, Tensor> trainable) {
+    this.settings = settings;
+    this.adamw = new AdamW(settings.adamw());
+    this.ema = Double.isNaN(settings.emaDecay()) ? null : new Ema(settings.emaDecay(), trainable);
+  }
+
+  /**
+   * One step over a batch of {@code microBatches}, evaluated one after another: their gradients
+   * accumulated by share ({@link GradientAccumulator}), their losses averaged likewise.
+   */
+  public Step step(
+      Map<String, Tensor> trainable, int microBatches, IntFunction<Evaluation> evaluate) {
+    if (microBatches < 1) {
+      throw new IllegalArgumentException("a step needs at least one micro-batch");
+    }
+    GradientAccumulator accumulator = new GradientAccumulator();
+    double loss = 0;
+    for (int i = 0; i < microBatches; i++) {
+      Evaluation e = evaluate.apply(i);
+      accumulator.add(e.gradients(), e.share());
+      loss += e.share() * e.loss();
+    }
+    return step(trainable, accumulator.total(), loss);
+  }
+
+  /**
+   * One step: {@code trainable} (by name, updated in place) moves by {@code gradients}.
+   *
+   * @param loss the batch's loss, reported with the step
+   */
+  public Step step(Map<String, Tensor> trainable, Map<String, Tensor> gradients, double loss) {
+    double norm = GradientClipping.globalNorm(gradients);
+    if (settings.maxGradNorm() > 0) {
+      gradients = GradientClipping.byGlobalNorm(gradients, settings.maxGradNorm()).gradients();
+    }
+    double lr = settings.schedule().at(steps);
+    adamw.step(trainable, gradients, lr);
+    if (ema != null) {
+      ema.update(trainable);
+    }
+    return new Step(steps++, lr, loss, norm);
+  }
+
+  /** The number of steps taken. */
+  public int steps() {
+    return steps;
+  }
+
+  /** The EMA of the trainable tensors, when the settings keep one. */
+  public Optional<Ema> ema() {
+    return Optional.ofNullable(ema);
+  }
+
+  /** A copy of the state, to save with a checkpoint. */
+  public State state() {
+    return new State(steps, adamw.state(), ema == null ? null : ema.state());
+  }
+
+  /** Continues from a saved state. */
+  public void restore(State state) {
+    if ((state.ema() == null) != (ema == null)) {
+      throw new IllegalArgumentException(
+          "the saved state " + (ema == null ? "has" : "lacks") + " an EMA");
+    }
+    steps = state.steps();
+    adamw.restore(state.adamw());
+    if (ema != null) {
+      ema.restore(state.ema());
+    }
+  }
+}

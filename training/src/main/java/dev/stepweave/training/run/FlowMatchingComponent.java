@@ -1,0 +1,89 @@
+package dev.stepweave.training.run;
+
+import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.training.data.LatentSample;
+import dev.stepweave.training.objective.FlowMatching;
+import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.TrainableLora;
+import dev.stepweave.training.wan.TrainableTransformer;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * The transformer under the flow-matching objective: each sample noised at its own σ (uniform, then
+ * shifted as the scheduler's flow shift does: {@code s·σ / (1 + (s−1)·σ)}), its caption replaced by
+ * the empty prompt with the dropout probability (so guidance's unconditional branch learns too).
+ * Trains every parameter, or a LoRA's factors only.
+ */
+final class FlowMatchingComponent implements TrainedComponent {
+  private final TrainableTransformer model;
+  private final TrainableLora lora;
+  private final TrainingData.Latents data;
+  private final double flowShift;
+  private final double captionDropout;
+
+  /**
+   * @param lora the adapter whose factors train, or null for a full fine-tune
+   */
+  FlowMatchingComponent(
+      TrainableTransformer model,
+      TrainableLora lora,
+      TrainingData.Latents data,
+      double flowShift,
+      double captionDropout) {
+    this.model = model;
+    this.lora = lora;
+    this.data = data;
+    this.flowShift = flowShift;
+    this.captionDropout = captionDropout;
+  }
+
+  @Override
+  public Map<String, Tensor> trainable() {
+    return lora == null ? model.parameters() : lora.parameters();
+  }
+
+  @Override
+  public Optimiser.Evaluation evaluate(List<Integer> samples, StepDraws draws, double share) {
+    int n = samples.size();
+    int[] latentShape = data.samples().getFirst().latents().shape();
+    int[] textShape = data.negative().shape();
+    int latentSize = Math.toIntExact(Tensor.numel(latentShape));
+    int textSize = Math.toIntExact(Tensor.numel(textShape));
+    float[] x0 = new float[n * latentSize];
+    float[] noise = new float[n * latentSize];
+    float[] sigma = new float[n];
+    float[] context = new float[n * textSize];
+    float[] negative = data.negative().toFloatArray();
+    for (int row = 0; row < n; row++) {
+      LatentSample s = data.samples().get(samples.get(row));
+      double u = draws.uniform();
+      sigma[row] = (float) (flowShift * u / (1 + (flowShift - 1) * u));
+      boolean dropped = draws.uniform() < captionDropout;
+      System.arraycopy(s.latents().toFloatArray(), 0, x0, row * latentSize, latentSize);
+      System.arraycopy(draws.gaussians(latentSize), 0, noise, row * latentSize, latentSize);
+      float[] text = dropped ? negative : s.promptEmbeds().toFloatArray();
+      System.arraycopy(text, 0, context, row * textSize, textSize);
+    }
+    FlowMatching.Batch batch =
+        new FlowMatching.Batch(
+            Tensor.of(x0, prepend(n, latentShape)),
+            Tensor.of(noise, prepend(n, latentShape)),
+            Tensor.of(sigma, n),
+            Tensor.of(context, prepend(n, textShape)));
+    AdapterRows adapters = lora == null ? AdapterRows.NONE : lora.rows(n);
+    var result = model.lossAndGradients(batch, trainable(), adapters);
+    return new Optimiser.Evaluation(share, result.loss(), result.gradients());
+  }
+
+  @Override
+  public void stepped() {}
+
+  static int[] prepend(int n, int[] shape) {
+    int[] out = new int[shape.length + 1];
+    out[0] = n;
+    System.arraycopy(shape, 0, out, 1, shape.length);
+    return out;
+  }
+}

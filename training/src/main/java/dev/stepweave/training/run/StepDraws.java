@@ -1,0 +1,38 @@
+package dev.stepweave.training.run;
+
+import dev.stepweave.training.shapes.SplitMix64;
+
+/**
+ * The random numbers of one optimiser step: a SplitMix64 stream that is a pure function of the
+ * run's seed and the step's index, so a run resumed at step k draws exactly what it would have
+ * drawn going straight through — the "RNG state" of a checkpoint is its step. Gaussians by
+ * Box–Muller with {@link StrictMath}, so every JVM draws the same bits.
+ */
+final class StepDraws {
+  private static final long STEP_STREAM = 0x5354_4550_5345_4544L;
+
+  private final SplitMix64 random;
+
+  StepDraws(long seed, int step) {
+    random = new SplitMix64(SplitMix64.mix(seed ^ STEP_STREAM) ^ SplitMix64.mix(step + 1L));
+  }
+
+  /** Uniform in {@code [0, 1)}. */
+  double uniform() {
+    return random.nextDouble();
+  }
+
+  /** {@code n} standard normal floats. */
+  float[] gaussians(int n) {
+    float[] out = new float[n];
+    for (int i = 0; i < n; i += 2) {
+      double radius = StrictMath.sqrt(-2 * StrictMath.log(1 - random.nextDouble()));
+      double angle = 2 * StrictMath.PI * random.nextDouble();
+      out[i] = (float) (radius * StrictMath.cos(angle));
+      if (i + 1 < n) {
+        out[i + 1] = (float) (radius * StrictMath.sin(angle));
+      }
+    }
+    return out;
+  }
+}

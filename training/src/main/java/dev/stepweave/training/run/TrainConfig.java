@@ -1,0 +1,129 @@
+package dev.stepweave.training.run;
+
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import java.nio.file.Path;
+import java.util.List;
+
+/**
+ * A training run as {@code stepweave train --config FILE} describes it (docs/training.md lists
+ * every key). Read and checked by {@link TrainConfigReader} before anything loads; paths are
+ * already resolved against the config file's folder.
+ *
+ * @param base the checkpoint directory to start from, or null for the embedded model
+ * @param modelId the trained model's id on its card
+ * @param component which component trains
+ * @param init fresh weights for the trained component instead of the base's, or null
+ * @param data what it trains on
+ * @param method a full fine-tune or a LoRA
+ * @param steps optimiser steps
+ * @param batch samples per optimiser step
+ * @param microBatch samples per forward/backward; {@code batch} must be a multiple of it
+ * @param learningRate the peak learning rate
+ * @param schedule how the rate moves over the steps
+ * @param adamw AdamW's betas, epsilon and decoupled weight decay
+ * @param maxGradNorm the global-norm clip, 0 for none
+ * @param emaDecay the EMA's decay, or NaN for none
+ * @param flowShift the transformer's training σ shift (1: σ uniform)
+ * @param captionDropout the transformer's share of samples trained on the empty prompt
+ * @param seed fixes the data order, the noise and a LoRA's initial factors
+ * @param checkpointEvery steps between checkpoints (the last step always writes one)
+ * @param output the run's folder
+ * @param canonical the config as read, every default filled in: what a resume must match
+ */
+public record TrainConfig(
+    Path base,
+    String modelId,
+    Component component,
+    Init init,
+    Data data,
+    Method method,
+    int steps,
+    int batch,
+    int microBatch,
+    double learningRate,
+    Schedule schedule,
+    Adam adamw,
+    double maxGradNorm,
+    double emaDecay,
+    double flowShift,
+    double captionDropout,
+    long seed,
+    int checkpointEvery,
+    Path output,
+    ObjectNode canonical) {
+
+  /** The component a run trains, by its folder name in a diffusers checkpoint. */
+  public enum Component {
+    /** The DiT, with the flow-matching objective on latents. */
+    TRANSFORMER("transformer"),
+    /** The VAE, with the reconstruction objective on RGB clips. */
+    VAE("vae");
+
+    private final String folder;
+
+    Component(String folder) {
+      this.folder = folder;
+    }
+
+    public String folder() {
+      return folder;
+    }
+  }
+
+  /**
+   * Fresh weights for the trained component, laid out and initialised as the embedded model's,
+   * under the base's component config with {@code config}'s keys replaced.
+   */
+  public record Init(long seed, ObjectNode config) {}
+
+  /** Training data. */
+  public sealed interface Data {
+    /** The synthetic shapes dataset's first {@code clips} clips of {@code seed}. */
+    record Shapes(int clips, long seed, int width, int height, int frames) implements Data {}
+
+    /** A dataset folder (captions.jsonl and media). */
+    record Folder(Path dir) implements Data {}
+
+    /** Latent shards written by {@code stepweave prepare --data}. */
+    record Shards(Path dir) implements Data {}
+  }
+
+  /** What is trained. */
+  public sealed interface Method {
+    String name();
+
+    /** Every parameter of the component. */
+    record Full() implements Method {
+      @Override
+      public String name() {
+        return "full";
+      }
+    }
+
+    /**
+     * A LoRA on the transformer's layers whose names end in one of {@code targets} (all adaptable
+     * layers when empty).
+     */
+    record Lora(int rank, double alpha, List<String> targets) implements Method {
+      public Lora {
+        targets = List.copyOf(targets);
+      }
+
+      @Override
+      public String name() {
+        return "lora";
+      }
+    }
+  }
+
+  /** The learning-rate schedule's shape. */
+  public enum ScheduleKind {
+    CONSTANT,
+    WARMUP,
+    COSINE
+  }
+
+  public record Schedule(ScheduleKind kind, int warmup) {}
+
+  public record Adam(double beta1, double beta2, double eps, double weightDecay) {}
+}

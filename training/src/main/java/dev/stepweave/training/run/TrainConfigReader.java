@@ -1,0 +1,476 @@
+package dev.stepweave.training.run;
+
+import com.fasterxml.jackson.core.JsonProcessingException;
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.stepweave.training.shapes.ShapesDataset;
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Locale;
+import java.util.Set;
+import java.util.TreeSet;
+
+/**
+ * Reads a {@link TrainConfig} from YAML ({@code .yaml}, {@code .yml}) or JSON (anything else),
+ * strictly: an unknown key, a missing required one, a value of the wrong type or out of range, or
+ * settings that do not go together are one {@link TrainConfigException} naming the file and the
+ * key, before anything loads.
+ */
+public final class TrainConfigReader {
+  private static final Set<String> TOP =
+      Set.of(
+          "base",
+          "model_id",
+          "component",
+          "init",
+          "data",
+          "method",
+          "steps",
+          "batch",
+          "micro_batch",
+          "learning_rate",
+          "schedule",
+          "adamw",
+          "weight_decay",
+          "max_grad_norm",
+          "ema",
+          "flow_shift",
+          "caption_dropout",
+          "precision",
+          "seed",
+          "checkpoint_every",
+          "output");
+
+  private final Path file;
+  private final Path folder;
+
+  private TrainConfigReader(Path file) {
+    this.file = file;
+    this.folder = file.toAbsolutePath().getParent();
+  }
+
+  /** Reads and checks {@code file}. */
+  public static TrainConfig read(Path file) {
+    TrainConfigReader reader = new TrainConfigReader(file);
+    String name = file.getFileName().toString().toLowerCase(Locale.ROOT);
+    ObjectMapper mapper =
+        name.endsWith(".yaml") || name.endsWith(".yml")
+            ? new ObjectMapper(new YAMLFactory())
+            : new ObjectMapper();
+    JsonNode tree;
+    try {
+      tree = mapper.readTree(Files.readString(file));
+    } catch (JsonProcessingException e) {
+      throw new TrainConfigException(
+          "config "
+              + file
+              + ": not valid "
+              + (mapper.getFactory() instanceof YAMLFactory ? "YAML" : "JSON")
+              + ": "
+              + firstLine(e.getOriginalMessage()));
+    } catch (IOException e) {
+      throw new TrainConfigException("config " + file + ": cannot read: " + e.getMessage());
+    }
+    if (tree == null || !tree.isObject()) {
+      throw new TrainConfigException("config " + file + ": must be a mapping of keys to values");
+    }
+    return reader.parse((ObjectNode) tree);
+  }
+
+  private TrainConfig parse(ObjectNode root) {
+    known(root, "", TOP);
+    TrainConfig.Component component =
+        switch (text(root, "component", null)) {
+          case "transformer" -> TrainConfig.Component.TRANSFORMER;
+          case "vae" -> TrainConfig.Component.VAE;
+          case null -> throw bad("component", "is required (transformer or vae)");
+          default ->
+              throw bad(
+                  "component",
+                  "must be transformer or vae, got '" + root.get("component").asText() + "'");
+        };
+    String precision = text(root, "precision", "f32");
+    if (precision.equals("bf16") || precision.equals("fp16") || precision.equals("f16")) {
+      throw bad("precision", "'" + precision + "' is not implemented for training yet (f32 only)");
+    }
+    if (!precision.equals("f32")) {
+      throw bad("precision", "must be f32, got '" + precision + "'");
+    }
+    Path base =
+        root.has("base") && !text(root, "base", "").equals("embedded")
+            ? directory(root, "base")
+            : null;
+    int steps = positive(root, "steps", null);
+    int batch = positive(root, "batch", 1);
+    int microBatch = positive(root, "micro_batch", batch);
+    if (batch % microBatch != 0) {
+      throw bad("micro_batch", microBatch + " does not divide batch " + batch);
+    }
+    TrainConfig.Data data = data(root);
+    if (component == TrainConfig.Component.VAE && data instanceof TrainConfig.Data.Shards) {
+      throw bad(
+          "data.type", "'shards' holds latents; component vae trains on clips (shapes or folder)");
+    }
+    TrainConfig.Method method = method(root);
+    if (component == TrainConfig.Component.VAE && method instanceof TrainConfig.Method.Lora) {
+      throw bad("method.type", "lora adapts the transformer only; component vae trains full");
+    }
+    TrainConfig.Init init = init(root, method);
+    if (component == TrainConfig.Component.VAE) {
+      for (String key : List.of("flow_shift", "caption_dropout")) {
+        if (root.has(key)) {
+          throw bad(key, "applies to component transformer only");
+        }
+      }
+    }
+    double learningRate = number(root, "learning_rate", 1e-4);
+    if (!(learningRate > 0)) {
+      throw bad("learning_rate", "must be > 0, got " + learningRate);
+    }
+    TrainConfig.Schedule schedule = schedule(root, steps);
+    TrainConfig.Adam adam = adam(root);
+    double clip = number(root, "max_grad_norm", 1.0);
+    if (clip < 0) {
+      throw bad("max_grad_norm", "must be ≥ 0 (0: no clipping), got " + clip);
+    }
+    double ema = root.has("ema") ? number(root, "ema", null) : Double.NaN;
+    if (!Double.isNaN(ema) && (ema < 0 || ema > 1)) {
+      throw bad("ema", "must lie in [0, 1], got " + ema);
+    }
+    double shift = number(root, "flow_shift", 1.0);
+    if (!(shift > 0)) {
+      throw bad("flow_shift", "must be > 0, got " + shift);
+    }
+    double dropout = number(root, "caption_dropout", 0.0);
+    if (dropout < 0 || dropout > 1) {
+      throw bad("caption_dropout", "must lie in [0, 1], got " + dropout);
+    }
+    long seed = integer(root, "seed", 0L);
+    int checkpointEvery = positive(root, "checkpoint_every", steps);
+    Path output = path(root, "output");
+    String modelId = text(root, "model_id", output.getFileName().toString());
+    if (modelId.isBlank()) {
+      throw bad("model_id", "must not be empty");
+    }
+
+    ObjectNode canonical = root.objectNode();
+    canonical.put("base", base == null ? "embedded" : base.toString());
+    canonical.put("model_id", modelId);
+    canonical.put("component", component.folder());
+    canonical.set("init", root.has("init") ? root.get("init") : root.nullNode());
+    canonical.set("data", root.get("data"));
+    canonical.set(
+        "method", root.has("method") ? root.get("method") : root.objectNode().put("type", "full"));
+    canonical.put("steps", steps);
+    canonical.put("batch", batch);
+    canonical.put("micro_batch", microBatch);
+    canonical.put("learning_rate", learningRate);
+    canonical.put(
+        "schedule", schedule.kind().name().toLowerCase(Locale.ROOT) + "/" + schedule.warmup());
+    canonical.put("adamw", adam.toString());
+    canonical.put("max_grad_norm", clip);
+    canonical.put("ema", ema);
+    canonical.put("flow_shift", shift);
+    canonical.put("caption_dropout", dropout);
+    canonical.put("precision", precision);
+    canonical.put("seed", seed);
+    canonical.put("checkpoint_every", checkpointEvery);
+    canonical.put("output", output.toString());
+    return new TrainConfig(
+        base,
+        modelId,
+        component,
+        init,
+        data,
+        method,
+        steps,
+        batch,
+        microBatch,
+        learningRate,
+        schedule,
+        adam,
+        clip,
+        ema,
+        shift,
+        dropout,
+        seed,
+        checkpointEvery,
+        output,
+        canonical);
+  }
+
+  private TrainConfig.Data data(ObjectNode root) {
+    ObjectNode n = object(root, "data", "data", true);
+    String type = text(n, "type", "data", null);
+    switch (type) {
+      case "shapes" -> {
+        known(n, "data.", Set.of("type", "clips", "seed", "width", "height", "frames"));
+        int clips = positive(n, "clips", "data.", null);
+        long seed = integer(n, "seed", "data.", 0L);
+        int width = positive(n, "width", "data.", 64);
+        int height = positive(n, "height", "data.", 64);
+        int frames = positive(n, "frames", "data.", 9);
+        try {
+          new ShapesDataset(seed, width, height, frames);
+        } catch (IllegalArgumentException e) {
+          throw bad("data", e.getMessage());
+        }
+        return new TrainConfig.Data.Shapes(clips, seed, width, height, frames);
+      }
+      case "folder" -> {
+        known(n, "data.", Set.of("type", "path"));
+        return new TrainConfig.Data.Folder(directory(n, "data.path"));
+      }
+      case "shards" -> {
+        known(n, "data.", Set.of("type", "path"));
+        return new TrainConfig.Data.Shards(directory(n, "data.path"));
+      }
+      case null -> throw bad("data.type", "is required (shapes, folder or shards)");
+      default -> throw bad("data.type", "must be shapes, folder or shards, got '" + type + "'");
+    }
+  }
+
+  private TrainConfig.Method method(ObjectNode root) {
+    if (!root.has("method")) {
+      return new TrainConfig.Method.Full();
+    }
+    ObjectNode n = object(root, "method", "method", true);
+    String type = text(n, "type", "method", null);
+    switch (type) {
+      case "full" -> {
+        known(n, "method.", Set.of("type"));
+        return new TrainConfig.Method.Full();
+      }
+      case "lora" -> {
+        known(n, "method.", Set.of("type", "rank", "alpha", "targets"));
+        int rank = positive(n, "rank", "method.", null);
+        double alpha = number(n, "alpha", "method.", (double) rank);
+        if (!(alpha > 0)) {
+          throw bad("method.alpha", "must be > 0, got " + alpha);
+        }
+        List<String> targets = new ArrayList<>();
+        if (n.has("targets")) {
+          JsonNode t = n.get("targets");
+          if (!t.isArray()) {
+            throw bad("method.targets", "must be a list of layer names");
+          }
+          for (int i = 0; i < t.size(); i++) {
+            if (!t.get(i).isTextual() || t.get(i).asText().isBlank()) {
+              throw bad("method.targets[" + i + "]", "must be a layer name such as attn1.to_q");
+            }
+            targets.add(t.get(i).asText());
+          }
+        }
+        return new TrainConfig.Method.Lora(rank, alpha, targets);
+      }
+      case null -> throw bad("method.type", "is required (full or lora)");
+      default -> throw bad("method.type", "must be full or lora, got '" + type + "'");
+    }
+  }
+
+  private TrainConfig.Init init(ObjectNode root, TrainConfig.Method method) {
+    if (!root.has("init")) {
+      return null;
+    }
+    if (method instanceof TrainConfig.Method.Lora) {
+      throw bad("init", "re-initialises a full fine-tune's component; a LoRA keeps its base");
+    }
+    ObjectNode n = object(root, "init", "init", true);
+    known(n, "init.", Set.of("seed", "config"));
+    long seed = integer(n, "seed", "init.", 0L);
+    ObjectNode config =
+        n.has("config") ? object(n, "config", "init.config", true) : root.objectNode();
+    return new TrainConfig.Init(seed, config);
+  }
+
+  private TrainConfig.Schedule schedule(ObjectNode root, int steps) {
+    if (!root.has("schedule")) {
+      return new TrainConfig.Schedule(TrainConfig.ScheduleKind.CONSTANT, 0);
+    }
+    ObjectNode n = object(root, "schedule", "schedule", true);
+    known(n, "schedule.", Set.of("type", "warmup"));
+    String type = text(n, "type", "schedule", null);
+    int warmup = (int) integer(n, "warmup", "schedule.", 0L);
+    if (warmup < 0) {
+      throw bad("schedule.warmup", "must be ≥ 0, got " + warmup);
+    }
+    return switch (type) {
+      case "constant" -> {
+        if (n.has("warmup")) {
+          throw bad("schedule.warmup", "does not go with a constant schedule (use warmup)");
+        }
+        yield new TrainConfig.Schedule(TrainConfig.ScheduleKind.CONSTANT, 0);
+      }
+      case "warmup" -> {
+        if (warmup < 1) {
+          throw bad("schedule.warmup", "a warm-up schedule needs warmup ≥ 1");
+        }
+        yield new TrainConfig.Schedule(TrainConfig.ScheduleKind.WARMUP, warmup);
+      }
+      case "cosine" -> {
+        if (warmup >= steps) {
+          throw bad("schedule.warmup", warmup + " must be less than steps " + steps);
+        }
+        yield new TrainConfig.Schedule(TrainConfig.ScheduleKind.COSINE, warmup);
+      }
+      case null -> throw bad("schedule.type", "is required (constant, warmup or cosine)");
+      default ->
+          throw bad("schedule.type", "must be constant, warmup or cosine, got '" + type + "'");
+    };
+  }
+
+  private TrainConfig.Adam adam(ObjectNode root) {
+    double decay = number(root, "weight_decay", 0.01);
+    if (decay < 0) {
+      throw bad("weight_decay", "must be ≥ 0, got " + decay);
+    }
+    ObjectNode n = root.has("adamw") ? object(root, "adamw", "adamw", true) : root.objectNode();
+    known(n, "adamw.", Set.of("beta1", "beta2", "eps"));
+    double beta1 = number(n, "beta1", "adamw.", 0.9);
+    double beta2 = number(n, "beta2", "adamw.", 0.999);
+    double eps = number(n, "eps", "adamw.", 1e-8);
+    for (var e :
+        List.of(java.util.Map.entry("beta1", beta1), java.util.Map.entry("beta2", beta2))) {
+      if (e.getValue() < 0 || e.getValue() >= 1) {
+        throw bad("adamw." + e.getKey(), "must lie in [0, 1), got " + e.getValue());
+      }
+    }
+    if (!(eps > 0)) {
+      throw bad("adamw.eps", "must be > 0, got " + eps);
+    }
+    return new TrainConfig.Adam(beta1, beta2, eps, decay);
+  }
+
+  // --- typed values; each failure names the key -------------------------------------------
+
+  private void known(ObjectNode n, String prefix, Set<String> keys) {
+    for (Iterator<String> it = n.fieldNames(); it.hasNext(); ) {
+      String k = it.next();
+      if (!keys.contains(k)) {
+        throw bad(
+            prefix + k, "unknown key (known: " + String.join(", ", new TreeSet<>(keys)) + ")");
+      }
+    }
+  }
+
+  private ObjectNode object(ObjectNode n, String key, String name, boolean required) {
+    JsonNode v = n.get(key);
+    if (v == null || v.isNull()) {
+      throw bad(name, "is required");
+    }
+    if (!v.isObject()) {
+      throw bad(name, "must be a mapping, got " + v.getNodeType().name().toLowerCase(Locale.ROOT));
+    }
+    return (ObjectNode) v;
+  }
+
+  private String text(ObjectNode n, String key, String fallback) {
+    return text(n, key, "", fallback);
+  }
+
+  private String text(ObjectNode n, String key, String parent, String fallback) {
+    JsonNode v = n.get(key);
+    if (v == null) {
+      return fallback;
+    }
+    if (!v.isTextual()) {
+      throw bad(qualified(parent, key), "must be a string, got " + v);
+    }
+    return v.asText();
+  }
+
+  private int positive(ObjectNode n, String key, Integer fallback) {
+    return positive(n, key, "", fallback);
+  }
+
+  private int positive(ObjectNode n, String key, String prefix, Integer fallback) {
+    if (!n.has(key)) {
+      if (fallback == null) {
+        throw bad(prefix + key, "is required");
+      }
+      return fallback;
+    }
+    JsonNode v = n.get(key);
+    if (!v.isIntegralNumber() || !v.canConvertToInt() || v.intValue() < 1) {
+      throw bad(prefix + key, "must be a positive integer, got " + v);
+    }
+    return v.intValue();
+  }
+
+  private long integer(ObjectNode n, String key, Long fallback) {
+    return integer(n, key, "", fallback);
+  }
+
+  private long integer(ObjectNode n, String key, String prefix, Long fallback) {
+    if (!n.has(key)) {
+      return fallback;
+    }
+    JsonNode v = n.get(key);
+    if (!v.isIntegralNumber() || !v.canConvertToLong()) {
+      throw bad(prefix + key, "must be an integer, got " + v);
+    }
+    return v.longValue();
+  }
+
+  private double number(ObjectNode n, String key, Double fallback) {
+    return number(n, key, "", fallback);
+  }
+
+  /** A number; YAML 1.1 reads {@code 1e-4} (no dot) as a string, so such a string is taken too. */
+  private double number(ObjectNode n, String key, String prefix, Double fallback) {
+    if (!n.has(key)) {
+      return fallback;
+    }
+    JsonNode v = n.get(key);
+    double d;
+    if (v.isNumber()) {
+      d = v.doubleValue();
+    } else if (v.isTextual()) {
+      try {
+        d = Double.parseDouble(v.asText().strip());
+      } catch (NumberFormatException e) {
+        throw bad(prefix + key, "must be a number, got " + v);
+      }
+    } else {
+      throw bad(prefix + key, "must be a number, got " + v);
+    }
+    if (!Double.isFinite(d)) {
+      throw bad(prefix + key, "must be finite, got " + v);
+    }
+    return d;
+  }
+
+  private Path path(ObjectNode n, String key) {
+    String s = text(n, key.substring(key.lastIndexOf('.') + 1), null);
+    if (s == null || s.isBlank()) {
+      throw bad(key, "is required (a path, relative to the config's folder)");
+    }
+    return folder.resolve(s).normalize();
+  }
+
+  private Path directory(ObjectNode n, String key) {
+    Path p = path(n, key);
+    if (!Files.isDirectory(p)) {
+      throw bad(key, "directory not found: " + p);
+    }
+    return p;
+  }
+
+  private static String qualified(String parent, String key) {
+    return parent.isEmpty() ? key : parent + "." + key;
+  }
+
+  private TrainConfigException bad(String key, String problem) {
+    return new TrainConfigException("config " + file + ": '" + key + "' " + problem);
+  }
+
+  private static String firstLine(String s) {
+    return s == null ? "" : s.lines().findFirst().orElse("");
+  }
+}

@@ -1,0 +1,209 @@
+package dev.stepweave.training.run;
+
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.stepweave.core.cache.ContentHash;
+import dev.stepweave.core.card.CardJson;
+import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.models.wan.WanCards;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.Safetensors;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.training.optim.Ema;
+import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.TrainableLora;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.security.MessageDigest;
+import java.security.NoSuchAlgorithmException;
+import java.util.HexFormat;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Locale;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * What a finished run leaves: a full fine-tune as {@code model/}, a diffusers checkpoint (the base
+ * with the trained component's weights replaced, the EMA's when the run keeps one) that the
+ * ordinary loader reads, with a {@code card.json} whose recipe the run fills in; a LoRA as {@code
+ * lora/}: {@code adapter_diffusers.safetensors} and {@code adapter_wan.safetensors} (the two
+ * layouts the serving adapter loader reads) and {@code recipe.json}, the same recipe.
+ */
+final class TrainedOutputs {
+  /**
+   * The recipe an adapter file carries: a LoRA trained by flow matching assumes no run settings.
+   */
+  static final String ADAPTER_RECIPE = "{\"method\":\"lora\"}";
+
+  static final String MODEL = "model";
+  static final String LORA = "lora";
+  static final String LORA_DIFFUSERS = "adapter_diffusers.safetensors";
+  static final String LORA_WAN = "adapter_wan.safetensors";
+  static final String RECIPE = "recipe.json";
+
+  private static final ObjectMapper JSON =
+      new ObjectMapper()
+          .enable(SerializationFeature.INDENT_OUTPUT)
+          .enable(SerializationFeature.ORDER_MAP_ENTRIES_BY_KEYS);
+
+  private final TrainConfig config;
+  private final Path runBase;
+  private final TrainingData data;
+  private final Optimiser optimiser;
+  private final TrainedComponent trained;
+  private final TrainableLora lora;
+
+  TrainedOutputs(
+      TrainConfig config,
+      Path runBase,
+      TrainingData data,
+      Optimiser optimiser,
+      TrainedComponent trained,
+      TrainableLora lora) {
+    this.config = config;
+    this.runBase = runBase;
+    this.data = data;
+    this.optimiser = optimiser;
+    this.trained = trained;
+    this.lora = lora;
+  }
+
+  /** A checkpoint's trainable tensors: a LoRA as a diffusers-format adapter file. */
+  static void writeTrainable(
+      Path file, Map<String, Tensor> tensors, TrainableLora lora, TrainConfig config) {
+    if (lora != null && config.method() instanceof TrainConfig.Method.Lora m) {
+      LoraFiles.writeDiffusers(file, tensors, m.rank(), m.alpha(), ADAPTER_RECIPE);
+    } else {
+      Safetensors.write(file, tensors, Map.of("format", "pt"));
+    }
+  }
+
+  /** Writes the run's artifact into {@code out}, replacing an earlier one; returns its folder. */
+  Path write(Path out) throws IOException {
+    DiffusersDirectory base = DiffusersDirectory.open(runBase);
+    ModelCard baseCard = WanCards.cardFor(base);
+    String folder = config.component().folder();
+    RecipeSpec recipe =
+        new RecipeSpec(
+            config.method().name(),
+            List.of(baseCard.modelId()),
+            provenance(),
+            config.component() == TrainConfig.Component.TRANSFORMER ? WanCards.DENOISE : null,
+            null,
+            null,
+            null,
+            ConsistencyRung.C3,
+            weightsHash(base.component(folder).dir()),
+            new RecipeSpec.DataContract(data.id(), data.sha256()));
+    Map<String, Tensor> finals = finalValues();
+    if (lora != null) {
+      Path dir = out.resolve(LORA);
+      RunCheckpoint.deleteTree(dir);
+      Files.createDirectories(dir);
+      TrainConfig.Method.Lora m = (TrainConfig.Method.Lora) config.method();
+      LoraFiles.writeDiffusers(
+          dir.resolve(LORA_DIFFUSERS), finals, m.rank(), m.alpha(), ADAPTER_RECIPE);
+      LoraFiles.writeWan(dir.resolve(LORA_WAN), finals, m.alpha(), ADAPTER_RECIPE);
+      Files.writeString(
+          dir.resolve(RECIPE), JSON.writeValueAsString(recipe) + "\n", StandardCharsets.UTF_8);
+      return dir;
+    }
+    Path dir = out.resolve(MODEL);
+    RunCheckpoint.deleteTree(dir);
+    Map<String, Tensor> weights = new LinkedHashMap<>();
+    try (TensorSource source = base.component(folder).openWeights()) {
+      // Every stored tensor: the trained ones at their final values, any other as the base has it.
+      for (String key : new java.util.TreeSet<>(source.keys())) {
+        weights.put(key, finals.containsKey(key) ? finals.get(key) : source.loadF32(key));
+      }
+    }
+    CheckpointCopy.write(runBase, dir, folder, base.component(folder).config(), weights, false);
+    ModelCard card =
+        new ModelCard(
+            config.modelId(),
+            baseCard.family(),
+            baseCard.components(),
+            baseCard.loops(),
+            baseCard.capabilities(),
+            recipe,
+            baseCard.parity(),
+            baseCard.caches(),
+            baseCard.parallelism(),
+            baseCard.precision(),
+            baseCard.checkpoint(),
+            baseCard.defaults());
+    CardJson.write(card.validate(dir.toString()), dir.resolve(CardJson.FILE_NAME));
+    return dir;
+  }
+
+  /** The trained tensors as shipped: the EMA's averages when the run keeps one. */
+  private Map<String, Tensor> finalValues() {
+    Map<String, Tensor> now = trained.trainable();
+    Ema ema = optimiser.ema().orElse(null);
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    now.forEach((name, t) -> out.put(name, ema == null ? t : ema.averaged(name, t)));
+    return out;
+  }
+
+  private String provenance() throws IOException {
+    String objective =
+        config.component() == TrainConfig.Component.TRANSFORMER
+            ? "flow matching"
+            : "reconstruction";
+    String init =
+        config.init() == null
+            ? ""
+            : String.format(
+                Locale.ROOT, ", from fresh weights (init seed %d)", config.init().seed());
+    return String.format(
+        Locale.ROOT,
+        "stepweave train: %s %s of the %s by %s on %s%s; %d steps, batch %d, learning rate %s (%s),"
+            + " seed %d, f32 on the CPU; config sha256 %s",
+        config.method().name(),
+        config.method() instanceof TrainConfig.Method.Lora m ? "rank " + m.rank() : "fine-tune",
+        config.component().folder(),
+        objective,
+        data.id(),
+        init,
+        config.steps(),
+        config.batch(),
+        config.learningRate(),
+        config.schedule().kind().name().toLowerCase(Locale.ROOT),
+        config.seed(),
+        sha256(config.canonical().toString().getBytes(StandardCharsets.UTF_8)));
+  }
+
+  /**
+   * The SHA-256 of a component's weights: its one safetensors file's, or for a sharded one the hash
+   * of each file's name and hash in name order.
+   */
+  static String weightsHash(Path componentDir) throws IOException {
+    List<Path> files;
+    try (Stream<Path> all = Files.list(componentDir)) {
+      files = all.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
+    }
+    if (files.size() == 1) {
+      return ContentHash.ofFile(files.getFirst());
+    }
+    Map<String, String> hashes = new TreeMap<>();
+    for (Path f : files) {
+      hashes.put(f.getFileName().toString(), ContentHash.ofFile(f));
+    }
+    return sha256(hashes.toString().getBytes(StandardCharsets.UTF_8));
+  }
+
+  private static String sha256(byte[] bytes) {
+    try {
+      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
+    } catch (NoSuchAlgorithmException e) {
+      throw new IllegalStateException(e);
+    }
+  }
+}

@@ -1,0 +1,341 @@
+package dev.stepweave.training.run;
+
+import com.fasterxml.jackson.databind.JsonNode;
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.training.data.ClipDecoder;
+import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.TrainableLora;
+import dev.stepweave.training.wan.TrainableTransformer;
+import dev.stepweave.training.wan.TrainableVae;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Iterator;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.TreeSet;
+import java.util.stream.Stream;
+
+/**
+ * One {@code stepweave train} run: the output folder checked (a fresh run needs it absent or empty;
+ * {@code resume} continues the run it holds from its latest checkpoint, with the same config), the
+ * data read, the component loaded for training on the CPU, then optimiser step after step — each
+ * logged to {@code loss.jsonl}, a checkpoint every {@code checkpoint_every} steps and after the
+ * last — and at the end the trained checkpoint or LoRA written ({@link TrainedOutputs}). On the CPU
+ * a run resumed from step k ends bit for bit where the uninterrupted run ends.
+ */
+public final class TrainingRun {
+  /** The config a run was started with, in its output folder. */
+  public static final String RUN_FILE = "run.json";
+
+  private static final ObjectMapper JSON =
+      new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
+
+  /** What a run tells its caller as it goes. */
+  public interface Listener {
+    /** A phase begins (loading, encoding, writing). */
+    void note(String message);
+
+    /** An optimiser step is done. */
+    void step(Optimiser.Step step, int totalSteps, double seconds);
+
+    /** A checkpoint was written after {@code step} steps. */
+    default void checkpointed(int step) {}
+  }
+
+  /**
+   * What a run did.
+   *
+   * @param startStep the step it started from (0, or its checkpoint's when resumed)
+   * @param stepsDone the steps done by the end, over the whole run
+   * @param artifact the trained checkpoint or LoRA folder, or null when the run stopped early
+   */
+  public record Result(Path output, int startStep, int stepsDone, Path artifact) {}
+
+  private final TrainConfig config;
+  private final Listener listener;
+
+  private TrainingRun(TrainConfig config, Listener listener) {
+    this.config = config;
+    this.listener = listener;
+  }
+
+  /** Runs {@code config} to its last step. */
+  public static Result run(
+      TrainConfig config, boolean resume, ClipDecoder decoder, Listener listener)
+      throws IOException {
+    return run(config, resume, decoder, listener, config.steps());
+  }
+
+  /**
+   * Runs {@code config} until {@code stopAfter} steps are done in all (a test interrupts a run so),
+   * then writes a checkpoint if it stopped early.
+   *
+   * @throws TrainConfigException when the output folder does not fit ({@code resume} without a run
+   *     there, a run there without {@code resume}, another config)
+   */
+  public static Result run(
+      TrainConfig config, boolean resume, ClipDecoder decoder, Listener listener, int stopAfter)
+      throws IOException {
+    return new TrainingRun(config, listener)
+        .execute(resume, decoder, Math.min(stopAfter, config.steps()));
+  }
+
+  private Result execute(boolean resume, ClipDecoder decoder, int stopAfter) throws IOException {
+    Path out = config.output();
+    Optional<RunCheckpoint> from = prepareOutput(out, resume);
+    Path base = config.base() != null ? config.base() : EmbeddedWan.ensure();
+    Path runBase = config.init() == null ? base : initialisedBase(base, out);
+    TrainingData data = TrainingDataLoader.load(config, runBase, decoder, listener::note);
+    listener.note(
+        "loading the " + config.component().folder() + " of " + runBase + " for training");
+    DiffusersDirectory checkpoint = DiffusersDirectory.open(runBase);
+    DiffusersDirectory.Component component = checkpoint.component(config.component().folder());
+    TrainableLora lora = null;
+    TrainedComponent trained;
+    try (TensorSource weights = component.openWeights()) {
+      if (config.component() == TrainConfig.Component.TRANSFORMER) {
+        TrainableTransformer model =
+            TrainableTransformer.load(
+                WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+        if (config.method() instanceof TrainConfig.Method.Lora m) {
+          Path adapter = from.isPresent() ? from.get().weightsFile() : initialLora(model, m, out);
+          lora = TrainableLora.load(model, adapter, 1f);
+        }
+        trained =
+            new FlowMatchingComponent(
+                model,
+                lora,
+                (TrainingData.Latents) data,
+                config.flowShift(),
+                config.captionDropout());
+      } else {
+        TrainableVae vae =
+            TrainableVae.load(WanVaeConfig.fromJson(component.config()), weights, new CpuBackend());
+        TrainingData.Clips clips = (TrainingData.Clips) data;
+        trained =
+            new ReconstructionComponent(vae, clips, ReconstructionComponent.reached(vae, clips));
+      }
+    }
+    Optimiser optimiser = new Optimiser(settings(), trained.trainable());
+    int start = 0;
+    Path log = out.resolve(LossLog.FILE);
+    if (from.isPresent()) {
+      RunCheckpoint c = from.get();
+      listener.note("resuming from " + c.dir() + " (step " + c.step() + ")");
+      if (lora == null) {
+        restore(trained.trainable(), c.weights());
+        trained.stepped();
+      }
+      optimiser.restore(c.optimiser());
+      start = c.step();
+    }
+    LossLog.truncate(log, start);
+    DataOrder order = new DataOrder(config.seed(), data.size());
+    int micro = config.batch() / config.microBatch();
+    TrainableLora adapter = lora;
+    for (int step = start; step < stopAfter; step++) {
+      long began = System.nanoTime();
+      StepDraws draws = new StepDraws(config.seed(), step);
+      long position = (long) step * config.batch();
+      Optimiser.Step s =
+          optimiser.step(
+              trained.trainable(),
+              micro,
+              i -> {
+                List<Integer> samples = new ArrayList<>();
+                for (int r = 0; r < config.microBatch(); r++) {
+                  samples.add(order.sampleAt(position + (long) i * config.microBatch() + r));
+                }
+                return trained.evaluate(samples, draws, 1.0 / micro);
+              });
+      trained.stepped();
+      double seconds = (System.nanoTime() - began) / 1e9;
+      LossLog.append(
+          log, new LossLog.Row(step + 1, s.loss(), s.learningRate(), s.gradientNorm(), seconds));
+      listener.step(s, config.steps(), seconds);
+      int done = step + 1;
+      if (done % config.checkpointEvery() == 0 || done == stopAfter) {
+        Map<String, Tensor> now = trained.trainable();
+        RunCheckpoint.write(
+            out,
+            done,
+            (long) done * config.batch(),
+            config,
+            optimiser.state(),
+            file -> TrainedOutputs.writeTrainable(file, now, adapter, config));
+        listener.checkpointed(done);
+      }
+    }
+    if (stopAfter < config.steps()) {
+      return new Result(out, start, stopAfter, null);
+    }
+    listener.note("writing the trained " + (lora == null ? "checkpoint" : "LoRA"));
+    Path artifact = new TrainedOutputs(config, runBase, data, optimiser, trained, lora).write(out);
+    if (lora != null) {
+      lora.close();
+    }
+    return new Result(out, start, config.steps(), artifact);
+  }
+
+  private Optimiser.Settings settings() {
+    LearningRate schedule =
+        switch (config.schedule().kind()) {
+          case CONSTANT -> new LearningRate.Constant(config.learningRate());
+          case WARMUP ->
+              new LearningRate.LinearWarmup(config.learningRate(), config.schedule().warmup());
+          case COSINE ->
+              new LearningRate.Cosine(
+                  config.learningRate(), config.schedule().warmup(), config.steps());
+        };
+    TrainConfig.Adam a = config.adamw();
+    return new Optimiser.Settings(
+        schedule,
+        new AdamW.Settings(a.beta1(), a.beta2(), a.eps(), a.weightDecay()),
+        config.maxGradNorm(),
+        config.emaDecay());
+  }
+
+  /**
+   * Checks the output folder against the config and {@code resume}; a fresh run records its config
+   * there.
+   *
+   * @return the checkpoint to resume from, if any
+   */
+  private Optional<RunCheckpoint> prepareOutput(Path out, boolean resume) throws IOException {
+    Path runFile = out.resolve(RUN_FILE);
+    if (Files.isRegularFile(runFile)) {
+      if (!resume) {
+        throw new TrainConfigException(
+            "output "
+                + out
+                + " holds a run already; pass --resume to continue it, or choose another output");
+      }
+      JsonNode recorded = JSON.readTree(runFile.toFile());
+      String difference = difference(recorded, config.canonical());
+      if (difference != null) {
+        throw new TrainConfigException(
+            "output "
+                + out
+                + " holds a run of another config ("
+                + difference
+                + "); a resume needs the same config");
+      }
+      return RunCheckpoint.latest(out);
+    }
+    if (resume) {
+      throw new TrainConfigException("output " + out + " holds no run to resume");
+    }
+    if (Files.exists(out)) {
+      try (Stream<Path> entries = Files.list(out)) {
+        if (entries.findAny().isPresent()) {
+          throw new TrainConfigException("output " + out + " is not empty and holds no run");
+        }
+      }
+    }
+    Files.createDirectories(out);
+    Files.writeString(
+        runFile, JSON.writeValueAsString(config.canonical()) + "\n", StandardCharsets.UTF_8);
+    return Optional.empty();
+  }
+
+  /** The first key whose value differs, or null. */
+  private static String difference(JsonNode recorded, ObjectNode now) {
+    TreeSet<String> keys = new TreeSet<>();
+    recorded.fieldNames().forEachRemaining(keys::add);
+    now.fieldNames().forEachRemaining(keys::add);
+    for (String k : keys) {
+      // Compared as JSON text: a number read back from the file may be of another node type.
+      if (!String.valueOf(recorded.get(k)).equals(String.valueOf(now.get(k)))) {
+        return "'" + k + "' was " + recorded.get(k) + ", now " + now.get(k);
+      }
+    }
+    return null;
+  }
+
+  /**
+   * {@code out/base}: the base checkpoint with the trained component's weights fresh from {@code
+   * init} (written once; a resume finds it).
+   */
+  private Path initialisedBase(Path base, Path out) throws IOException {
+    Path dir = out.resolve("base");
+    if (Files.isDirectory(dir)) {
+      return dir;
+    }
+    String folder = config.component().folder();
+    DiffusersDirectory checkpoint = DiffusersDirectory.open(base);
+    ObjectNode merged = checkpoint.component(folder).config().deepCopy();
+    for (Iterator<Map.Entry<String, JsonNode>> it = config.init().config().fields();
+        it.hasNext(); ) {
+      Map.Entry<String, JsonNode> e = it.next();
+      if (!merged.has(e.getKey())) {
+        throw new TrainConfigException(
+            "init.config: '"
+                + e.getKey()
+                + "' is not a key of the base's "
+                + folder
+                + "/config.json");
+      }
+      merged.set(e.getKey(), e.getValue());
+    }
+    listener.note(
+        "initialising a fresh " + folder + " (seed " + config.init().seed() + ") in " + dir);
+    Map<String, Tensor> weights;
+    try {
+      weights = EmbeddedWan.initialWeights(folder, merged, config.init().seed());
+    } catch (RuntimeException e) {
+      throw new TrainConfigException("init.config: " + e.getMessage());
+    }
+    CheckpointCopy.write(base, dir, folder, merged, weights, true);
+    return dir;
+  }
+
+  /** A fresh LoRA's initial file, {@code out/lora-init.safetensors}. */
+  private Path initialLora(TrainableTransformer model, TrainConfig.Method.Lora m, Path out) {
+    Map<String, Tensor> factors;
+    try {
+      factors =
+          LoraFiles.initial(model.model().adaptableLayers(), m.targets(), m.rank(), config.seed());
+    } catch (IllegalArgumentException e) {
+      throw new TrainConfigException(e.getMessage());
+    }
+    Path file = out.resolve("lora-init.safetensors");
+    LoraFiles.writeDiffusers(file, factors, m.rank(), m.alpha(), TrainedOutputs.ADAPTER_RECIPE);
+    return file;
+  }
+
+  /** Writes saved values into the trainable tensors, in place. */
+  private static void restore(Map<String, Tensor> trainable, Map<String, float[]> saved) {
+    if (!saved.keySet().equals(trainable.keySet())) {
+      throw new IllegalStateException(
+          "the checkpoint holds "
+              + saved.keySet().size()
+              + " tensors, not the run's "
+              + trainable.size());
+    }
+    trainable.forEach(
+        (name, t) -> {
+          float[] v = saved.get(name);
+          if (v.length != t.numel()) {
+            throw new IllegalStateException("checkpoint tensor '" + name + "' has another size");
+          }
+          MemorySegment.copy(v, 0, t.segment(), ValueLayout.JAVA_FLOAT_UNALIGNED, 0, v.length);
+        });
+  }
+}

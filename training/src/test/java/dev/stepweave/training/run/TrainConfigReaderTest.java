@@ -1,0 +1,193 @@
+package dev.stepweave.training.run;
+
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertInstanceOf;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.CsvSource;
+
+class TrainConfigReaderTest {
+  @TempDir Path tmp;
+
+  private static final String MINIMAL =
+      """
+      component: transformer
+      data: {type: shapes, clips: 4}
+      steps: 10
+      output: out
+      """;
+
+  @Test
+  void readsAMinimalYamlConfigWithItsDefaults() throws Exception {
+    TrainConfig c = TrainConfigReader.read(write("run.yaml", MINIMAL));
+
+    assertNull(c.base()); // the embedded model
+    assertEquals(TrainConfig.Component.TRANSFORMER, c.component());
+    assertEquals(new TrainConfig.Data.Shapes(4, 0, 64, 64, 9), c.data());
+    assertInstanceOf(TrainConfig.Method.Full.class, c.method());
+    assertEquals(1, c.batch());
+    assertEquals(1, c.microBatch());
+    assertEquals(1e-4, c.learningRate());
+    assertEquals(new TrainConfig.Schedule(TrainConfig.ScheduleKind.CONSTANT, 0), c.schedule());
+    assertEquals(new TrainConfig.Adam(0.9, 0.999, 1e-8, 0.01), c.adamw());
+    assertEquals(1.0, c.maxGradNorm());
+    assertTrue(Double.isNaN(c.emaDecay()));
+    assertEquals(10, c.checkpointEvery());
+    assertEquals(tmp.resolve("out"), c.output()); // relative to the config's folder
+    assertEquals("out", c.modelId());
+  }
+
+  @Test
+  void readsEveryKeyFromJson() throws Exception {
+    Path base = Files.createDirectories(tmp.resolve("base"));
+    String json =
+        """
+        {"base": "base", "model_id": "mine", "component": "transformer",
+         "data": {"type": "shapes", "clips": 8, "seed": 3, "width": 96, "height": 64, "frames": 5},
+         "method": {"type": "lora", "rank": 4, "alpha": 8, "targets": ["attn1.to_q", "to_v"]},
+         "steps": 20, "batch": 4, "micro_batch": 2, "learning_rate": 0.002,
+         "schedule": {"type": "cosine", "warmup": 5}, "adamw": {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6},
+         "weight_decay": 0.1, "max_grad_norm": 0, "ema": 0.99, "flow_shift": 3.0,
+         "caption_dropout": 0.1, "precision": "f32", "seed": 9, "checkpoint_every": 5, "output": "o"}
+        """;
+    TrainConfig c = TrainConfigReader.read(write("run.json", json));
+
+    assertEquals(base, c.base());
+    assertEquals("mine", c.modelId());
+    assertEquals(new TrainConfig.Data.Shapes(8, 3, 96, 64, 5), c.data());
+    assertEquals(new TrainConfig.Method.Lora(4, 8, List.of("attn1.to_q", "to_v")), c.method());
+    assertEquals(2, c.microBatch());
+    assertEquals(new TrainConfig.Schedule(TrainConfig.ScheduleKind.COSINE, 5), c.schedule());
+    assertEquals(new TrainConfig.Adam(0.8, 0.99, 1e-6, 0.1), c.adamw());
+    assertEquals(0.0, c.maxGradNorm());
+    assertEquals(0.99, c.emaDecay());
+    assertEquals(3.0, c.flowShift());
+    assertEquals(0.1, c.captionDropout());
+    assertEquals(9, c.seed());
+    assertEquals(5, c.checkpointEvery());
+  }
+
+  @Test
+  void readsInitAndAVaeRunOnAFolder() throws Exception {
+    Files.createDirectories(tmp.resolve("clips"));
+    TrainConfig c =
+        TrainConfigReader.read(
+            write(
+                "vae.yml",
+                """
+                component: vae
+                init: {seed: 4, config: {base_dim: 8}}
+                data: {type: folder, path: clips}
+                steps: 3
+                output: o
+                """));
+
+    assertEquals(TrainConfig.Component.VAE, c.component());
+    assertEquals(4, c.init().seed());
+    assertEquals(8, c.init().config().get("base_dim").intValue());
+    assertEquals(new TrainConfig.Data.Folder(tmp.resolve("clips")), c.data());
+  }
+
+  /** Each bad input gets one line naming the file and the key. */
+  @ParameterizedTest
+  @CsvSource(
+      delimiter = '|',
+      quoteCharacter = '`',
+      value = {
+        "stepz: 3|'stepz' unknown key (known: adamw, base, batch",
+        "component: unet|'component' must be transformer or vae, got 'unet'",
+        "steps: 0|'steps' must be a positive integer, got 0",
+        "steps: ten|'steps' must be a positive integer, got \"ten\"",
+        "batch: 3\\nmicro_batch: 2|'micro_batch' 2 does not divide batch 3",
+        "precision: bf16|'precision' 'bf16' is not implemented for training yet (f32 only)",
+        "precision: f64|'precision' must be f32, got 'f64'",
+        "learning_rate: -1|'learning_rate' must be > 0, got -1.0",
+        "learning_rate: fast|'learning_rate' must be a number, got \"fast\"",
+        "ema: 1.5|'ema' must lie in [0, 1], got 1.5",
+        "max_grad_norm: -1|'max_grad_norm' must be ≥ 0 (0: no clipping), got -1.0",
+        "caption_dropout: 2|'caption_dropout' must lie in [0, 1], got 2.0",
+        "schedule: {type: cosine, warmup: 10}|'schedule.warmup' 10 must be less than steps 10",
+        "schedule: {type: warmup}|'schedule.warmup' a warm-up schedule needs warmup ≥ 1",
+        "schedule: {type: step}|'schedule.type' must be constant, warmup or cosine, got 'step'",
+        "schedule: {type: constant, decay: 1}|'schedule.decay' unknown key",
+        "adamw: {beta1: 1}|'adamw.beta1' must lie in [0, 1), got 1.0",
+        "adamw: {momentum: 1}|'adamw.momentum' unknown key",
+        "method: {type: lora}|'method.rank' is required",
+        "method: {type: lora, rank: 4, alpha: 0}|'method.alpha' must be > 0, got 0.0",
+        "method: {type: lora, rank: 4, targets: to_q}|'method.targets' must be a list of layer names",
+        "method: {type: dora}|'method.type' must be full or lora, got 'dora'",
+        "method: {type: lora, rank: 2}\\ninit: {seed: 1}|'init' re-initialises a full fine-tune's component",
+        "init: {seed: 1, dims: {}}|'init.dims' unknown key",
+        "base: missing|'base' directory not found: ",
+        "checkpoint_every: 0|'checkpoint_every' must be a positive integer, got 0",
+        "flow_shift: 0|'flow_shift' must be > 0, got 0.0",
+      })
+  void refusesABadValueNamingItsKey(String extra, String expected) throws Exception {
+    String yaml = MINIMAL + extra.replace("\\n", "\n") + "\n";
+    TrainConfigException e =
+        assertThrows(
+            TrainConfigException.class, () -> TrainConfigReader.read(write("bad.yaml", yaml)));
+    assertTrue(
+        e.getMessage().startsWith("config " + tmp.resolve("bad.yaml") + ": " + expected),
+        e.getMessage());
+    assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+  }
+
+  @Test
+  void refusesMissingKeysAndDataThatDoesNotFitTheComponent() throws Exception {
+    assertRefused("component: vae\nsteps: 1\noutput: o\n", "'data' is required");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2}\noutput: o\n", "'steps' is required");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2}\nsteps: 1\n", "'output' is required");
+    assertRefused(
+        "data: {type: shapes, clips: 2}\nsteps: 1\noutput: o\n", "'component' is required");
+    assertRefused(
+        "component: vae\ndata: {type: video, clips: 2}\nsteps: 1\noutput: o\n",
+        "'data.type' must be shapes, folder or shards, got 'video'");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2, width: 32}\nsteps: 1\noutput: o\n",
+        "'data' ");
+    Files.createDirectories(tmp.resolve("shards"));
+    assertRefused(
+        "component: vae\ndata: {type: shards, path: shards}\nsteps: 1\noutput: o\n",
+        "'data.type' 'shards' holds latents; component vae trains on clips");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2}\nmethod: {type: lora, rank: 2}\nsteps: 1\noutput: o\n",
+        "'method.type' lora adapts the transformer only");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2}\ncaption_dropout: 0.1\nsteps: 1\noutput: o\n",
+        "'caption_dropout' applies to component transformer only");
+    assertRefused("- a list\n", "must be a mapping of keys to values");
+    assertRefused("component: [unclosed\n", "not valid YAML");
+  }
+
+  @Test
+  void refusesMalformedJson() throws Exception {
+    TrainConfigException e =
+        assertThrows(
+            TrainConfigException.class,
+            () -> TrainConfigReader.read(write("bad.json", "{\"component\": ")));
+    assertTrue(e.getMessage().contains(": not valid JSON: "), e.getMessage());
+  }
+
+  private void assertRefused(String yaml, String expected) throws Exception {
+    TrainConfigException e =
+        assertThrows(
+            TrainConfigException.class, () -> TrainConfigReader.read(write("bad.yaml", yaml)));
+    assertTrue(e.getMessage().contains(expected), e.getMessage());
+    assertEquals(1, e.getMessage().lines().count(), e.getMessage());
+  }
+
+  private Path write(String name, String text) throws Exception {
+    return Files.writeString(tmp.resolve(name), text);
+  }
+}

@@ -1,0 +1,227 @@
+package dev.stepweave.training.run;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
+import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
+
+import dev.stepweave.core.card.CardJson;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.TrainableLora;
+import dev.stepweave.training.wan.TrainableTransformer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import org.junit.jupiter.api.BeforeAll;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Whole runs of {@link TrainingRun} on the embedded model, kept small (five-frame 64×64 shapes
+ * clips: 32 tokens) so each takes seconds on two cores.
+ */
+class TrainingRunTest {
+  @TempDir static Path home;
+  @TempDir Path tmp;
+  private static Path base;
+
+  @BeforeAll
+  static void embedded() {
+    base = EmbeddedWan.ensure(home);
+  }
+
+  private static final TrainingRun.Listener QUIET =
+      new TrainingRun.Listener() {
+        @Override
+        public void note(String message) {}
+
+        @Override
+        public void step(Optimiser.Step step, int totalSteps, double seconds) {}
+      };
+
+  private TrainConfig config(String name, String extra) throws Exception {
+    String yaml =
+        "base: "
+            + base
+            + "\ncomponent: transformer\ndata: {type: shapes, clips: 4, seed: 1, frames: 5}\n"
+            + extra
+            + "output: "
+            + name
+            + "\n";
+    return TrainConfigReader.read(Files.writeString(tmp.resolve(name + ".yaml"), yaml));
+  }
+
+  @Test
+  void theLossFallsOnShapes() throws Exception {
+    TrainConfig c =
+        config(
+            "fall",
+            "steps: 12\nbatch: 4\nmicro_batch: 2\nlearning_rate: 3e-3\nseed: 1\n"
+                + "schedule: {type: warmup, warmup: 2}\n");
+    TrainingRun.Result r = TrainingRun.run(c, false, null, QUIET);
+
+    List<LossLog.Row> log = LossLog.read(c.output().resolve(LossLog.FILE));
+    assertEquals(12, log.size());
+    double first = (log.get(0).loss() + log.get(1).loss() + log.get(2).loss()) / 3;
+    double last = (log.get(9).loss() + log.get(10).loss() + log.get(11).loss()) / 3;
+    assertTrue(last < 0.8 * first, "loss fell from " + first + " to only " + last);
+    assertEquals(c.output().resolve("model"), r.artifact());
+  }
+
+  @Test
+  void aResumedRunEndsBitForBitWhereTheStraightRunEnds() throws Exception {
+    String settings =
+        "steps: 4\nbatch: 2\nlearning_rate: 2e-3\nema: 0.9\ncaption_dropout: 0.5\n"
+            + "schedule: {type: cosine, warmup: 1}\nseed: 5\ncheckpoint_every: 2\n";
+    TrainConfig straight = config("straight", settings);
+    TrainingRun.run(straight, false, null, QUIET);
+
+    TrainConfig interrupted = config("interrupted", settings);
+    TrainingRun.Result stopped = TrainingRun.run(interrupted, false, null, QUIET, 2);
+    assertNull(stopped.artifact());
+    TrainConfigException again =
+        assertThrows(
+            TrainConfigException.class, () -> TrainingRun.run(interrupted, false, null, QUIET));
+    assertTrue(again.getMessage().contains("pass --resume"), again.getMessage());
+    TrainingRun.Result resumed = TrainingRun.run(interrupted, true, null, QUIET);
+    assertEquals(2, resumed.startStep());
+
+    for (String file :
+        List.of(
+            "model/transformer/diffusion_pytorch_model.safetensors",
+            "checkpoints/step-000004/weights.safetensors",
+            "checkpoints/step-000004/optimizer.safetensors")) {
+      assertArrayEquals(
+          Files.readAllBytes(straight.output().resolve(file)),
+          Files.readAllBytes(interrupted.output().resolve(file)),
+          file);
+    }
+    assertEquals(losses(straight), losses(interrupted));
+  }
+
+  @Test
+  void theCheckpointLoadsThroughTheOrdinaryLoaderWithTheRunsRecipe() throws Exception {
+    TrainConfig c = config("card", "steps: 1\nmodel_id: shapes-tiny\n");
+    Path model = TrainingRun.run(c, false, null, QUIET).artifact();
+
+    ModelCard card = CardJson.read(model.resolve(CardJson.FILE_NAME));
+    assertEquals("shapes-tiny", card.modelId());
+    RecipeSpec recipe = card.recipe();
+    assertEquals("full", recipe.method());
+    assertEquals(List.of(EmbeddedWan.MODEL_ID), recipe.parents());
+    assertEquals(TrainedOutputs.weightsHash(base.resolve("transformer")), recipe.parentWeights());
+    assertTrue(
+        recipe.data().datasetId().startsWith("shapes seed 1, 64x64, 5 frames"),
+        recipe.data().datasetId());
+    assertEquals(64, recipe.data().sha256().length());
+    assertEquals("denoise", recipe.assumesLoop());
+    try (WanModel loaded = WanModel.load(model, new CpuBackend(2))) {
+      assertEquals("shapes-tiny", loaded.card().modelId());
+    }
+    // The trained transformer differs from the base's; the VAE is the base's, byte for byte.
+    assertFalse(
+        java.util.Arrays.equals(
+            Files.readAllBytes(base.resolve("transformer/diffusion_pytorch_model.safetensors")),
+            Files.readAllBytes(model.resolve("transformer/diffusion_pytorch_model.safetensors"))));
+    assertArrayEquals(
+        Files.readAllBytes(base.resolve("vae/diffusion_pytorch_model.safetensors")),
+        Files.readAllBytes(model.resolve("vae/diffusion_pytorch_model.safetensors")));
+  }
+
+  @Test
+  void aLoraIsWrittenInBothLayoutsTheAdapterLoaderReadsAlike() throws Exception {
+    TrainConfig c =
+        config(
+            "lora",
+            "steps: 2\nbatch: 2\nlearning_rate: 1e-2\n"
+                + "method: {type: lora, rank: 2, alpha: 4, targets: [attn1.to_q, ffn.net.0.proj]}\n");
+    Path lora = TrainingRun.run(c, false, null, QUIET).artifact();
+
+    DiffusersDirectory d = DiffusersDirectory.open(base);
+    DiffusersDirectory.Component t = d.component("transformer");
+    try (var weights = t.openWeights()) {
+      TrainableTransformer model =
+          TrainableTransformer.load(
+              WanTransformerConfig.fromJson(t.config()), weights, new CpuBackend(2));
+      try (TrainableLora diffusers =
+              TrainableLora.load(model, lora.resolve("adapter_diffusers.safetensors"), 1f);
+          TrainableLora wan =
+              TrainableLora.load(model, lora.resolve("adapter_wan.safetensors"), 1f)) {
+        Map<String, dev.stepweave.tensor.Tensor> a = diffusers.parameters();
+        Map<String, dev.stepweave.tensor.Tensor> b = wan.parameters();
+        assertEquals(8, a.size()); // 2 blocks × 2 targets × (down, up)
+        assertEquals(a.keySet(), b.keySet());
+        a.forEach(
+            (name, f) -> assertArrayEquals(f.toFloatArray(), b.get(name).toFloatArray(), name));
+        // Trained: the up factors started at zero and moved.
+        assertTrue(
+            a.entrySet().stream()
+                .filter(e -> e.getKey().endsWith("lora_B.weight"))
+                .allMatch(e -> norm(e.getValue().toFloatArray()) > 0));
+      }
+    }
+    try (SafetensorsFile f = SafetensorsFile.open(lora.resolve("adapter_diffusers.safetensors"))) {
+      assertEquals("{\"r\":2,\"lora_alpha\":4.0}", f.metadata().get("lora_adapter_metadata"));
+    }
+    String recipe = Files.readString(lora.resolve("recipe.json"));
+    assertTrue(recipe.contains("\"method\" : \"lora\""), recipe);
+  }
+
+  @Test
+  void aVaeTrainsFromFreshWeightsOfOtherDimensions() throws Exception {
+    String yaml =
+        "base: "
+            + base
+            + "\ncomponent: vae\ninit: {seed: 3, config: {base_dim: 2}}\n"
+            + "data: {type: shapes, clips: 2, seed: 1, frames: 5}\nsteps: 2\nlearning_rate: 1e-3\n"
+            + "output: vae\n";
+    TrainConfig c = TrainConfigReader.read(Files.writeString(tmp.resolve("vae.yaml"), yaml));
+    Path model = TrainingRun.run(c, false, null, QUIET).artifact();
+
+    assertEquals(2, LossLog.read(c.output().resolve(LossLog.FILE)).size());
+    assertTrue(Files.readString(model.resolve("vae/config.json")).contains("\"base_dim\" : 2"));
+    try (WanModel loaded = WanModel.load(model, new CpuBackend(2))) {
+      assertEquals(c.modelId(), loaded.card().modelId());
+    }
+  }
+
+  @Test
+  void refusesAnInitKeyTheComponentDoesNotHave() throws Exception {
+    TrainConfig c = config("badinit", "steps: 1\ninit: {seed: 1, config: {num_layer: 4}}\n");
+    TrainConfigException e =
+        assertThrows(TrainConfigException.class, () -> TrainingRun.run(c, false, null, QUIET));
+    assertTrue(
+        e.getMessage()
+            .contains(
+                "init.config: 'num_layer' is not a key of the base's transformer/config.json"),
+        e.getMessage());
+  }
+
+  private static List<List<Double>> losses(TrainConfig c) throws Exception {
+    List<List<Double>> out = new ArrayList<>();
+    for (LossLog.Row r : LossLog.read(c.output().resolve(LossLog.FILE))) {
+      out.add(List.of((double) r.step(), r.loss(), r.lr(), r.gradNorm()));
+    }
+    return out;
+  }
+
+  private static double norm(float[] v) {
+    double s = 0;
+    for (float x : v) {
+      s += x * x;
+    }
+    return Math.sqrt(s);
+  }
+}
