@@ -104,7 +104,7 @@ class WeightSyncWhileServingTest {
               policy,
               policy.parameters(),
               n -> AdapterRows.NONE,
-              new FlowMatchingTrainer.Settings(
+              new dev.stepweave.training.optim.Optimiser.Settings(
                   new LearningRate.Constant(1e-3),
                   AdamW.Settings.torchDefaults(),
                   1.0,
