@@ -8,13 +8,14 @@ public enum BehaviorCapture {
   /** Nothing: serving. */
   NONE,
   /**
-   * The schedule, the seed, per-step log-probabilities where the sampler has them, and the final
-   * latents: what a likelihood-free method (DiffusionNFT-style) trains on.
+   * The schedule, the seed, per-step log-probabilities where the sampler has them, the text
+   * conditioning and the final latents: what a likelihood-free method (DiffusionNFT-style) trains
+   * on.
    */
   FINAL,
   /**
-   * {@link #FINAL} plus the latents before every step and the text conditioning: what a
-   * log-probability method (Flow-GRPO-style) re-evaluates under the policy it trains.
+   * {@link #FINAL} plus the latents before every step: what a log-probability method
+   * (Flow-GRPO-style) re-evaluates under the policy it trains.
    */
   TRAJECTORY;
 

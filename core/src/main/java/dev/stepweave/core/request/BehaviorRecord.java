@@ -19,8 +19,9 @@ import java.util.Map;
  *     Gaussian, for a stochastic sampler; empty for a deterministic one (there is none to match)
  * @param latents {@link BehaviorCapture#TRAJECTORY}: the latents before each step and the final
  *     ones (steps + 1, host F32); {@link BehaviorCapture#FINAL}: the final latents only
- * @param conditioning {@link BehaviorCapture#TRAJECTORY}: the text embeddings the transformer saw,
- *     by name ({@code prompt_embeds}, {@code negative_prompt_embeds} under guidance); else empty
+ * @param conditioning the text embeddings the transformer saw, by name ({@code prompt_embeds},
+ *     {@code negative_prompt_embeds} under guidance): what a train forward re-evaluates against
+ *     (one tensor for a whole group of one prompt, from the engine's text-embedding cache)
  * @param assumptions what the numbers depended on besides the weights: step caches and plugins in
  *     force, attention implementation, determinism
  */
@@ -34,6 +35,12 @@ public record BehaviorRecord(
     List<Tensor> latents,
     Map<String, Tensor> conditioning,
     Map<String, String> assumptions) {
+  /** The conditioning key of the prompt's text embeddings. */
+  public static final String PROMPT_EMBEDS = "prompt_embeds";
+
+  /** The conditioning key of the negative prompt's, under guidance. */
+  public static final String NEGATIVE_PROMPT_EMBEDS = "negative_prompt_embeds";
+
   public BehaviorRecord {
     if (capture == BehaviorCapture.NONE) {
       throw new IllegalArgumentException("a behaviour record needs a capture level");

@@ -63,7 +63,7 @@ record BehaviorTrace(BehaviorCapture level, List<Tensor> latents, List<Double> l
    * The record of a finished loop.
    *
    * @param finalLatents the latents the loop hands on (what a FINAL record keeps)
-   * @param conditioning the text embeddings by name (kept by a TRAJECTORY record)
+   * @param conditioning the text embeddings by name (what a train forward re-evaluates against)
    */
   BehaviorRecord record(
       String loop,
@@ -76,9 +76,7 @@ record BehaviorTrace(BehaviorCapture level, List<Tensor> latents, List<Double> l
     List<Tensor> kept =
         level == BehaviorCapture.TRAJECTORY ? latents : List.of(ops.download(finalLatents));
     Map<String, Tensor> cond = new HashMap<>();
-    if (level == BehaviorCapture.TRAJECTORY) {
-      conditioning.forEach((k, v) -> cond.put(k, ops.download(v)));
-    }
+    conditioning.forEach((k, v) -> cond.put(k, ops.download(v)));
     return new BehaviorRecord(
         level,
         loop,

@@ -409,9 +409,10 @@ final class DenoiseLoop implements Loop<DenoiseLoop.State> {
   /** The finished loop's behaviour, with what its numbers assumed besides the weights. */
   private dev.stepweave.core.request.BehaviorRecord behaviorRecord(State s, Tensor finalLatents) {
     Map<String, Tensor> conditioning = new HashMap<>();
-    conditioning.put(TextEncodeLoop.PROMPT_EMBEDS, s.cond());
+    conditioning.put(dev.stepweave.core.request.BehaviorRecord.PROMPT_EMBEDS, s.cond());
     if (s.uncond() != null) {
-      conditioning.put(TextEncodeLoop.NEGATIVE_PROMPT_EMBEDS, s.uncond());
+      conditioning.put(
+          dev.stepweave.core.request.BehaviorRecord.NEGATIVE_PROMPT_EMBEDS, s.uncond());
     }
     Map<String, String> assumptions = new java.util.LinkedHashMap<>();
     assumptions.put("block_cache", s.hooks().blockLayout());

@@ -77,33 +77,49 @@ public final class TrainableTransformer {
   public LossAndGradients lossAndGradients(
       FlowMatching.Batch batch, Map<String, Tensor> trainable, AdapterRows adapters) {
     FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
+    return lossAndGradientsAt(
+        noised.xt(),
+        noised.timestep(),
+        batch.context(),
+        trainable,
+        adapters,
+        prediction -> FlowMatching.meanSquaredError(backend, prediction, noised.target()));
+  }
+
+  /**
+   * One differentiable evaluation at a given input with a loss of the caller's making: the
+   * prediction at {@code xt} and {@code timestep} under {@code context}, {@code loss} of it (built
+   * from backend operations, so it records), and the gradients of {@code trainable} and of {@code
+   * xt}. An RL objective comparing the prediction with other tensors is such a loss.
+   */
+  public LossAndGradients lossAndGradientsAt(
+      Tensor xt,
+      Tensor timestep,
+      Tensor context,
+      Map<String, Tensor> trainable,
+      AdapterRows adapters,
+      java.util.function.UnaryOperator<Tensor> loss) {
     Tape tape = new Tape();
     weights.track(tape, trainable);
-    tape.track(noised.xt());
+    tape.track(xt);
     Tensor[] prediction = new Tensor[1];
-    Tensor loss =
+    Tensor value =
         backend.recording(
             tape,
             () -> {
               prediction[0] =
-                  model.forward(
-                      noised.xt(),
-                      noised.timestep(),
-                      batch.context(),
-                      TapSink.NONE,
-                      BlockHooks.NONE,
-                      adapters);
-              return FlowMatching.meanSquaredError(backend, prediction[0], noised.target());
+                  model.forward(xt, timestep, context, TapSink.NONE, BlockHooks.NONE, adapters);
+              return loss.apply(prediction[0]);
             });
     int operations = tape.size();
-    Gradients grads = tape.backward(loss);
+    Gradients grads = tape.backward(value);
     return new LossAndGradients(
         operations,
-        noised.xt(),
+        xt,
         prediction[0],
-        loss.getFloat(0),
+        value.getFloat(0),
         weights.gradientsOf(grads, trainable, false),
-        grads.of(noised.xt()));
+        grads.of(xt));
   }
 
   /**
