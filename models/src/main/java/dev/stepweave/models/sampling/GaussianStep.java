@@ -39,4 +39,21 @@ public record GaussianStep(Tensor mean, double std) {
     }
     return -squares / (2 * std * std * x.length) - Math.log(std) - HALF_LOG_TWO_PI;
   }
+
+  /**
+   * {@link #meanLogProb} as a {@code [1]} tensor built from backend operations, so that on a
+   * recording backend it is differentiable in the mean (the policy's prediction): what a
+   * likelihood-based objective takes the gradient of. Its value agrees with {@link #meanLogProb} to
+   * float rounding; the identity checks use that one.
+   */
+  public Tensor meanLogProbTensor(Backend backend, Tensor sample) {
+    Tensor diff = backend.contiguous(backend.sub(sample, mean));
+    long n = diff.numel();
+    Tensor squares = backend.unary(diff, Backend.UnaryOp.SQUARE);
+    Tensor sum = backend.sumLastDim(squares.reshape(1, (int) n));
+    return backend
+        .affine(
+            sum, (float) (-1.0 / (2 * std * std * n)), (float) (-Math.log(std) - HALF_LOG_TWO_PI))
+        .reshape(1);
+  }
 }

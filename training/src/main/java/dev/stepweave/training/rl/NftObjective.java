@@ -51,20 +51,10 @@ public final class NftObjective {
    * group's average sample is neutral (½) and a group whose rewards are all equal teaches nothing.
    */
   public static double[] optimality(double[] rewards) {
-    double mean = 0;
-    for (double r : rewards) {
-      mean += r;
-    }
-    mean /= rewards.length;
-    double var = 0;
-    for (double r : rewards) {
-      var += (r - mean) * (r - mean);
-    }
-    double std = Math.sqrt(var / rewards.length);
-    double[] out = new double[rewards.length];
-    for (int i = 0; i < rewards.length; i++) {
-      double a = std < 1e-12 ? 0 : (rewards[i] - mean) / std;
-      out[i] = 0.5 + 0.5 * Math.max(-1, Math.min(1, a));
+    double[] a = GroupAdvantages.standardised(rewards);
+    double[] out = new double[a.length];
+    for (int i = 0; i < a.length; i++) {
+      out[i] = 0.5 + 0.5 * Math.max(-1, Math.min(1, a[i]));
     }
     return out;
   }
