@@ -5,6 +5,7 @@ import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.request.Request;
 import java.time.Duration;
+import java.util.List;
 
 /**
  * The Java API: submit a {@link Request}, get a {@link RequestHandle}. Behind it, the {@link
@@ -113,6 +114,21 @@ public final class Engine implements AutoCloseable {
    */
   public RequestHandle submitWith(Request request, RequestOptions options) {
     return submit(request, null, options);
+  }
+
+  /**
+   * Queues {@code requests} together: admission sees all of them or none, so a group that fits
+   * starts in one tick and its steps batch together (K samples of one prompt, an RL group). Each is
+   * validated as {@link #submit(Request)} validates; if one is refused, none is queued.
+   */
+  public List<RequestHandle> submitAll(List<Request> requests) {
+    if (draining || scheduler.closed()) {
+      core.reject();
+      throw new IllegalStateException(
+          "engine is " + (scheduler.closed() ? "closed" : "draining") + ": not accepting requests");
+    }
+    scheduler.start();
+    return core.submitAll(requests, null, RequestOptions.DEFAULT);
   }
 
   /** Continues a run from a checkpoint written by an earlier run of the same request. */

@@ -113,21 +113,38 @@ final class EngineCore {
 
   /** Queues {@code request} once it passed the {@link Intake}. Thread-safe. */
   RequestHandle submit(Request request, ProgramCheckpoint from, RequestOptions options) {
-    RequestHandle handle = new RequestHandle(request.id());
-    ProgramRun run;
-    try {
-      run = intake.accept(model, request, handle, from, options);
-    } catch (RuntimeException e) {
-      reject();
-      throw e;
+    return submitAll(List.of(request), from, options).getFirst();
+  }
+
+  /**
+   * Queues {@code requests} together once each passed the {@link Intake}: admission sees all of
+   * them or none, so a group that fits starts in one tick and steps in lockstep (an RL group's
+   * batching depends on it). If one is refused, none is queued. Thread-safe.
+   */
+  List<RequestHandle> submitAll(
+      List<Request> requests, ProgramCheckpoint from, RequestOptions options) {
+    List<RequestHandle> handles = new ArrayList<>();
+    List<ProgramRun> runs = new ArrayList<>();
+    for (Request request : requests) {
+      RequestHandle handle = new RequestHandle(request.id());
+      try {
+        runs.add(intake.accept(model, request, handle, from, options));
+      } catch (RuntimeException e) {
+        reject();
+        throw e;
+      }
+      handles.add(handle);
     }
-    handle.emit(new RequestEvent.Queued(request.id()));
-    active.add(handle);
     synchronized (lock) {
-      run.queuedAs(queue.offer(run, options.priority(), options.deadline()));
+      for (int i = 0; i < runs.size(); i++) {
+        RequestHandle handle = handles.get(i);
+        handle.emit(new RequestEvent.Queued(requests.get(i).id()));
+        active.add(handle);
+        runs.get(i).queuedAs(queue.offer(runs.get(i), options.priority(), options.deadline()));
+      }
       lock.notifyAll();
     }
-    return handle;
+    return handles;
   }
 
   /**
@@ -334,7 +351,11 @@ final class EngineCore {
   /** Admits queued requests in order while they fit; the first that does not fit waits. */
   private void admit() {
     Instant now = clock.instant();
-    for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
+    List<RequestScheduler.Entry<ProgramRun>> waiting;
+    synchronized (lock) {
+      waiting = queue.ordered(); // a group queued together is seen together (submitAll)
+    }
+    for (RequestScheduler.Entry<ProgramRun> e : waiting) {
       ProgramRun run = e.item();
       if (run.handle.cancelScope().isCancelled()) {
         queue.remove(e);

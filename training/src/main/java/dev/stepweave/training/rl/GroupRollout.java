@@ -54,10 +54,12 @@ public final class GroupRollout {
     if (capture == BehaviorCapture.NONE) {
       throw new IllegalArgumentException("a rollout group captures behaviour: FINAL or TRAJECTORY");
     }
-    List<RequestHandle> handles = new ArrayList<>();
+    List<Request> members = new ArrayList<>();
     for (int i = 0; i < k; i++) {
-      handles.add(engine.submit(member(template, i, firstSeed + i, capture)));
+      members.add(member(template, i, firstSeed + i, capture));
     }
+    // Together: admitted in one tick, the group's steps batch K wide from the first.
+    List<RequestHandle> handles = engine.submitAll(members);
     List<Sample> out = new ArrayList<>();
     for (int i = 0; i < k; i++) {
       GenerationResult r;
