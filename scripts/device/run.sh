@@ -18,6 +18,9 @@
 #                                                 (PIPELINE_PROCESSES, PIPELINE_RUNS: how many; diffusers
 #                                                 runs one warm-up and PIPELINE_RUNS-1 timed runs;
 #                                                 PIPELINE_REFERENCE=0 leaves diffusers out)
+#   ROLLOUT="K:WxH:FRAMES:STEPS:REPEATS"           RL rollout throughput on the same random-weight
+#                                                 checkpoint: a K-wide group through the engine vs
+#                                                 the K samples one at a time (RolloutBench)
 # The Python scripts run from this folder (package.sh copies them here), so a package built in one
 # checkout runs its own scripts wherever it is carried. Logs go to $OUT (or ./device-out).
 set -uo pipefail
@@ -73,16 +76,21 @@ if [ "${REFERENCE:-none}" != none ]; then
   } 2>&1 | tee "$out/reference.log"
 fi
 
+# The random-weight 1.3B-config checkpoint PIPELINE and ROLLOUT run on, made once (needs diffusers).
+ckpt=/tmp/wan13-random
+make_checkpoint() {
+  py=/opt/torch/.venv/bin/python
+  if [ -f "$here/diffusers.tar.xz" ] && [ ! -d /tmp/pylib/diffusers ]; then
+    mkdir -p /tmp/pylib && tar -xJf "$here/diffusers.tar.xz" -C /tmp/pylib
+  fi
+  export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
+  [ -f "$ckpt/model_index.json" ] || "$py" "$here/wan_pipeline.py" make "$ckpt" || echo "make failed"
+}
+
 if [ -n "${PIPELINE:-}" ]; then
   {
     echo "$header"
-    py=/opt/torch/.venv/bin/python
-    if [ -f "$here/diffusers.tar.xz" ]; then
-      mkdir -p /tmp/pylib && tar -xJf "$here/diffusers.tar.xz" -C /tmp/pylib
-      export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
-    fi
-    ckpt=/tmp/wan13-random
-    "$py" "$here/wan_pipeline.py" make "$ckpt" || echo "make failed"
+    make_checkpoint
     for spec in $PIPELINE; do
       IFS=: read -r size frames steps <<< "$spec"
       if [ "${PIPELINE_REFERENCE:-1}" = 1 ]; then
@@ -105,4 +113,15 @@ if [ -n "${PIPELINE:-}" ]; then
       echo "OURS bench generate $spec exit $?"
     done
   } 2>&1 | tee "$out/pipeline.log"
+fi
+
+if [ -n "${ROLLOUT:-}" ]; then
+  {
+    echo "$header"
+    make_checkpoint
+    IFS=: read -r k size frames steps repeats <<< "$ROLLOUT"
+    timeout "${ROLLOUT_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.bench.gpu.RolloutBench \
+      "$ckpt" "$k" "$size" "$frames" "$steps" "$repeats"
+    echo "RolloutBench exit: $?"
+  } 2>&1 | tee "$out/rollout.log"
 fi
