@@ -2,6 +2,9 @@ package dev.stepweave.server;
 
 import com.fasterxml.jackson.databind.node.ArrayNode;
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.core.card.GenerationDefaults;
+import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.InvalidAdapterException;
@@ -25,7 +28,7 @@ import java.util.function.BooleanSupplier;
 
 /** Routes every call of the HTTP API and turns failures into OpenAI-shaped errors. */
 final class Api {
-  private static final Set<String> VIDEO_FIELDS =
+  static final Set<String> VIDEO_FIELDS =
       Set.of(
           "prompt",
           "model",
@@ -36,13 +39,14 @@ final class Api {
           "num_inference_steps",
           "guidance_scale",
           Settings.SECOND_GUIDANCE,
+          Settings.PREVIEW_EVERY,
           "negative_prompt",
           "seed",
           FormFields.CACHE,
           "exact",
           FormFields.LORAS,
           FormFields.INPUT_REFERENCE);
-  private static final Set<String> IMAGE_FIELDS =
+  static final Set<String> IMAGE_FIELDS =
       Set.of(
           "prompt",
           "model",
@@ -133,7 +137,8 @@ final class Api {
         if (admin && !ADMIN_ROUTES.contains(route)) {
           throw notFoundRoute(ex);
         }
-        tenant = gate.admit(ex, probe);
+        Routes.Route known = Routes.of(segments(ex.rawPath()));
+        tenant = known != null && known.page() ? gate.visitor(ex) : gate.admit(ex, probe);
         ex.request().setAttribute(Gatekeeper.TENANT_ATTRIBUTE, tenant.label());
         metrics.called(tenant);
         if (ex.method().equals("OPTIONS") && gate.preflight(ex)) {
@@ -181,6 +186,22 @@ final class Api {
   private void route(Call ex, Tenant tenant) throws IOException {
     String method = ex.method();
     List<String> path = segments(ex.rawPath());
+    Routes.Route known = Routes.of(path);
+    if (known == null) {
+      throw notFoundRoute(ex);
+    }
+    if (!known.methods().contains(method)) {
+      throw methodNotAllowed(method);
+    }
+    if (known.page()) {
+      String page = String.join("/", path);
+      if (page.equals(OpenApi.ROUTE)) {
+        OpenApi.send(ex);
+      } else {
+        Playground.send(ex, page);
+      }
+      return;
+    }
     if (path.size() >= 2 && path.get(0).equals("v1") && path.get(1).equals("videos")) {
       videos(ex, method, path, tenant);
       return;
@@ -484,6 +505,16 @@ final class Api {
     m.put("object", "model");
     m.put("created", startedAt);
     m.put("owned_by", "stepweave");
+    ModelCard card = engine.model().card();
+    ArrayNode tasks = m.putArray("tasks");
+    card.tasks().stream().map(TaskType::wireName).sorted().forEach(tasks::add);
+    GenerationDefaults d = card.defaults();
+    m.putObject("defaults")
+        .put("size", d.width() + "x" + d.height())
+        .put("num_frames", d.frames())
+        .put("fps", d.fps())
+        .put("num_inference_steps", d.steps())
+        .put("guidance_scale", d.guidance());
     ArrayNode caches = m.putArray("caches");
     Extensions ext = engine.extensions();
     ext.plugins()
@@ -579,12 +610,6 @@ final class Api {
   }
 
   private static List<String> segments(String rawPath) {
-    List<String> out = new ArrayList<>();
-    for (String s : rawPath.split("/")) {
-      if (!s.isEmpty()) {
-        out.add(s);
-      }
-    }
-    return out;
+    return Routes.segments(rawPath);
   }
 }

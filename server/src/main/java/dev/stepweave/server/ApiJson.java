@@ -7,6 +7,7 @@ import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.media.JpegWriter;
 import java.time.Duration;
 import java.time.Instant;
 import java.util.List;
@@ -225,9 +226,24 @@ final class ApiJson {
         o.put("name", a.artifact().name());
         o.put("kind", kind(a.artifact()));
       }
-      case RequestEvent.MediaPreview m -> o.put("step", m.step());
+      case RequestEvent.MediaPreview m -> {
+        o.put("step", m.step());
+        o.put("width", m.preview().dim(1));
+        o.put("height", m.preview().dim(0));
+        o.put("image", previewDataUrl(m.preview()));
+      }
     }
     return o;
+  }
+
+  /** A preview image, a few KB (latent resolution), as a JPEG data URL an img element shows. */
+  private static String previewDataUrl(dev.stepweave.tensor.Tensor rgb) {
+    try {
+      return "data:image/jpeg;base64,"
+          + java.util.Base64.getEncoder().encodeToString(JpegWriter.encode(rgb));
+    } catch (java.io.IOException e) {
+      throw new java.io.UncheckedIOException(e);
+    }
   }
 
   private static String kind(Artifact a) {

@@ -58,6 +58,33 @@ final class Gatekeeper {
     if (probe) {
       return Tenant.ANONYMOUS;
     }
+    Tenant visitor = visitor(call);
+    if (keys == null || preflight(call)) {
+      return visitor;
+    }
+    if (call.request().getHeaders().getValuesList("Authorization").size() > 1) {
+      throw unauthorized("invalid_api_key", "send one Authorization header, not several");
+    }
+    Tenant tenant = tenant(call.header("Authorization"));
+    OptionalLong wait = rate.acquire(tenant.id());
+    if (wait.isPresent()) {
+      throw new ApiException(
+          429,
+          "requests",
+          null,
+          "rate_limit_exceeded",
+          "rate limit of this key reached; retry in " + wait.getAsLong() + " s",
+          wait.getAsLong());
+    }
+    return tenant;
+  }
+
+  /**
+   * A call that needs no key (the playground's files): only its Host and Origin are checked.
+   *
+   * @throws ApiException 403 for a foreign Host or Origin
+   */
+  Tenant visitor(Call call) {
     String host = call.header("Host");
     if (host == null) {
       host = call.request().getHttpURI().getAuthority();
@@ -81,24 +108,7 @@ final class Gatekeeper {
       call.setHeader(
           "Access-Control-Expose-Headers", "Retry-After, Stepweave-Schema, Content-Range");
     }
-    if (keys == null || preflight(call)) {
-      return Tenant.ANONYMOUS;
-    }
-    if (call.request().getHeaders().getValuesList("Authorization").size() > 1) {
-      throw unauthorized("invalid_api_key", "send one Authorization header, not several");
-    }
-    Tenant tenant = tenant(call.header("Authorization"));
-    OptionalLong wait = rate.acquire(tenant.id());
-    if (wait.isPresent()) {
-      throw new ApiException(
-          429,
-          "requests",
-          null,
-          "rate_limit_exceeded",
-          "rate limit of this key reached; retry in " + wait.getAsLong() + " s",
-          wait.getAsLong());
-    }
-    return tenant;
+    return Tenant.ANONYMOUS;
   }
 
   /**

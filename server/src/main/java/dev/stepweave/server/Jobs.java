@@ -11,6 +11,7 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
 import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
+import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
 import dev.stepweave.core.runtime.Engine;
@@ -755,6 +756,7 @@ final class Jobs implements AutoCloseable {
             .exact(g.exact())
             .adapters(g.adapters())
             .nodeOverrides(g.loopSettings())
+            .output(new OutputSpec(false, g.previewEvery()))
             .build();
     RequestHandle handle;
     List<ResolvedAdapter> adapters;

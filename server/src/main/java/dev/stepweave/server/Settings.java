@@ -28,6 +28,9 @@ final class Settings {
   private static final SecureRandom SEEDS = new SecureRandom();
   static final String SECOND_GUIDANCE = "guidance_scale_2";
 
+  /** A video call's opt-in to latent previews on its event stream. */
+  static final String PREVIEW_EVERY = "preview_every";
+
   private final ModelCard card;
   private final ServerConfig limits;
 
@@ -55,6 +58,8 @@ final class Settings {
    * @param image the decoded {@code input_reference}, when the call gave one
    * @param loopSettings per-loop settings the call asked for ({@code guidance_scale_2} is the
    *     denoise loop's {@code guidance_2}: the second expert's scale of a two-expert model)
+   * @param previewEvery a {@code media.preview} event every this many denoising steps, 0 for none
+   *     ({@code preview_every}, videos only)
    */
   record Generation(
       String prompt,
@@ -66,7 +71,8 @@ final class Settings {
       List<AdapterUse> adapters,
       TaskType task,
       Optional<InputReference.InputImage> image,
-      Map<String, Map<String, String>> loopSettings) {
+      Map<String, Map<String, String>> loopSettings,
+      int previewEvery) {
     Generation {
       plugins = Map.copyOf(plugins);
       adapters = List.copyOf(adapters);
@@ -142,7 +148,8 @@ final class Settings {
         adapters,
         task,
         image,
-        secondGuidance(f));
+        secondGuidance(f),
+        intField(f, PREVIEW_EVERY, 0, 0, limits.maxSteps()));
   }
 
   /**
@@ -188,7 +195,8 @@ final class Settings {
         adapters(f),
         TaskType.T2I,
         Optional.empty(),
-        Map.of());
+        Map.of(),
+        0);
   }
 
   String prompt(Map<String, String> f) {

@@ -448,7 +448,7 @@ class LoraApiTest {
   }
 
   /** A pattern adapter: an A and a B factor of {@code rank} for each target. */
-  private static Path adapter(Path file, int rank, String... targets) {
+  static Path adapter(Path file, int rank, String... targets) {
     Map<String, Tensor> tensors = new LinkedHashMap<>();
     for (String t : targets.length == 0 ? new String[] {"blocks.0.attn.to_q"} : targets) {
       tensors.put(t + ".lora_A.weight", Tensor.of(new float[rank * 4], rank, 4));

@@ -37,6 +37,7 @@ import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Provenance;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
@@ -68,10 +69,15 @@ import java.util.TreeSet;
  * <p>Variants serve other tasks ({@link #serving}): an image-to-video one takes the request's input
  * image, whose mean brightness moves the starting value (so the image reaches the output), and
  * records the hash of every image its denoise loop starts from ({@link #receivedImages}).
+ *
+ * <p>A prompt with "paced" takes {@link #PACED_STEP_MS} per denoise step (a job a browser can watch
+ * and cancel), and a request asking for previews gets a {@code media.preview} of a 4×4 image the
+ * colour of its value every N denoise steps, as the Wan denoise loop sends its latent projection.
  */
 final class PatternModel implements ModelInstance {
   static final String ID = "pattern-test";
   static final long SLOW_STEP_MS = 10;
+  static final long PACED_STEP_MS = 150;
   static final float ADAPTER_STEP = 0.01f;
   private static final String LORA_A = ".lora_A.weight";
   private static final String LORA_B = ".lora_B.weight";
@@ -209,6 +215,18 @@ final class PatternModel implements ModelInstance {
     }
 
     @Override
+    public List<RequestEvent> eventsAfter(State s) {
+      int every = s.request().output().previews();
+      if (kind != WorkKind.DIFFUSION_STEP || every == 0 || s.done() % every != 0) {
+        return List.of();
+      }
+      float[] rgb = new float[4 * 4 * 3];
+      java.util.Arrays.fill(rgb, s.value());
+      return List.of(
+          new RequestEvent.MediaPreview(s.request().id(), s.done(), Tensor.of(rgb, 4, 4, 3)));
+    }
+
+    @Override
     public Step next(State s) {
       if (s.done() == s.total()) {
         return Done.INSTANCE;
@@ -311,9 +329,10 @@ final class PatternModel implements ModelInstance {
   }
 
   private static Tensor mix(State s) {
-    if (s.request().prompt().contains("slow")) {
+    String prompt = s.request().prompt();
+    if (prompt.contains("slow") || prompt.contains("paced")) {
       try {
-        Thread.sleep(SLOW_STEP_MS);
+        Thread.sleep(prompt.contains("paced") ? PACED_STEP_MS : SLOW_STEP_MS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
