@@ -9,6 +9,8 @@ import com.fasterxml.jackson.databind.JsonNode;
 import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.extend.AdapterRegistry;
 import dev.stepweave.core.extend.Extensions;
+import java.awt.image.BufferedImage;
+import java.io.ByteArrayInputStream;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -19,6 +21,7 @@ import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
 import java.util.logging.Level;
+import javax.imageio.ImageIO;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Assumptions;
@@ -58,6 +61,10 @@ class PlaygroundBrowserTest {
   private static final Path SHOTS = Path.of("target", "playground");
   private static final String KEY = "sk-playground-test-0123456789abcdef";
 
+  /** Held: Selenium's own warnings (no CDP bindings for this Chromium; none are used) silenced. */
+  private static final java.util.logging.Logger SELENIUM_LOG =
+      java.util.logging.Logger.getLogger("org.openqa.selenium");
+
   private static WebDriver browser;
 
   @TempDir Path tmp;
@@ -74,6 +81,7 @@ class PlaygroundBrowserTest {
       }
       Assumptions.abort(missing);
     }
+    SELENIUM_LOG.setLevel(Level.SEVERE);
     ChromeOptions options = new ChromeOptions();
     options.setBinary(CHROMIUM.toFile());
     options.addArguments(
@@ -279,10 +287,10 @@ class PlaygroundBrowserTest {
     open(new Harness(tmp.resolve("a"), new HttpConfig.Builder().apiKeyFile(keys).build()));
     WebElement input = visible(By.id("api-key"));
     assertFalse(browser.findElement(By.id("app")).isDisplayed(), "nothing works without a key");
-    shot("key-prompt");
     input.sendKeys("sk-wrong-key-0000000000000000");
     browser.findElement(By.id("key-save")).click();
     wait(10).until(d -> text("key-error").equals("the API key is not valid"));
+    shot("key-prompt");
     input.clear();
     input.sendKeys(KEY);
     browser.findElement(By.id("key-save")).click();
@@ -330,8 +338,29 @@ class PlaygroundBrowserTest {
     return rows.isEmpty() ? null : rows.getFirst();
   }
 
+  /** The window as a PNG, cut below the page's last row that is not plain background. */
   private static void shot(String name) throws IOException {
     byte[] png = ((ChromeDriver) browser).getScreenshotAs(OutputType.BYTES);
-    Files.write(SHOTS.resolve(name + ".png"), png);
+    BufferedImage window = ImageIO.read(new ByteArrayInputStream(png));
+    int background = window.getRGB(window.getWidth() - 1, window.getHeight() - 1);
+    int bottom = window.getHeight();
+    while (bottom > 1 && plainRow(window, bottom - 1, background)) {
+      bottom--;
+    }
+    int cut = Math.min(window.getHeight(), bottom + 16);
+    ImageIO.write(
+        window.getSubimage(0, 0, window.getWidth(), cut),
+        "png",
+        SHOTS.resolve(name + ".png").toFile());
+  }
+
+  private static boolean plainRow(BufferedImage image, int y, int background) {
+    // The scroll bar's column at the right edge is not page content.
+    for (int x = 0; x < image.getWidth() - 20; x++) {
+      if (image.getRGB(x, y) != background) {
+        return false;
+      }
+    }
+    return true;
   }
 }
