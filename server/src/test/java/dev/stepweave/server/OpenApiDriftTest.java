@@ -74,6 +74,24 @@ class OpenApiDriftTest {
   }
 
   @Test
+  void everyReferenceInTheDocumentResolves() {
+    List<String> refs = new ArrayList<>();
+    collectRefs(doc, refs);
+    assertTrue(refs.size() > 50, "the document refers to its components: " + refs.size());
+    for (String ref : refs) {
+      assertTrue(ref.startsWith("#/"), ref);
+      assertTrue(doc.at(ref.substring(1)).isObject(), "unresolved " + ref);
+    }
+  }
+
+  private static void collectRefs(JsonNode node, List<String> out) {
+    if (node.isObject() && node.has("$ref")) {
+      out.add(node.get("$ref").asText());
+    }
+    node.forEach(child -> collectRefs(child, out));
+  }
+
+  @Test
   void everyRouteAndMethodIsDocumentedAndNothingElse() {
     Set<String> documented = new TreeSet<>();
     doc.path("paths")
