@@ -70,7 +70,7 @@ public final class TrainableWeights<M> {
    * tensors (same names, same values) and derivations that agree with them.
    */
   public TrainableWeights<M> reloaded() {
-    return load(new Current(new TreeMap<>(parameters)), backend, loader);
+    return load(new TensorMap(parameters, "(parameters in memory)"), backend, loader);
   }
 
   public M model() {
@@ -109,38 +109,6 @@ public final class TrainableWeights<M> {
           }
         });
     return out;
-  }
-
-  /** The parameters' current values as a source. */
-  private record Current(Map<String, Tensor> tensors) implements TensorSource {
-    @Override
-    public Set<String> keys() {
-      return tensors.keySet();
-    }
-
-    @Override
-    public TensorInfo info(String key) {
-      Tensor t = tensors.get(key);
-      return new TensorInfo(key, t.dtype(), t.shape());
-    }
-
-    @Override
-    public Tensor load(String key) {
-      return tensors.get(key);
-    }
-
-    @Override
-    public Path fileOf(String key) {
-      return Path.of("(parameters in memory)");
-    }
-
-    @Override
-    public Map<String, String> metadata() {
-      return Map.of();
-    }
-
-    @Override
-    public void close() {}
   }
 
   /** The source, with every tensor it hands out tracked by the load's tape. */

@@ -25,6 +25,8 @@ import java.util.List;
  * @param emaDecay the EMA's decay, or NaN for none
  * @param flowShift the transformer's training σ shift (1: σ uniform)
  * @param captionDropout the transformer's share of samples trained on the empty prompt
+ * @param measureLatentStatistics the VAE's: measure its {@code latents_mean/std} over the training
+ *     clips at the end and write them into its config
  * @param seed fixes the data order, the noise and a LoRA's initial factors
  * @param checkpointEvery steps between checkpoints (the last step always writes one)
  * @param output the run's folder
@@ -47,6 +49,7 @@ public record TrainConfig(
     double emaDecay,
     double flowShift,
     double captionDropout,
+    boolean measureLatentStatistics,
     long seed,
     int checkpointEvery,
     Path output,

@@ -42,6 +42,7 @@ public final class TrainConfigReader {
           "ema",
           "flow_shift",
           "caption_dropout",
+          "latent_statistics",
           "precision",
           "seed",
           "checkpoint_every",
@@ -128,6 +129,16 @@ public final class TrainConfigReader {
           throw bad(key, "applies to component transformer only");
         }
       }
+    } else if (root.has("latent_statistics")) {
+      throw bad("latent_statistics", "applies to component vae only");
+    }
+    String statistics =
+        text(
+            root,
+            "latent_statistics",
+            init != null && component == TrainConfig.Component.VAE ? "measure" : "keep");
+    if (!statistics.equals("measure") && !statistics.equals("keep")) {
+      throw bad("latent_statistics", "must be measure or keep, got '" + statistics + "'");
     }
     double learningRate = number(root, "learning_rate", 1e-4);
     if (!(learningRate > 0)) {
@@ -178,6 +189,7 @@ public final class TrainConfigReader {
     canonical.put("ema", ema);
     canonical.put("flow_shift", shift);
     canonical.put("caption_dropout", dropout);
+    canonical.put("latent_statistics", statistics);
     canonical.put("precision", precision);
     canonical.put("seed", seed);
     canonical.put("checkpoint_every", checkpointEvery);
@@ -199,6 +211,7 @@ public final class TrainConfigReader {
         ema,
         shift,
         dropout,
+        statistics.equals("measure"),
         seed,
         checkpointEvery,
         output,

@@ -2,6 +2,7 @@ package dev.stepweave.training.run;
 
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.cache.ContentHash;
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.card.ConsistencyRung;
@@ -124,7 +125,12 @@ final class TrainedOutputs {
         weights.put(key, finals.containsKey(key) ? finals.get(key) : source.loadF32(key));
       }
     }
-    CheckpointCopy.write(runBase, dir, folder, base.component(folder).config(), weights, false);
+    ObjectNode componentConfig = (ObjectNode) base.component(folder).config();
+    if (config.measureLatentStatistics()) {
+      componentConfig =
+          LatentStatistics.measured(componentConfig, weights, ((TrainingData.Clips) data).clips());
+    }
+    CheckpointCopy.write(runBase, dir, folder, componentConfig, weights, false);
     ModelCard card =
         new ModelCard(
             config.modelId(),

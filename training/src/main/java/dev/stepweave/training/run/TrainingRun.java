@@ -294,6 +294,9 @@ public final class TrainingRun {
       }
       merged.set(e.getKey(), e.getValue());
     }
+    if (config.component() == TrainConfig.Component.VAE) {
+      merged = LatentStatistics.sized(merged);
+    }
     listener.note(
         "initialising a fresh " + folder + " (seed " + config.init().seed() + ") in " + dir);
     Map<String, Tensor> weights;

@@ -1,6 +1,7 @@
 package dev.stepweave.training.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertInstanceOf;
 import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
@@ -94,6 +95,16 @@ class TrainConfigReaderTest {
     assertEquals(4, c.init().seed());
     assertEquals(8, c.init().config().get("base_dim").intValue());
     assertEquals(new TrainConfig.Data.Folder(tmp.resolve("clips")), c.data());
+    assertTrue(c.measureLatentStatistics()); // a fresh VAE measures its latent scale
+    TrainConfig fineTune =
+        TrainConfigReader.read(
+            write(
+                "ft.yml",
+                "component: vae\ndata: {type: folder, path: clips}\nsteps: 3\noutput: o\n"));
+    assertFalse(fineTune.measureLatentStatistics()); // a fine-tune keeps the base's scale
+    assertRefused(
+        "component: vae\ndata: {type: folder, path: clips}\nsteps: 3\noutput: o\nlatent_statistics: guess\n",
+        "'latent_statistics' must be measure or keep, got 'guess'");
   }
 
   /** Each bad input gets one line naming the file and the key. */
@@ -129,6 +140,7 @@ class TrainConfigReaderTest {
         "base: missing|'base' directory not found: ",
         "checkpoint_every: 0|'checkpoint_every' must be a positive integer, got 0",
         "flow_shift: 0|'flow_shift' must be > 0, got 0.0",
+        "latent_statistics: measure|'latent_statistics' applies to component vae only",
       })
   void refusesABadValueNamingItsKey(String extra, String expected) throws Exception {
     String yaml = MINIMAL + extra.replace("\\n", "\n") + "\n";
