@@ -3,6 +3,7 @@ package dev.stepweave.training.autograd;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.InMemoryTensors;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.tensor.io.Weights;
 import java.nio.file.Path;
@@ -70,7 +71,7 @@ public final class TrainableWeights<M> {
    * tensors (same names, same values) and derivations that agree with them.
    */
   public TrainableWeights<M> reloaded() {
-    return load(new TensorMap(parameters, "(parameters in memory)"), backend, loader);
+    return load(new InMemoryTensors(parameters, "(parameters in memory)"), backend, loader);
   }
 
   public M model() {

@@ -7,8 +7,8 @@ import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.InMemoryTensors;
 import dev.stepweave.tensor.io.Weights;
-import dev.stepweave.training.autograd.TensorMap;
 import dev.stepweave.training.data.RgbClip;
 import java.util.List;
 import java.util.Map;
@@ -34,7 +34,7 @@ final class LatentStatistics {
     WanVae vae =
         WanVae.load(
             WanVaeConfig.fromJson(config),
-            new Weights(new TensorMap(weights, "(the trained VAE)"), cpu, DType.F32));
+            new Weights(new InMemoryTensors(weights, "(the trained VAE)"), cpu, DType.F32));
     double[] sum = null;
     double[] squares = null;
     long perChannel = 0;
