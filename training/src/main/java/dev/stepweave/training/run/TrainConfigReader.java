@@ -219,7 +219,7 @@ public final class TrainConfigReader {
   }
 
   private TrainConfig.Data data(ObjectNode root) {
-    ObjectNode n = object(root, "data", "data", true);
+    ObjectNode n = object(root, "data", "data");
     String type = text(n, "type", "data", null);
     switch (type) {
       case "shapes" -> {
@@ -253,7 +253,7 @@ public final class TrainConfigReader {
     if (!root.has("method")) {
       return new TrainConfig.Method.Full();
     }
-    ObjectNode n = object(root, "method", "method", true);
+    ObjectNode n = object(root, "method", "method");
     String type = text(n, "type", "method", null);
     switch (type) {
       case "full" -> {
@@ -294,11 +294,10 @@ public final class TrainConfigReader {
     if (method instanceof TrainConfig.Method.Lora) {
       throw bad("init", "re-initialises a full fine-tune's component; a LoRA keeps its base");
     }
-    ObjectNode n = object(root, "init", "init", true);
+    ObjectNode n = object(root, "init", "init");
     known(n, "init.", Set.of("seed", "config"));
     long seed = integer(n, "seed", "init.", 0L);
-    ObjectNode config =
-        n.has("config") ? object(n, "config", "init.config", true) : root.objectNode();
+    ObjectNode config = n.has("config") ? object(n, "config", "init.config") : root.objectNode();
     return new TrainConfig.Init(seed, config);
   }
 
@@ -306,7 +305,7 @@ public final class TrainConfigReader {
     if (!root.has("schedule")) {
       return new TrainConfig.Schedule(TrainConfig.ScheduleKind.CONSTANT, 0);
     }
-    ObjectNode n = object(root, "schedule", "schedule", true);
+    ObjectNode n = object(root, "schedule", "schedule");
     known(n, "schedule.", Set.of("type", "warmup"));
     String type = text(n, "type", "schedule", null);
     int warmup = (int) integer(n, "warmup", "schedule.", 0L);
@@ -343,7 +342,7 @@ public final class TrainConfigReader {
     if (decay < 0) {
       throw bad("weight_decay", "must be ≥ 0, got " + decay);
     }
-    ObjectNode n = root.has("adamw") ? object(root, "adamw", "adamw", true) : root.objectNode();
+    ObjectNode n = root.has("adamw") ? object(root, "adamw", "adamw") : root.objectNode();
     known(n, "adamw.", Set.of("beta1", "beta2", "eps"));
     double beta1 = number(n, "beta1", "adamw.", 0.9);
     double beta2 = number(n, "beta2", "adamw.", 0.999);
@@ -372,7 +371,7 @@ public final class TrainConfigReader {
     }
   }
 
-  private ObjectNode object(ObjectNode n, String key, String name, boolean required) {
+  private ObjectNode object(ObjectNode n, String key, String name) {
     JsonNode v = n.get(key);
     if (v == null || v.isNull()) {
       throw bad(name, "is required");
