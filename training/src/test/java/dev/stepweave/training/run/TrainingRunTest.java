@@ -240,6 +240,16 @@ class TrainingRunTest {
         e.getMessage());
   }
 
+  @Test
+  void refusesALoraTargetThatMatchesNoLayer() throws Exception {
+    TrainConfig c =
+        config("badtarget", "steps: 1\nmethod: {type: lora, rank: 2, targets: [to_qq]}\n");
+    TrainConfigException e =
+        assertThrows(TrainConfigException.class, () -> TrainingRun.run(c, false, null, QUIET));
+    assertEquals(
+        "method.targets: 'to_qq' matches no adaptable layer of the transformer", e.getMessage());
+  }
+
   private static List<List<Double>> losses(TrainConfig c) throws Exception {
     List<List<Double>> out = new ArrayList<>();
     for (LossLog.Row r : LossLog.read(c.output().resolve(LossLog.FILE))) {
