@@ -67,6 +67,7 @@ class TrainCommandTest {
     assertEquals(
         "trained 2 steps (from step 0); wrote " + out.resolve("model").toAbsolutePath() + "\n",
         r.out());
+    assertTrue(r.err().contains("(full) on 2 samples, 2 steps of batch 2"), r.err());
     assertTrue(r.err().contains("step 2/2  loss "), r.err());
     assertTrue(r.err().contains(" it/s  ETA "), r.err());
     assertEquals(2, Files.readAllLines(out.resolve("loss.jsonl")).size());

@@ -133,6 +133,17 @@ public final class TrainingRun {
             new ReconstructionComponent(vae, clips, ReconstructionComponent.reached(vae, clips));
       }
     }
+    long parameters = trained.trainable().values().stream().mapToLong(Tensor::numel).sum();
+    listener.note(
+        String.format(
+            java.util.Locale.ROOT,
+            "training %,d parameters of the %s (%s) on %d samples, %d steps of batch %d",
+            parameters,
+            config.component().folder(),
+            config.method().name(),
+            data.size(),
+            config.steps(),
+            config.batch()));
     Optimiser optimiser = new Optimiser(settings(), trained.trainable());
     int start = 0;
     Path log = out.resolve(LossLog.FILE);
