@@ -63,6 +63,18 @@ final class FakePool extends WeightlessModel {
     super(instanceId, ModelCardTestCards.card(RecipeSpec.base()));
   }
 
+  /** Each loop's steps at the FLOPs its plans state (1 ms a step at the default rate). */
+  @Override
+  public dev.stepweave.core.loop.WorkEstimate workEstimate(Request r) {
+    ResourceRequest step = new ResourceRequest(0, memoryOf(r.params().width()), 0, 0, 1e8, 0);
+    return new dev.stepweave.core.loop.WorkEstimate(
+        List.of(
+            new dev.stepweave.core.loop.WorkEstimate.Phase(
+                "denoise", WorkKind.DIFFUSION_STEP, r.params().steps(), step),
+            new dev.stepweave.core.loop.WorkEstimate.Phase(
+                "decode", WorkKind.VAE_TILE, r.params().steps(), step)));
+  }
+
   /** A t2v request whose result names it: {@code prompt}, {@code steps} per loop, {@code width}. */
   static Request request(String prompt, int steps, int width) {
     return Request.text(
