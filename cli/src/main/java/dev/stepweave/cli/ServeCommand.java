@@ -298,6 +298,8 @@ final class ServeCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 
+  @picocli.CommandLine.Mixin CostLimitOptions costLimits;
+
   @Override
   public Integer call() throws Exception {
     Serving serving = start(spec.commandLine().getOut(), spec.commandLine().getErr());
@@ -320,6 +322,7 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--port must be between 0 and 65535, got " + port);
     }
     deviceBudget.check();
+    costLimits.check();
     HttpConfig http = httpConfig();
     Path dir = model;
     if (dir == null) {
@@ -363,7 +366,11 @@ final class ServeCommand implements Callable<Integer> {
           deployment
               .adapters(AdapterRegistry.open(wan::inspectAdapter, namedLoras, loraDirs))
               .build();
-      engine = new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), extensions);
+      EngineConfig engineConfig =
+          EngineConfig.builder()
+              .costLimits(costLimits.limits(wan.backend().device().kind()))
+              .build();
+      engine = new Engine(wan, deviceBudget.apply(engineConfig, wan, err), extensions);
     } catch (RuntimeException e) {
       wan.close();
       throw e;

@@ -7,6 +7,7 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.media.JpegWriter;
 import dev.stepweave.media.Mp4Reader;
 import dev.stepweave.server.tenant.Tenant;
@@ -334,21 +335,20 @@ final class Api {
 
   /**
    * OpenAI's delete: a finished job is forgotten and its file removed; one still queued or running
-   * is cancelled (it stops at its next step boundary, within one step's time) and is gone for
-   * clients at once. Either way the answer is the deleted object.
+   * is cancelled (it stops at its next step boundary: when the step in flight, if any, ends) and is
+   * gone for clients at once. Either way the answer is the deleted object, saying how it lands.
    */
   private ObjectNode delete(Job job) throws IOException {
+    StepInFlight inFlight = job.stepInFlight().orElse(null);
     if (job.status().isTerminal()) {
       jobs.delete(job);
-    } else if (!jobs.deleteUnfinished(job)) {
+      return ApiJson.deleted(job.id(), "deleted", null);
+    }
+    if (!jobs.deleteUnfinished(job)) {
       throw ApiException.conflict(
           "video_on_other_replica", "video " + job.id() + " runs on another replica");
     }
-    ObjectNode o = Json.MAPPER.createObjectNode();
-    o.put("id", job.id());
-    o.put("object", "video.deleted");
-    o.put("deleted", true);
-    return o;
+    return ApiJson.deleted(job.id(), inFlight == null ? "cancelled" : "cancel_requested", inFlight);
   }
 
   private void content(Call ex, Job job) throws IOException {

@@ -13,6 +13,7 @@ import dev.stepweave.core.request.InvalidRequestException;
 import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
+import dev.stepweave.core.runtime.CostLimitExceededException;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
@@ -773,6 +774,10 @@ final class Jobs implements AutoCloseable {
     } catch (RecipeRefusedException e) {
       released.run();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
+    } catch (CostLimitExceededException e) {
+      released.run();
+      throw new ApiException(
+          400, "invalid_request_error", null, "exceeds_cost_limit", e.getMessage());
     } catch (AdmissionRejectedException e) {
       released.run();
       throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));

@@ -31,6 +31,7 @@ import dev.stepweave.core.loop.SerializedState;
 import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkEstimate;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.AppliedAdapter;
 import dev.stepweave.core.request.Artifact;
@@ -229,7 +230,9 @@ final class PatternModel implements ModelInstance {
           instanceId(),
           kind,
           ShapeSignature.of(id, 1),
-          ResourceRequest.NONE,
+          kind == WorkKind.DIFFUSION_STEP
+              ? new ResourceRequest(stepMillis(s.request().params()), 0, 0, 0)
+              : ResourceRequest.NONE,
           s.scope(),
           s.done(),
           () -> StepResult.of(kind == WorkKind.DIFFUSION_STEP ? mix(s) : paint(s)));
@@ -311,9 +314,20 @@ final class PatternModel implements ModelInstance {
   }
 
   private static Tensor mix(State s) {
-    if (s.request().prompt().contains("slow")) {
+    String prompt = s.request().prompt();
+    StepGate gate = GATES.get(prompt);
+    if (gate != null) {
+      gate.entered.release();
       try {
-        Thread.sleep(SLOW_STEP_MS);
+        gate.open.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (prompt.contains("slow") || prompt.contains("heavy")) {
+      try {
+        Thread.sleep(
+            prompt.contains("heavy") ? (long) stepMillis(s.request().params()) : SLOW_STEP_MS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -325,6 +339,50 @@ final class PatternModel implements ModelInstance {
     float v = (s.value() * 3.1f + 0.37f + s.done() * 0.01f + adapted) % 1f;
     v = v < 0 ? v + 1 : v;
     return Tensor.of(new float[] {v}, 1);
+  }
+
+  /**
+   * Holds every denoise step of the requests with this prompt until {@link StepGate#open} counts
+   * down; {@link StepGate#entered} gets a permit as each step starts (a test then knows a step is
+   * in flight).
+   */
+  record StepGate(
+      java.util.concurrent.Semaphore entered, java.util.concurrent.CountDownLatch open) {
+    StepGate() {
+      this(new java.util.concurrent.Semaphore(0), new java.util.concurrent.CountDownLatch(1));
+    }
+  }
+
+  private static final Map<String, StepGate> GATES = new java.util.concurrent.ConcurrentHashMap<>();
+
+  /** A gate on the denoise steps of {@code prompt} (a prompt no other test uses). */
+  static StepGate gate(String prompt) {
+    StepGate g = new StepGate();
+    GATES.put(prompt, g);
+    return g;
+  }
+
+  /**
+   * The predicted device time of one denoise step: a millisecond per 1024 pixels of all frames
+   * (256×256×9: 576 ms). A prompt containing "heavy" makes each denoise step take that long.
+   */
+  static double stepMillis(dev.stepweave.core.request.DiffusionParams p) {
+    return (double) p.width() * p.height() * p.frames() / 1024;
+  }
+
+  /** Its denoise steps at {@link #stepMillis}, and one decode step of a tenth of that. */
+  @Override
+  public WorkEstimate workEstimate(Request r) {
+    double step = stepMillis(r.params());
+    return new WorkEstimate(
+        List.of(
+            new WorkEstimate.Phase(
+                "denoise",
+                WorkKind.DIFFUSION_STEP,
+                r.params().steps(),
+                new ResourceRequest(step, 0, 0, 0)),
+            new WorkEstimate.Phase(
+                "decode", WorkKind.VAE_TILE, 1, new ResourceRequest(step / 10, 0, 0, 0))));
   }
 
   private static Tensor paint(State s) {

@@ -306,7 +306,9 @@ final class EngineCore {
     for (int i = 0; i < members.size(); i++) {
       RequestHandle h = runs.get(batch.members().get(i)).handle;
       WorkPlan p = members.get(i);
-      h.stepping(new StepInFlight(p.loopId(), p.stepIndex(), now, batch.predictedMillis() / 1e3));
+      // The longer of the call's calibrated prediction and the unit's static one: a bound.
+      double predicted = Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
+      h.stepping(new StepInFlight(p.loopId(), p.stepIndex(), now, predicted / 1e3));
       handles.add(h);
     }
     return handles;
