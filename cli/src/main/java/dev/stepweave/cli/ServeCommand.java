@@ -6,6 +6,7 @@ import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.WanPoolRecovery;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.server.HttpConfig;
@@ -366,9 +367,12 @@ final class ServeCommand implements Callable<Integer> {
           deployment
               .adapters(AdapterRegistry.open(wan::inspectAdapter, namedLoras, loraDirs))
               .build();
+      Path weights = dir;
       EngineConfig engineConfig =
           EngineConfig.builder()
               .costLimits(costLimits.limits(wan.backend().device().kind()))
+              // A pool-fatal fault: a new backend, the weights again from the host.
+              .recovery(new WanPoolRecovery(weights, () -> backendOption.open(err, Precision.BF16)))
               .build();
       engine = new Engine(wan, deviceBudget.apply(engineConfig, wan, err), extensions);
     } catch (RuntimeException e) {
@@ -473,7 +477,10 @@ final class ServeCommand implements Callable<Integer> {
       }
       server.stop();
       engine.close();
-      wan.close();
+      // The instance serving now: after a pool-fatal fault, the one the recovery loaded.
+      if (engine.model() instanceof WanModel current) {
+        current.close();
+      }
       err.println("stepweave: stopped");
       err.flush();
     }

@@ -111,10 +111,12 @@ class CostAdmissionTest {
       assertTrue(bound >= 0 && bound <= 0.576, d::toString);
       h.awaitMetric("stepweave_requests_cancelled_total 1.0");
       assertEquals(404, h.get("/v1/videos/" + id).status());
-      // Between steps a cancel lands at once: a queued job is "cancelled".
-      String queued = h.createVideo(Map.of("prompt", "small later"));
-      String status = h.delete("/v1/videos/" + queued).json().get("status").asText();
-      assertTrue(status.equals("cancelled") || status.equals("cancel_requested"), status);
+      // A finished job is simply deleted.
+      String done = h.createVideo(Map.of("prompt", "small later"));
+      h.awaitTerminal(done);
+      JsonNode gone = h.delete("/v1/videos/" + done).json();
+      assertEquals("deleted", gone.get("status").asText());
+      assertFalse(gone.has("step_in_flight"));
     }
   }
 }

@@ -49,6 +49,7 @@ final class EngineCore {
   private final FaultRecovery recovery;
   private final LoopScheduler loops = new LoopScheduler();
   private final BatchScheduler batcher;
+  private final BatchExecutor executor = new BatchExecutor(e -> backend().classify(e));
   private final EngineMetrics metrics = new EngineMetrics();
   private final WeightSync weightSync = new WeightSync();
   // Guards the move of a run from the queue to the loops, so that a waiter never sees it in
@@ -251,10 +252,9 @@ final class EngineCore {
       List<BatchExecutor.Outcome> outcomes;
       List<RequestHandle> stepping = stepping(batch, members, runs);
       try {
-        outcomes = BatchExecutor.run(members);
+        outcomes = executor.run(members);
         if (onDevice(outcomes)) {
-          // A device runs the call asynchronously: its time is known once the device is done.
-          model.backend().synchronize();
+          outcomes = synchronize(outcomes);
         }
       } catch (PoolFatalException | Error e) {
         model = recovery.recover(model, e, loops.running(), this::fail);
@@ -296,6 +296,22 @@ final class EngineCore {
     Duration elapsed = Duration.ofNanos(nanos);
     profiler.afterCall(call, elapsed);
     extensions.afterCall(call, elapsed);
+  }
+
+  /**
+   * Waits for the device (it runs a call asynchronously: its time is known once it is done, and its
+   * errors surface here). A pool-fatal error propagates; any other fails the whole call.
+   */
+  private List<BatchExecutor.Outcome> synchronize(List<BatchExecutor.Outcome> outcomes) {
+    try {
+      model.backend().synchronize();
+      return outcomes;
+    } catch (RuntimeException e) {
+      if (executor.faultOf(e) instanceof dev.stepweave.tensor.Fault.PoolFatal p) {
+        throw e instanceof PoolFatalException pf ? pf : new PoolFatalException(p.reason(), e);
+      }
+      return outcomes.stream().<BatchExecutor.Outcome>map(o -> new BatchExecutor.Fault(e)).toList();
+    }
   }
 
   /** Tells each member's handle which step it is in, for a cancel to say when it lands. */
