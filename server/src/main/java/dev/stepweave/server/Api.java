@@ -65,7 +65,7 @@ final class Api {
 
   /** What the admin connector serves; everything else there is a 404. */
   private static final Set<String> ADMIN_ROUTES =
-      Set.of("health", "ready", "metrics", "admin/drain");
+      Set.of("health", "ready", "metrics", "admin/drain", "v1/deployment");
 
   private final Engine engine;
   private final Jobs jobs;
@@ -204,6 +204,7 @@ final class Api {
       case "metrics" ->
           only(ex, "GET", () -> ex.sendText(200, Metrics.CONTENT_TYPE, metrics.render(tenant)));
       case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
+      case "v1/deployment" -> only(ex, "GET", () -> json(ex, 200, deployment()));
       case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex, tenant)));
       case "v1/loras/rescan" ->
           only(
@@ -439,6 +440,17 @@ final class Api {
   }
 
   /** The served model, then one entry per alias (OpenAI's list of model objects). */
+  private ObjectNode deployment() {
+    return DeploymentJson.of(
+        engine.deploymentCard(),
+        limits,
+        jobs.replicaId(),
+        http.modelAliases(),
+        engine.extensions().plugins().keySet(),
+        jobs.pending(),
+        jobs.draining());
+  }
+
   private ObjectNode models() {
     ObjectNode o = Json.MAPPER.createObjectNode();
     o.put("object", "list");

@@ -150,6 +150,16 @@ final class Jobs implements AutoCloseable {
     return storeFailures.get();
   }
 
+  /** This replica's name in the store. */
+  String replicaId() {
+    return storeConfig.replicaId();
+  }
+
+  /** Whether a drain has begun. */
+  boolean draining() {
+    return draining;
+  }
+
   boolean accepting() {
     return !draining && engine.stats().accepting();
   }
