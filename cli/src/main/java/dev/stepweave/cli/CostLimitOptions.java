@@ -50,6 +50,21 @@ final class CostLimitOptions {
     return l;
   }
 
+  /** The start line: "admission: a request may cost 60 s a step and 3600 s in all (…)". */
+  String describe(CostLimits l) {
+    return String.format(
+        java.util.Locale.ROOT,
+        "admission: a request may cost %s s a step and %s s in all, as the cost model predicts;"
+            + " over that it is %s",
+        trim(l.maxStepSeconds()),
+        trim(l.maxRequestSeconds()),
+        l.jumboClass() ? "run in the jumbo class (--jumbo-class)" : "refused (400)");
+  }
+
+  private static String trim(double v) {
+    return java.math.BigDecimal.valueOf(v).stripTrailingZeros().toPlainString();
+  }
+
   private static double positive(String flag, double v) {
     if (!(v > 0) || Double.isInfinite(v)) {
       throw new IllegalArgumentException(flag + " must be a positive number of seconds, got " + v);

@@ -387,6 +387,7 @@ final class ServeCommand implements Callable<Integer> {
       wan.close();
       throw e;
     }
+    err.println("stepweave: " + costLimits.describe(engine.config().costLimits()));
     err.println("stepweave: job store: " + server.recoverySummary());
     out.println(
         "serving "

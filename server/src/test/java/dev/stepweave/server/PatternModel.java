@@ -315,6 +315,9 @@ final class PatternModel implements ModelInstance {
 
   private static Tensor mix(State s) {
     String prompt = s.request().prompt();
+    if (s.done() > 0 && FAULT_ONCE.remove(prompt)) {
+      throw new dev.stepweave.core.runtime.PoolFatalException("injected device loss");
+    }
     StepGate gate = GATES.get(prompt);
     if (gate != null) {
       gate.entered.release();
@@ -354,6 +357,16 @@ final class PatternModel implements ModelInstance {
   }
 
   private static final Map<String, StepGate> GATES = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static final Set<String> FAULT_ONCE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /**
+   * The second denoise step of the next request with {@code prompt} (a prompt no other test uses)
+   * throws a pool-fatal fault, once.
+   */
+  static void poolFaultOnce(String prompt) {
+    FAULT_ONCE.add(prompt);
+  }
 
   /** A gate on the denoise steps of {@code prompt} (a prompt no other test uses). */
   static StepGate gate(String prompt) {
