@@ -179,10 +179,7 @@ final class EngineCore {
   /** Waits until there is something to tick or {@code stop} holds; false when it stops. */
   boolean awaitWork(BooleanSupplier stop) throws InterruptedException {
     synchronized (lock) {
-      while (!stop.getAsBoolean()
-          && queued() == 0
-          && loops.isEmpty()
-          && !weightSync.waiting()) {
+      while (!stop.getAsBoolean() && queued() == 0 && loops.isEmpty() && !weightSync.waiting()) {
         lock.wait();
       }
       return !stop.getAsBoolean();
