@@ -37,7 +37,7 @@ final class ApiJson {
    * input image it runs from: the file's sha256, its width, height, format and bytes; null when
    * none), {@code timings}: seconds queued, running, and per loop, and {@code cost}: its price at
    * submit ({@code class} latency or jumbo, {@code predicted_seconds}, {@code
-   * largest_step_seconds}, {@code largest_step_loop}), absent once only the store knows the job.
+   * largest_step_seconds}, {@code largest_step_loop}), as priced when submitted.
    */
   static ObjectNode video(Job job) {
     if (job.storedView() != null) {

@@ -31,6 +31,17 @@ class CostClassTest {
     return core.submit(request(prompt, steps, 256), null, RequestOptions.DEFAULT);
   }
 
+  /**
+   * A jumbo request: width 25600, so 100 ms a step — a hundred times a small one's, so that no
+   * calibration the fake's fast steps give can move either across the limits {@link #JUMBO_ON}.
+   */
+  private static RequestHandle submitJumbo(EngineCore core, String prompt, int steps) {
+    return core.submit(request(prompt, steps, 25600), null, RequestOptions.DEFAULT);
+  }
+
+  /** 50 ms a step, 100 s a request, the jumbo class on. */
+  private static final CostLimits JUMBO_ON = new CostLimits(0.05, 100, true);
+
   @Test
   void aRequestIsPricedWholeAndItsLargestStepApart() {
     RequestHandle h = submit(core(CostLimits.UNLIMITED), "a", 10);
@@ -95,8 +106,8 @@ class CostClassTest {
 
   @Test
   void jumboWorkNeverSharesATickWithLatencyWorkSoSmallRequestsKeepFlowing() throws Exception {
-    EngineCore core = core(new CostLimits(1, 0.010, true));
-    RequestHandle jumbo = submit(core, "jumbo", 10);
+    EngineCore core = core(JUMBO_ON);
+    RequestHandle jumbo = submitJumbo(core, "jumbo", 10);
     assertEquals(CostClass.JUMBO, jumbo.costClass());
     core.tick(); // the pool is idle: the jumbo is admitted and takes its first step
     assertEquals(List.of(new FakePool.Ran("jumbo", "denoise", 0, 1)), pool.ran);
@@ -122,14 +133,15 @@ class CostClassTest {
             .filter(r -> r.prompt().equals("jumbo"))
             .allMatch(r -> r.batchSize() == 1));
     assertEquals(FakePool.expected(10), FakePool.value(jumbo.result().get()));
+    assertEquals(CostClass.LATENCY, small.costClass());
   }
 
   @Test
   void jumboRequestsRunOneAtATimeAndOnlyOnceNoLatencyWorkWaits() {
-    EngineCore core = core(new CostLimits(1, 0.010, true));
+    EngineCore core = core(JUMBO_ON);
     RequestHandle small = submit(core, "small", 2);
-    RequestHandle first = submit(core, "jumbo-1", 6);
-    RequestHandle second = submit(core, "jumbo-2", 6);
+    RequestHandle first = submitJumbo(core, "jumbo-1", 6);
+    RequestHandle second = submitJumbo(core, "jumbo-2", 6);
     core.tick();
     // The small one runs; the jumbos wait while it does.
     assertEquals(List.of("small"), pool.ran.stream().map(FakePool.Ran::prompt).distinct().toList());
@@ -152,8 +164,8 @@ class CostClassTest {
 
   @Test
   void aCancelledJumboStopsEvenWhileLatencyWorkRuns() {
-    EngineCore core = core(new CostLimits(1, 0.010, true));
-    RequestHandle jumbo = submit(core, "jumbo", 10);
+    EngineCore core = core(JUMBO_ON);
+    RequestHandle jumbo = submitJumbo(core, "jumbo", 10);
     core.tick();
     RequestHandle small = submit(core, "small", 10);
     core.tick();
