@@ -38,8 +38,8 @@ import java.util.concurrent.ConcurrentHashMap;
  * steps} batchable steps {@code v ← 2v + i}, so a result shows exactly which steps ran. A request
  * reserves {@code width × 1000} bytes and {@code 2·steps} ms of compute at width 256 (each step is
  * {@code 1e8 · width / 256} FLOPs, 1 ms at width 256 and the default device rate); plans of equal
- * width batch together. Faults are injected
- * per prompt: NaN output, an exception in the step body, or a pool-fatal fault.
+ * width batch together. Faults are injected per prompt: NaN output, an exception in the step body,
+ * or a pool-fatal fault.
  */
 final class FakePool extends WeightlessModel {
   /** A step this pool ran: whose, which loop, which step, in how large a batch. */
