@@ -6,6 +6,7 @@ import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.WanPoolRecovery;
 import dev.stepweave.models.wan.cache.WanCaches;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.server.HttpConfig;
@@ -298,6 +299,8 @@ final class ServeCommand implements Callable<Integer> {
 
   @picocli.CommandLine.Mixin DeviceBudget deviceBudget;
 
+  @picocli.CommandLine.Mixin CostLimitOptions costLimits;
+
   @Override
   public Integer call() throws Exception {
     Serving serving = start(spec.commandLine().getOut(), spec.commandLine().getErr());
@@ -320,6 +323,7 @@ final class ServeCommand implements Callable<Integer> {
       throw new IllegalArgumentException("--port must be between 0 and 65535, got " + port);
     }
     deviceBudget.check();
+    costLimits.check();
     HttpConfig http = httpConfig();
     Path dir = model;
     if (dir == null) {
@@ -363,7 +367,14 @@ final class ServeCommand implements Callable<Integer> {
           deployment
               .adapters(AdapterRegistry.open(wan::inspectAdapter, namedLoras, loraDirs))
               .build();
-      engine = new Engine(wan, deviceBudget.apply(EngineConfig.defaults(), wan, err), extensions);
+      Path weights = dir;
+      EngineConfig engineConfig =
+          EngineConfig.builder()
+              .costLimits(costLimits.limits(wan.backend().device().kind()))
+              // A pool-fatal fault: a new backend, the weights again from the host.
+              .recovery(new WanPoolRecovery(weights, () -> backendOption.open(err, Precision.BF16)))
+              .build();
+      engine = new Engine(wan, deviceBudget.apply(engineConfig, wan, err), extensions);
     } catch (RuntimeException e) {
       wan.close();
       throw e;
@@ -376,6 +387,7 @@ final class ServeCommand implements Callable<Integer> {
       wan.close();
       throw e;
     }
+    err.println("stepweave: " + costLimits.describe(engine.config().costLimits()));
     err.println("stepweave: job store: " + server.recoverySummary());
     out.println(
         "serving "
@@ -466,7 +478,10 @@ final class ServeCommand implements Callable<Integer> {
       }
       server.stop();
       engine.close();
-      wan.close();
+      // The instance serving now: after a pool-fatal fault, the one the recovery loaded.
+      if (engine.model() instanceof WanModel current) {
+        current.close();
+      }
       err.println("stepweave: stopped");
       err.flush();
     }

@@ -147,6 +147,61 @@ class ServeCommandTest {
   }
 
   @Test
+  void costLimitsComeFromTheFlagsAndPutABigRequestInTheJumboClass() throws Exception {
+    ServeCommand bad = new ServeCommand();
+    new CommandLine(bad).parseArgs("--model", TINY.toString(), "--max-step-seconds", "0");
+    IllegalArgumentException e =
+        org.junit.jupiter.api.Assertions.assertThrows(
+            IllegalArgumentException.class,
+            () ->
+                bad.start(
+                    new PrintWriter(new StringWriter()), new PrintWriter(new StringWriter())));
+    assertEquals(
+        "--max-step-seconds must be a positive number of seconds, got 0.0", e.getMessage());
+
+    ServeCommand cmd = new ServeCommand();
+    new CommandLine(cmd)
+        .parseArgs(
+            "--model",
+            TINY.toString(),
+            "--port",
+            "0",
+            "--artifacts",
+            tmp.resolve("artifacts").toString(),
+            "--max-step-seconds",
+            "0.000001",
+            "--jumbo-class",
+            "--no-drain-await-downloads");
+    StringWriter err = new StringWriter();
+    try (ServeCommand.Serving serving =
+        cmd.start(new PrintWriter(new StringWriter(), true), new PrintWriter(err, true))) {
+      assertTrue(
+          err.toString()
+              .contains(
+                  "stepweave: admission: a request may cost 0.000001 s a step and 3600 s in all,"
+                      + " as the cost model predicts; over that it is run in the jumbo class"),
+          err.toString());
+      String base = serving.server().baseUri().toString();
+      JsonNode card = get(base + "/v1/deployment");
+      assertEquals(0.000001, card.at("/limits/max_step_seconds").asDouble());
+      assertTrue(card.at("/limits/jumbo_class").asBoolean());
+      JsonNode created =
+          post(
+              base + "/v1/videos",
+              "{\"prompt\":\"a red ball\",\"size\":\"32x32\",\"num_frames\":5,"
+                  + "\"num_inference_steps\":2}");
+      assertEquals("jumbo", created.at("/cost/class").asText(), created::toString);
+      assertTrue(created.at("/cost/largest_step_seconds").asDouble() > 0.000001);
+      // Cancelled, so that the drain on close does not wait for it.
+      http.send(
+          HttpRequest.newBuilder(URI.create(base + "/v1/videos/" + created.get("id").asText()))
+              .DELETE()
+              .build(),
+          HttpResponse.BodyHandlers.discarding());
+    }
+  }
+
+  @Test
   void aPublicAddressWithoutKeysIsRefusedNamingTheWayOut() {
     ServeCommand cmd = new ServeCommand();
     new CommandLine(cmd).parseArgs("--model", TINY.toString(), "--host", "0.0.0.0", "--port", "0");

@@ -40,8 +40,8 @@ class ArchitectureTest {
   /**
    * What the runtime may ask of a backend: where it runs, how much memory it has, a tensor back on
    * the host (checkpoints), whether a step's output is finite (the non-finite check) and to wait
-   * for the device (to time a call). Every other method computes, and computing is the model's
-   * business.
+   * for the device (to time a call), and what a step's failure means for the pool (to rebuild it or
+   * retry smaller). Every other method computes, and computing is the model's business.
    */
   static final Set<String> BACKEND_CALLS_OF_THE_RUNTIME =
       Set.of(
@@ -51,7 +51,8 @@ class ArchitectureTest {
           "download",
           "isFinite",
           "isFiniteOnHost",
-          "synchronize");
+          "synchronize",
+          "classify");
 
   private static JavaClasses core;
 

@@ -2,6 +2,7 @@ package dev.stepweave.cuda;
 
 import dev.stepweave.cuda.blas.Gemm;
 import dev.stepweave.cuda.driver.CudaContext;
+import dev.stepweave.cuda.driver.CudaException;
 import dev.stepweave.cuda.graph.CudaGraphs;
 import dev.stepweave.cuda.graph.GraphStats;
 import dev.stepweave.cuda.kernels.KernelCompiler;
@@ -19,6 +20,7 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.DeviceMemory;
 import dev.stepweave.tensor.DeviceRates;
+import dev.stepweave.tensor.Fault;
 import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Precision;
@@ -507,9 +509,31 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return tensors.isHere(t) ? ops.norms().isFinite(t) : Backend.isFiniteOnHost(t);
   }
 
+  /**
+   * Sticky driver errors and failed library executions are pool-fatal, allocation failures
+   * out-of-memory ({@link CudaFaults}).
+   */
+  @Override
+  public Fault classify(RuntimeException failure) {
+    return CudaFaults.classify(failure);
+  }
+
+  /**
+   * Frees everything this backend holds. After a sticky error (pool-fatal) the context is reset
+   * instead (docs/scheduler.md, "Failures"): its device memory, modules and graphs go with it, and
+   * a new backend on the device starts on a fresh context.
+   */
   @Override
   public void close() {
-    context.synchronize();
+    try {
+      context.synchronize();
+    } catch (CudaException e) {
+      if (CudaFaults.classify(e) instanceof Fault.PoolFatal) {
+        context.resetAfterFault();
+        return;
+      }
+      throw e;
+    }
     ops.close();
     graphs.clear();
     gemm.close();

@@ -10,6 +10,7 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.InvalidAdapterException;
 import dev.stepweave.core.extend.ParamSchema;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.media.JpegWriter;
 import dev.stepweave.media.Mp4Reader;
 import dev.stepweave.server.tenant.Tenant;
@@ -68,7 +69,7 @@ final class Api {
 
   /** What the admin connector serves; everything else there is a 404. */
   private static final Set<String> ADMIN_ROUTES =
-      Set.of("health", "ready", "metrics", "admin/drain");
+      Set.of("health", "ready", "metrics", "admin/drain", "v1/deployment");
 
   private final Engine engine;
   private final Jobs jobs;
@@ -224,6 +225,7 @@ final class Api {
       case "metrics" ->
           only(ex, "GET", () -> ex.sendText(200, Metrics.CONTENT_TYPE, metrics.render(tenant)));
       case "v1/models" -> only(ex, "GET", () -> json(ex, 200, models()));
+      case "v1/deployment" -> only(ex, "GET", () -> json(ex, 200, deployment()));
       case "v1/images/generations" -> only(ex, "POST", () -> json(ex, 200, images(ex, tenant)));
       case "v1/loras/rescan" ->
           only(
@@ -355,21 +357,20 @@ final class Api {
 
   /**
    * OpenAI's delete: a finished job is forgotten and its file removed; one still queued or running
-   * is cancelled (it stops at its next step boundary, within one step's time) and is gone for
-   * clients at once. Either way the answer is the deleted object.
+   * is cancelled (it stops at its next step boundary: when the step in flight, if any, ends) and is
+   * gone for clients at once. Either way the answer is the deleted object, saying how it lands.
    */
   private ObjectNode delete(Job job) throws IOException {
+    StepInFlight inFlight = job.stepInFlight().orElse(null);
     if (job.status().isTerminal()) {
       jobs.delete(job);
-    } else if (!jobs.deleteUnfinished(job)) {
+      return ApiJson.deleted(job.id(), "deleted", null);
+    }
+    if (!jobs.deleteUnfinished(job)) {
       throw ApiException.conflict(
           "video_on_other_replica", "video " + job.id() + " runs on another replica");
     }
-    ObjectNode o = Json.MAPPER.createObjectNode();
-    o.put("id", job.id());
-    o.put("object", "video.deleted");
-    o.put("deleted", true);
-    return o;
+    return ApiJson.deleted(job.id(), inFlight == null ? "cancelled" : "cancel_requested", inFlight);
   }
 
   private void content(Call ex, Job job) throws IOException {
@@ -457,6 +458,18 @@ final class Api {
     } finally {
       submitted.forEach(j -> j.handle().cancel());
     }
+  }
+
+  /** {@code GET /v1/deployment}: the engine's deployment card, what a router reads (§14). */
+  private ObjectNode deployment() {
+    return DeploymentJson.of(
+        engine.deploymentCard(),
+        limits,
+        jobs.replicaId(),
+        http.modelAliases(),
+        engine.extensions().plugins().keySet(),
+        jobs.pending(),
+        jobs.draining());
   }
 
   /** The served model, then one entry per alias (OpenAI's list of model objects). */

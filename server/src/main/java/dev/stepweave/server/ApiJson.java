@@ -7,6 +7,10 @@ import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.RequestEvent;
+import dev.stepweave.core.runtime.CostClass;
+import dev.stepweave.core.runtime.RequestHandle;
+import dev.stepweave.core.runtime.RequestPrice;
+import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.media.JpegWriter;
 import java.time.Duration;
 import java.time.Instant;
@@ -32,7 +36,9 @@ final class ApiJson {
    * completed), {@code loras} (the adapters it runs with: name, scale and the file's sha256 when it
    * was submitted; empty when none), {@code task} (t2v, i2v, ti2v), {@code input_reference} (the
    * input image it runs from: the file's sha256, its width, height, format and bytes; null when
-   * none) and {@code timings}: seconds queued, running, and per loop.
+   * none), {@code timings}: seconds queued, running, and per loop, and {@code cost}: its price at
+   * submit ({@code class} latency or jumbo, {@code predicted_seconds}, {@code
+   * largest_step_seconds}, {@code largest_step_loop}), as priced when submitted.
    */
   static ObjectNode video(Job job) {
     if (job.storedView() != null) {
@@ -103,6 +109,10 @@ final class ApiJson {
     }
     error(o, job);
     o.set("timings", timings(job, completed));
+    RequestHandle handle = job.handle();
+    if (handle != null && handle.price() != null) {
+      o.set("cost", cost(handle.price(), handle.costClass()));
+    }
     return o;
   }
 
@@ -182,6 +192,38 @@ final class ApiJson {
             o.put(k, v.doubleValue());
           }
         });
+    return o;
+  }
+
+  static ObjectNode cost(RequestPrice price, CostClass costClass) {
+    ObjectNode o = Json.MAPPER.createObjectNode();
+    o.put("class", costClass.wire());
+    o.put("predicted_seconds", price.requestSeconds());
+    o.put("largest_step_seconds", price.largestStepSeconds());
+    o.put("largest_step_loop", price.largestStepLoop());
+    return o;
+  }
+
+  /**
+   * OpenAI's deleted object, and how the deletion lands: {@code status} "deleted" (a finished job,
+   * gone), "cancelled" (it stops before its next step) or "cancel_requested" (a step of it is in
+   * flight; it stops when that indivisible step ends, predicted within {@code
+   * cancel_within_seconds}, the step named in {@code step_in_flight}).
+   */
+  static ObjectNode deleted(String id, String status, StepInFlight inFlight) {
+    ObjectNode o = Json.MAPPER.createObjectNode();
+    o.put("id", id);
+    o.put("object", "video.deleted");
+    o.put("deleted", true);
+    o.put("status", status);
+    if (inFlight != null) {
+      o.put("cancel_within_seconds", inFlight.remainingSeconds(Instant.now()));
+      ObjectNode step = o.putObject("step_in_flight");
+      step.put("loop", inFlight.loopId());
+      step.put("step", inFlight.stepIndex() + 1);
+      step.put("started_at", inFlight.startedAt().toEpochMilli() / 1e3);
+      step.put("predicted_seconds", inFlight.predictedSeconds());
+    }
     return o;
   }
 

@@ -4,6 +4,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.extend.ResolvedAdapter;
 import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.core.runtime.RequestHandle;
+import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.server.store.JobRow;
 import java.time.Duration;
 import java.time.Instant;
@@ -11,6 +12,7 @@ import java.util.Collections;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 import java.util.concurrent.SubmissionPublisher;
@@ -141,6 +143,11 @@ final class Job {
     cancelRequested = true;
     handle.cancel();
     return true;
+  }
+
+  /** The step it is running now (a live job's, while its call runs). */
+  Optional<StepInFlight> stepInFlight() {
+    return handle == null ? Optional.empty() : handle.stepInFlight();
   }
 
   /** Whether a client asked to cancel it (a drain's cancellation is the server's, not this). */

@@ -14,6 +14,7 @@ import dev.stepweave.core.request.ModalPart;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.AdmissionRejectedException;
+import dev.stepweave.core.runtime.CostLimitExceededException;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.ProgramCheckpoint;
@@ -148,6 +149,16 @@ final class Jobs implements AutoCloseable {
   /** Writes to the job store that failed (the job went on; its row may be stale). */
   long storeFailures() {
     return storeFailures.get();
+  }
+
+  /** This replica's name in the store. */
+  String replicaId() {
+    return storeConfig.replicaId();
+  }
+
+  /** Whether a drain has begun. */
+  boolean draining() {
+    return draining;
   }
 
   boolean accepting() {
@@ -775,6 +786,10 @@ final class Jobs implements AutoCloseable {
     } catch (RecipeRefusedException e) {
       released.run();
       throw new ApiException(400, "invalid_request_error", null, "recipe_refused", e.getMessage());
+    } catch (CostLimitExceededException e) {
+      released.run();
+      throw new ApiException(
+          400, "invalid_request_error", null, "exceeds_cost_limit", e.getMessage());
     } catch (AdmissionRejectedException e) {
       released.run();
       throw new ApiException(400, "invalid_request_error", null, "exceeds_capacity", firstLine(e));

@@ -41,6 +41,7 @@ final class Routes {
           api("/ready", "GET"),
           api("/metrics", "GET"),
           api("/admin/drain", "POST"),
+          api("/v1/deployment", "GET"),
           api("/v1/models", "GET"),
           api("/v1/models/{model}", "GET"),
           api("/v1/videos", "GET", "POST"),

@@ -52,8 +52,32 @@ final class Harness implements AutoCloseable {
       Extensions extensions,
       PatternModel model)
       throws IOException {
+    this(artifacts, config, http, store, extensions, model, EngineConfig.defaults());
+  }
+
+  /** A server over a pattern model whose engine runs with {@code engineConfig}. */
+  Harness(Path artifacts, PatternModel model, EngineConfig engineConfig) throws IOException {
+    this(
+        artifacts,
+        ServerConfig.defaults(),
+        HttpConfig.defaults(),
+        StoreConfig.defaults(),
+        Extensions.NONE,
+        model,
+        engineConfig);
+  }
+
+  private Harness(
+      Path artifacts,
+      ServerConfig config,
+      HttpConfig http,
+      StoreConfig store,
+      Extensions extensions,
+      PatternModel model,
+      EngineConfig engineConfig)
+      throws IOException {
     this.model = model;
-    engine = new Engine(model, EngineConfig.defaults(), extensions);
+    engine = new Engine(model, engineConfig, extensions);
     server =
         StepweaveServer.start(
             "127.0.0.1", 0, engine, config.withArtifactDir(artifacts), http, store);

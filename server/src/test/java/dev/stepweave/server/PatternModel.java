@@ -31,6 +31,7 @@ import dev.stepweave.core.loop.SerializedState;
 import dev.stepweave.core.loop.ShapeSignature;
 import dev.stepweave.core.loop.Step;
 import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.WorkEstimate;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.AppliedAdapter;
 import dev.stepweave.core.request.Artifact;
@@ -247,7 +248,9 @@ final class PatternModel implements ModelInstance {
           instanceId(),
           kind,
           ShapeSignature.of(id, 1),
-          ResourceRequest.NONE,
+          kind == WorkKind.DIFFUSION_STEP
+              ? new ResourceRequest(stepMillis(s.request().params()), 0, 0, 0)
+              : ResourceRequest.NONE,
           s.scope(),
           s.done(),
           () -> StepResult.of(kind == WorkKind.DIFFUSION_STEP ? mix(s) : paint(s)));
@@ -330,9 +333,24 @@ final class PatternModel implements ModelInstance {
 
   private static Tensor mix(State s) {
     String prompt = s.request().prompt();
-    if (prompt.contains("slow") || prompt.contains("paced")) {
+    if (s.done() > 0 && FAULT_ONCE.remove(prompt)) {
+      throw new dev.stepweave.core.runtime.PoolFatalException("injected device loss");
+    }
+    StepGate gate = GATES.get(prompt);
+    if (gate != null) {
+      gate.entered.release();
       try {
-        Thread.sleep(prompt.contains("paced") ? PACED_STEP_MS : SLOW_STEP_MS);
+        gate.open.await();
+      } catch (InterruptedException e) {
+        Thread.currentThread().interrupt();
+      }
+    }
+    if (prompt.contains("slow") || prompt.contains("paced") || prompt.contains("heavy")) {
+      try {
+        Thread.sleep(
+            prompt.contains("heavy")
+                ? (long) stepMillis(s.request().params())
+                : prompt.contains("paced") ? PACED_STEP_MS : SLOW_STEP_MS);
       } catch (InterruptedException e) {
         Thread.currentThread().interrupt();
       }
@@ -344,6 +362,60 @@ final class PatternModel implements ModelInstance {
     float v = (s.value() * 3.1f + 0.37f + s.done() * 0.01f + adapted) % 1f;
     v = v < 0 ? v + 1 : v;
     return Tensor.of(new float[] {v}, 1);
+  }
+
+  /**
+   * Holds every denoise step of the requests with this prompt until {@link StepGate#open} counts
+   * down; {@link StepGate#entered} gets a permit as each step starts (a test then knows a step is
+   * in flight).
+   */
+  record StepGate(
+      java.util.concurrent.Semaphore entered, java.util.concurrent.CountDownLatch open) {
+    StepGate() {
+      this(new java.util.concurrent.Semaphore(0), new java.util.concurrent.CountDownLatch(1));
+    }
+  }
+
+  private static final Map<String, StepGate> GATES = new java.util.concurrent.ConcurrentHashMap<>();
+
+  private static final Set<String> FAULT_ONCE = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+  /**
+   * The second denoise step of the next request with {@code prompt} (a prompt no other test uses)
+   * throws a pool-fatal fault, once.
+   */
+  static void poolFaultOnce(String prompt) {
+    FAULT_ONCE.add(prompt);
+  }
+
+  /** A gate on the denoise steps of {@code prompt} (a prompt no other test uses). */
+  static StepGate gate(String prompt) {
+    StepGate g = new StepGate();
+    GATES.put(prompt, g);
+    return g;
+  }
+
+  /**
+   * The predicted device time of one denoise step: a millisecond per 1024 pixels of all frames
+   * (256×256×9: 576 ms). A prompt containing "heavy" makes each denoise step take that long.
+   */
+  static double stepMillis(dev.stepweave.core.request.DiffusionParams p) {
+    return (double) p.width() * p.height() * p.frames() / 1024;
+  }
+
+  /** Its denoise steps at {@link #stepMillis}, and one decode step of a tenth of that. */
+  @Override
+  public WorkEstimate workEstimate(Request r) {
+    double step = stepMillis(r.params());
+    return new WorkEstimate(
+        List.of(
+            new WorkEstimate.Phase(
+                "denoise",
+                WorkKind.DIFFUSION_STEP,
+                r.params().steps(),
+                new ResourceRequest(step, 0, 0, 0)),
+            new WorkEstimate.Phase(
+                "decode", WorkKind.VAE_TILE, 1, new ResourceRequest(step / 10, 0, 0, 0))));
   }
 
   private static Tensor paint(State s) {
@@ -436,10 +508,13 @@ final class PatternModel implements ModelInstance {
     return card;
   }
 
+  /** The CPU's, for what the engine asks of a backend (its steps compute nothing on it). */
   @Override
   public Backend backend() {
-    throw new UnsupportedOperationException("no backend");
+    return BACKEND;
   }
+
+  private static final Backend BACKEND = new dev.stepweave.tensor.cpu.CpuBackend();
 
   @Override
   public String samplerFor(Request request) {

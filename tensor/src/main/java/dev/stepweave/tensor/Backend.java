@@ -450,6 +450,16 @@ public interface Backend {
         || isFiniteOnHost(t.device().kind() == Device.Kind.CPU ? t : download(t));
   }
 
+  /**
+   * What {@code failure}, thrown by one of this backend's calls, means for the pool: a device
+   * backend knows which of its errors leave the context unusable and which are out-of-memory. The
+   * default (the CPU) knows no device state: every failure is the request's own.
+   */
+  default Fault classify(RuntimeException failure) {
+    return new Fault.RequestFatal(
+        failure.getMessage() == null ? failure.getClass().getSimpleName() : failure.getMessage());
+  }
+
   /** {@link #isFinite} of a CPU tensor, which needs no backend. */
   static boolean isFiniteOnHost(Tensor host) {
     if (host.dtype().isFloating()) {

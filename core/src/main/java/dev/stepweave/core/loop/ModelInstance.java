@@ -67,6 +67,15 @@ public interface ModelInstance {
   }
 
   /**
+   * The request's loops, each with its step count and one step's needs, for pricing the whole
+   * request at admission (its predicted device time and its largest indivisible step). The default,
+   * {@link WorkEstimate#NONE}, prices the request as one step of its {@link #footprint}.
+   */
+  default WorkEstimate workEstimate(dev.stepweave.core.request.Request request) {
+    return WorkEstimate.NONE;
+  }
+
+  /**
    * How this instance is spread over devices ("single" for one device, else {@code axis=degree}
    * pairs: see {@link dev.stepweave.core.card.ParallelismContract}); the engine refuses an instance
    * whose plan its card's contract does not allow. Plans of instances with different parallel plans

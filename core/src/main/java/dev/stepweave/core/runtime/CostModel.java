@@ -9,8 +9,10 @@ import dev.stepweave.tensor.Precision;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 
 /**
  * Predicts device-ms per (card, work kind, shape, precision, batch size). Before a key has been
@@ -35,10 +37,31 @@ public final class CostModel implements Profiler.Calibration {
    */
   public record Entry(Key key, double staticMillis, double predictedMillis, long samples) {}
 
-  /** The model as data. */
-  public record Snapshot(double flopsPerMilli, double bytesPerMilli, List<Entry> entries) {
+  /**
+   * How far measurements of one (card, kind, precision) sit from their static estimates, over all
+   * its measured shapes and batch sizes: predicted device-ms over static device-ms, each key
+   * weighted by its static figure.
+   *
+   * @param factor measured over static (1: the roofline was right; above: slower than predicted)
+   * @param keys measured keys it sums over
+   * @param samples measurements folded into them
+   */
+  public record Calibration(
+      String modelId, WorkKind kind, Precision precision, double factor, int keys, long samples) {}
+
+  /**
+   * The model as data.
+   *
+   * @param calibrations one per measured (card, kind, precision); empty before any call ran
+   */
+  public record Snapshot(
+      double flopsPerMilli,
+      double bytesPerMilli,
+      List<Entry> entries,
+      List<Calibration> calibrations) {
     public Snapshot {
       entries = List.copyOf(entries);
+      calibrations = List.copyOf(calibrations);
     }
   }
 
@@ -94,7 +117,47 @@ public final class CostModel implements Profiler.Calibration {
         elapsed.toNanos() / 1e6);
   }
 
+  /**
+   * The calibration of one (card, kind, precision), if any key of it was measured with a non-zero
+   * static estimate. It carries a measured ratio to shapes not measured yet: how a jumbo request is
+   * priced before it ever ran.
+   */
+  public synchronized Optional<Calibration> calibration(
+      String modelId, WorkKind kind, Precision precision) {
+    double predicted = 0;
+    double statik = 0;
+    int keys = 0;
+    long samples = 0;
+    for (Entry e : entries.values()) {
+      Key k = e.key();
+      if (k.modelId().equals(modelId)
+          && k.kind() == kind
+          && k.precision() == precision
+          && e.staticMillis() > 0) {
+        predicted += e.predictedMillis();
+        statik += e.staticMillis();
+        keys++;
+        samples += e.samples();
+      }
+    }
+    return keys == 0
+        ? Optional.empty()
+        : Optional.of(new Calibration(modelId, kind, precision, predicted / statik, keys, samples));
+  }
+
   public synchronized Snapshot snapshot() {
-    return new Snapshot(flopsPerMilli, bytesPerMilli, new ArrayList<>(entries.values()));
+    Map<List<Object>, Calibration> calibrations = new LinkedHashMap<>();
+    for (Entry e : entries.values()) {
+      Key k = e.key();
+      calibrations.computeIfAbsent(
+          List.of(k.modelId(), k.kind(), k.precision()),
+          x -> calibration(k.modelId(), k.kind(), k.precision()).orElse(null));
+    }
+    calibrations.values().removeIf(java.util.Objects::isNull);
+    return new Snapshot(
+        flopsPerMilli,
+        bytesPerMilli,
+        new ArrayList<>(entries.values()),
+        new ArrayList<>(calibrations.values()));
   }
 }

@@ -80,6 +80,30 @@ public final class Engine implements AutoCloseable {
     return core.stats(!draining && !scheduler.closed());
   }
 
+  /** What a fleet router reads of this engine, now. */
+  public DeploymentCard deploymentCard() {
+    ModelInstance m = core.model();
+    EngineConfig c = core.config();
+    EngineStats s = stats();
+    return new DeploymentCard(
+        DeploymentCard.SCHEMA_VERSION,
+        m.card(),
+        m.instanceId(),
+        m.precision(),
+        m.backend().name(),
+        costModel(),
+        c.costLimits(),
+        new DeploymentCard.Budgets(c.maxRunning(), c.maxBatchSize(), c.memoryBudgetBytes()),
+        new DeploymentCard.Load(
+            s.queued(),
+            s.runningLoops(),
+            s.accepting(),
+            poolFaults(),
+            s.admitted(),
+            s.completed(),
+            s.failed()));
+  }
+
   /** Requests preempted so far, and pool faults recovered from. */
   public long preemptions() {
     return core.preemptions();

@@ -23,6 +23,8 @@ import java.util.Objects;
  *     ({@link RecoveryCheckpoints#DEFAULT}: whenever the copy costs at most 5 % of the work it
  *     protects)
  * @param recovery re-initialises the pool after a pool-fatal fault
+ * @param costLimits what one request may cost, priced at submit ({@link CostLimits#UNLIMITED} by
+ *     default; {@code stepweave serve} sets the device's)
  */
 public record EngineConfig(
     int maxRunning,
@@ -35,7 +37,8 @@ public record EngineConfig(
     double deviceBytesPerMilli,
     Preemption preemption,
     RecoveryCheckpoints recoveryCheckpoints,
-    PoolRecovery recovery) {
+    PoolRecovery recovery,
+    CostLimits costLimits) {
 
   /** What becomes of a running request displaced by a higher-priority one. */
   public enum Preemption {
@@ -62,12 +65,13 @@ public record EngineConfig(
     }
     Objects.requireNonNull(preemption, "preemption");
     Objects.requireNonNull(recovery, "recovery");
+    Objects.requireNonNull(costLimits, "costLimits");
   }
 
   /**
    * Eight requests, batches of up to eight units and 10 s, no memory or compute limit (set them for
    * the device), a CPU-class device (100 GFLOP/s, 10 GB/s), no preemption, recovery checkpoints on,
-   * and a pool that needs nothing to re-initialise.
+   * a pool that needs nothing to re-initialise, and no cost limits.
    */
   public static EngineConfig defaults() {
     return builder().build();
@@ -96,6 +100,7 @@ public record EngineConfig(
     private Preemption preemption = Preemption.NONE;
     private RecoveryCheckpoints recoveryCheckpoints = RecoveryCheckpoints.DEFAULT;
     private PoolRecovery recovery = PoolRecovery.SAME_INSTANCE;
+    private CostLimits costLimits = CostLimits.UNLIMITED;
 
     private Builder() {}
 
@@ -111,6 +116,7 @@ public record EngineConfig(
       preemption = c.preemption;
       recoveryCheckpoints = c.recoveryCheckpoints;
       recovery = c.recovery;
+      costLimits = c.costLimits;
     }
 
     public Builder maxRunning(int n) {
@@ -168,6 +174,11 @@ public record EngineConfig(
       return this;
     }
 
+    public Builder costLimits(CostLimits limits) {
+      costLimits = limits;
+      return this;
+    }
+
     public EngineConfig build() {
       return new EngineConfig(
           maxRunning,
@@ -180,7 +191,8 @@ public record EngineConfig(
           deviceBytesPerMilli,
           preemption,
           recoveryCheckpoints,
-          recovery);
+          recovery,
+          costLimits);
     }
   }
 }

@@ -40,12 +40,16 @@ final class EngineCore {
   private final CostModel cost;
   private final Profiler profiler;
   private final RequestScheduler<ProgramRun> queue = new RequestScheduler<>();
+  // The jumbo class's own queue: admitted one at a time, only while no latency-class work waits
+  // or runs (CostClass).
+  private final RequestScheduler<ProgramRun> jumboQueue = new RequestScheduler<>();
   private final AdmissionController admission;
   private final Intake intake;
   private final Preemptor preemptor;
   private final FaultRecovery recovery;
   private final LoopScheduler loops = new LoopScheduler();
   private final BatchScheduler batcher;
+  private final BatchExecutor executor = new BatchExecutor(e -> backend().classify(e));
   private final EngineMetrics metrics = new EngineMetrics();
   private final WeightSync weightSync = new WeightSync();
   // Guards the move of a run from the queue to the loops, so that a waiter never sees it in
@@ -68,7 +72,7 @@ final class EngineCore {
     this.cost = new CostModel(config.deviceFlopsPerMilli(), config.deviceBytesPerMilli());
     this.profiler = new Profiler(cost);
     this.admission = new AdmissionController(config);
-    this.intake = new Intake(extensions, cost, admission);
+    this.intake = new Intake(extensions, cost, admission, config.costLimits());
     this.preemptor = new Preemptor(config.preemption(), admission);
     this.recovery = new FaultRecovery(config.recovery());
     this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
@@ -95,7 +99,7 @@ final class EngineCore {
   }
 
   EngineStats stats(boolean accepting) {
-    return metrics.stats(queue.size(), running, accepting && !recovery.recovering());
+    return metrics.stats(queued(), running, accepting && !recovery.recovering());
   }
 
   long preemptions() {
@@ -140,7 +144,8 @@ final class EngineCore {
         RequestHandle handle = handles.get(i);
         handle.emit(new RequestEvent.Queued(requests.get(i).id()));
         active.add(handle);
-        runs.get(i).queuedAs(queue.offer(runs.get(i), options.priority(), options.deadline()));
+        ProgramRun run = runs.get(i);
+        run.queuedAs(queueOf(run).offer(run, options.priority(), options.deadline()));
       }
       lock.notifyAll();
     }
@@ -174,10 +179,7 @@ final class EngineCore {
   /** Waits until there is something to tick or {@code stop} holds; false when it stops. */
   boolean awaitWork(BooleanSupplier stop) throws InterruptedException {
     synchronized (lock) {
-      while (!stop.getAsBoolean()
-          && queue.size() == 0
-          && loops.isEmpty()
-          && !weightSync.waiting()) {
+      while (!stop.getAsBoolean() && queued() == 0 && loops.isEmpty() && !weightSync.waiting()) {
         lock.wait();
       }
       return !stop.getAsBoolean();
@@ -192,7 +194,7 @@ final class EngineCore {
    */
   boolean awaitIdle(long deadlineNanos) throws InterruptedException {
     synchronized (lock) {
-      while (queue.size() > 0 || running > 0) {
+      while (queued() > 0 || running > 0) {
         long wait = deadlineNanos == Long.MAX_VALUE ? 0 : deadlineNanos - System.nanoTime();
         if (deadlineNanos != Long.MAX_VALUE && wait <= 0) {
           return false;
@@ -209,7 +211,17 @@ final class EngineCore {
       weightSync.applyAll(model); // between ticks, nothing running: no step sees two versions
     }
     admit();
-    List<LoopScheduler.Turn> turns = loops.collect(model, clock.instant());
+    // Jumbo work never shares a tick with latency-class work: it sits out while any runs.
+    boolean latencyRunning =
+        loops.running().stream().anyMatch(r -> r.handle.costClass() == CostClass.LATENCY);
+    List<LoopScheduler.Turn> turns =
+        loops.collect(
+            model,
+            clock.instant(),
+            r ->
+                latencyRunning
+                    && r.handle.costClass() == CostClass.JUMBO
+                    && !r.handle.cancelScope().isCancelled());
     List<ProgramRun> runs = new ArrayList<>();
     List<WorkPlan> plans = new ArrayList<>();
     for (LoopScheduler.Turn turn : turns) {
@@ -235,16 +247,18 @@ final class EngineCore {
       List<WorkPlan> members = batch.members().stream().map(plans::get).toList();
       long t0 = System.nanoTime();
       List<BatchExecutor.Outcome> outcomes;
+      List<RequestHandle> stepping = stepping(batch, members, runs);
       try {
-        outcomes = BatchExecutor.run(members);
+        outcomes = executor.run(members);
         if (onDevice(outcomes)) {
-          // A device runs the call asynchronously: its time is known once the device is done.
-          model.backend().synchronize();
+          outcomes = synchronize(outcomes);
         }
       } catch (PoolFatalException | Error e) {
         model = recovery.recover(model, e, loops.running(), this::fail);
         publishRunning();
         return;
+      } finally {
+        stepping.forEach(h -> h.stepping(null));
       }
       long nanos = System.nanoTime() - t0;
       record(batch, members, pool, nanos);
@@ -279,6 +293,38 @@ final class EngineCore {
     Duration elapsed = Duration.ofNanos(nanos);
     profiler.afterCall(call, elapsed);
     extensions.afterCall(call, elapsed);
+  }
+
+  /**
+   * Waits for the device (it runs a call asynchronously: its time is known once it is done, and its
+   * errors surface here). A pool-fatal error propagates; any other fails the whole call.
+   */
+  private List<BatchExecutor.Outcome> synchronize(List<BatchExecutor.Outcome> outcomes) {
+    try {
+      model.backend().synchronize();
+      return outcomes;
+    } catch (RuntimeException e) {
+      if (executor.faultOf(e) instanceof dev.stepweave.tensor.Fault.PoolFatal p) {
+        throw e instanceof PoolFatalException pf ? pf : new PoolFatalException(p.reason(), e);
+      }
+      return outcomes.stream().<BatchExecutor.Outcome>map(o -> new BatchExecutor.Fault(e)).toList();
+    }
+  }
+
+  /** Tells each member's handle which step it is in, for a cancel to say when it lands. */
+  private List<RequestHandle> stepping(
+      BatchScheduler.Batch batch, List<WorkPlan> members, List<ProgramRun> runs) {
+    Instant now = clock.instant();
+    List<RequestHandle> handles = new ArrayList<>(members.size());
+    for (int i = 0; i < members.size(); i++) {
+      RequestHandle h = runs.get(batch.members().get(i)).handle;
+      WorkPlan p = members.get(i);
+      // The longer of the call's calibrated prediction and the unit's static one: a bound.
+      double predicted = Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
+      h.stepping(new StepInFlight(p.loopId(), p.stepIndex(), now, predicted / 1e3));
+      handles.add(h);
+    }
+    return handles;
   }
 
   private static BatchExecutor.Outcome withElapsed(BatchExecutor.Outcome o, Duration share) {
@@ -348,17 +394,36 @@ final class EngineCore {
     return model.backend();
   }
 
-  /** Admits queued requests in order while they fit; the first that does not fit waits. */
+  /**
+   * Admits latency-class requests in order while they fit (the first that does not fit waits);
+   * then, only while no latency-class request waits or runs and no jumbo request runs, the first
+   * jumbo request.
+   */
   private void admit() {
+    admitFrom(queue, Integer.MAX_VALUE, true);
+    boolean latencyIdle =
+        queue.size() == 0
+            && loops.running().stream().noneMatch(r -> r.handle.costClass() == CostClass.LATENCY);
+    boolean jumboRunning =
+        loops.running().stream().anyMatch(r -> r.handle.costClass() == CostClass.JUMBO);
+    admitFrom(jumboQueue, latencyIdle && !jumboRunning ? 1 : 0, false);
+  }
+
+  /**
+   * Drops cancelled and overdue entries of {@code q}, and admits up to {@code slots} of the rest in
+   * order, stopping at the first that does not fit (a later, smaller request never overtakes a
+   * waiting one).
+   */
+  private void admitFrom(RequestScheduler<ProgramRun> q, int slots, boolean mayPreempt) {
     Instant now = clock.instant();
     List<RequestScheduler.Entry<ProgramRun>> waiting;
     synchronized (lock) {
-      waiting = queue.ordered(); // a group queued together is seen together (submitAll)
+      waiting = q.ordered(); // a group queued together is seen together (submitAll)
     }
     for (RequestScheduler.Entry<ProgramRun> e : waiting) {
       ProgramRun run = e.item();
       if (run.handle.cancelScope().isCancelled()) {
-        queue.remove(e);
+        q.remove(e);
         end(run);
         metrics.cancelled.incrementAndGet();
         run.handle.emit(
@@ -367,18 +432,23 @@ final class EngineCore {
         continue;
       }
       if (e.deadline() != null && now.isAfter(e.deadline())) {
-        queue.remove(e);
+        q.remove(e);
         fail(run, new DeadlineExceededException(e.deadline(), "while queued"));
+        continue;
+      }
+      if (slots == 0) {
         continue;
       }
       if (recovery.recovering()
           || weightSync.waiting()
           || !(admission.tryReserve(run.reservation)
-              || preemptor.makeRoom(e, loops, queue, this::backend))) {
-        return; // strict order: a later, smaller request never overtakes a waiting one
+              || (mayPreempt && preemptor.makeRoom(e, loops, this::queueOf, this::backend)))) {
+        slots = 0; // strict order: the rest wait behind it
+        continue;
       }
+      slots--;
       synchronized (lock) {
-        queue.remove(e);
+        q.remove(e);
         loops.add(run);
         running = loops.size();
       }
@@ -387,6 +457,15 @@ final class EngineCore {
         run.handle.emit(new RequestEvent.Started(run.id(), model.card().modelId()));
       }
     }
+  }
+
+  private RequestScheduler<ProgramRun> queueOf(ProgramRun run) {
+    return run.handle.costClass() == CostClass.JUMBO ? jumboQueue : queue;
+  }
+
+  /** Requests waiting in either class. */
+  private int queued() {
+    return queue.size() + jumboQueue.size();
   }
 
   private void complete(ProgramRun run) {
@@ -437,9 +516,11 @@ final class EngineCore {
   void stopAll(Throwable why) {
     weightSync.failAll(why);
     synchronized (lock) {
-      for (RequestScheduler.Entry<ProgramRun> e : queue.ordered()) {
-        queue.remove(e);
-        fail(e.item(), why);
+      for (RequestScheduler<ProgramRun> q : List.of(queue, jumboQueue)) {
+        for (RequestScheduler.Entry<ProgramRun> e : q.ordered()) {
+          q.remove(e);
+          fail(e.item(), why);
+        }
       }
     }
     for (ProgramRun run : loops.running()) {

@@ -14,18 +14,24 @@ import java.util.List;
 
 /**
  * What a request must pass before it queues: its own validation, the model's, the deployment's
- * plugins, the card's recipe, and a reservation that could fit this pool at all. Priced by the
- * static cost model (a forecast never licenses optimism). Thread-safe: it only reads.
+ * plugins, the card's recipe, a reservation that could fit this pool at all, and a price within the
+ * {@link CostLimits} (or the jumbo class). Reservations are priced by the static cost model, a
+ * request's price by {@link Pricing} (a forecast never licenses optimism). Thread-safe: it only
+ * reads.
  */
 final class Intake {
   private final Extensions extensions;
   private final CostModel cost;
   private final AdmissionController admission;
+  private final Pricing pricing;
+  private final CostLimits limits;
 
-  Intake(Extensions extensions, CostModel cost, AdmissionController admission) {
+  Intake(Extensions extensions, CostModel cost, AdmissionController admission, CostLimits limits) {
     this.extensions = extensions;
     this.cost = cost;
     this.admission = admission;
+    this.pricing = new Pricing(cost);
+    this.limits = limits;
   }
 
   /**
@@ -34,6 +40,8 @@ final class Intake {
    * @throws dev.stepweave.core.request.InvalidRequestException for a request no model can run
    * @throws dev.stepweave.core.card.RecipeRefusedException when the recipe refuses its settings
    * @throws AdmissionRejectedException when it could never fit this pool's budgets
+   * @throws CostLimitExceededException when its price is over the cost limits and no jumbo class
+   *     takes it
    */
   ProgramRun accept(
       ModelInstance m,
@@ -70,6 +78,15 @@ final class Intake {
       throw new AdmissionRejectedException(
           "request " + request.id() + " can never run on this pool: it " + never);
     }
+    RequestPrice price = pricing.price(m, request, footprint);
+    CostClass costClass = CostClass.LATENCY;
+    if (limits.exceededBy(price)) {
+      if (!limits.jumboClass()) {
+        throw new CostLimitExceededException(request.id(), price, limits);
+      }
+      costClass = CostClass.JUMBO;
+    }
+    handle.priced(price, costClass);
     return new ProgramRun(
         request, handle, program, overrides, options, reservation, from, extensions, adapters);
   }

@@ -6,6 +6,7 @@ import dev.stepweave.core.request.CancelledException;
 import java.time.Instant;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.function.Predicate;
 
 /**
  * Drives the loops of the admitted requests a step at a time: every tick, each running request, in
@@ -50,11 +51,16 @@ final class LoopScheduler {
     return running.isEmpty();
   }
 
-  /** Each running request's turn this tick, in admission order. */
-  List<Turn> collect(ModelInstance model, Instant now) {
+  /**
+   * Each running request's turn this tick, in admission order, but for those {@code sitsOut} holds
+   * for (they are not asked, so they neither step nor stop this tick).
+   */
+  List<Turn> collect(ModelInstance model, Instant now, Predicate<ProgramRun> sitsOut) {
     List<Turn> turns = new ArrayList<>(running.size());
     for (ProgramRun run : running) {
-      turns.add(turn(run, model, now));
+      if (!sitsOut.test(run)) {
+        turns.add(turn(run, model, now));
+      }
     }
     return turns;
   }

@@ -34,7 +34,7 @@ final class Preemptor {
   boolean makeRoom(
       RequestScheduler.Entry<ProgramRun> waiting,
       LoopScheduler loops,
-      RequestScheduler<ProgramRun> queue,
+      java.util.function.Function<ProgramRun, RequestScheduler<ProgramRun>> queueOf,
       Supplier<Backend> backend) {
     if (policy != EngineConfig.Preemption.SERIALIZE_TO_HOST) {
       return false;
@@ -61,7 +61,7 @@ final class Preemptor {
       v.suspend(backend);
       loops.remove(v);
       admission.release(v.id());
-      queue.requeue(v.entry());
+      queueOf.apply(v).requeue(v.entry());
       preempted.incrementAndGet();
     }
     return admission.tryReserve(needed);

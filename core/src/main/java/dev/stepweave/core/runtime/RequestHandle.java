@@ -3,6 +3,7 @@ package dev.stepweave.core.runtime;
 import dev.stepweave.core.loop.CancelScope;
 import dev.stepweave.core.request.RequestEvent;
 import java.util.List;
+import java.util.Optional;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Flow;
 
@@ -15,6 +16,9 @@ public final class RequestHandle {
   private final EventStream<RequestEvent> events = new EventStream<>();
   private final CompletableFuture<GenerationResult> result = new CompletableFuture<>();
   private final CancelScope cancelScope;
+  private volatile RequestPrice price;
+  private volatile CostClass costClass = CostClass.LATENCY;
+  private volatile StepInFlight stepInFlight;
 
   RequestHandle(String requestId) {
     this.requestId = requestId;
@@ -49,6 +53,33 @@ public final class RequestHandle {
   /** Asks to stop at the next step boundary; false if already asked or finished. */
   public boolean cancel() {
     return !result.isDone() && cancelScope.cancel();
+  }
+
+  /** Its predicted cost, from the cost model at submit (null until priced). */
+  public RequestPrice price() {
+    return price;
+  }
+
+  /** The class it runs in (latency unless its price put it in the jumbo class). */
+  public CostClass costClass() {
+    return costClass;
+  }
+
+  /**
+   * The step it is running now, if a call of its is in progress: a cancellation then lands when
+   * that step ends (a step is indivisible).
+   */
+  public Optional<StepInFlight> stepInFlight() {
+    return Optional.ofNullable(stepInFlight);
+  }
+
+  void priced(RequestPrice p, CostClass c) {
+    price = p;
+    costClass = c;
+  }
+
+  void stepping(StepInFlight step) {
+    stepInFlight = step;
   }
 
   CancelScope cancelScope() {

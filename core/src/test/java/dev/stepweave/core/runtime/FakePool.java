@@ -36,9 +36,10 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * A pool with no model for scheduler tests. Its two loops ("denoise", "decode") each run {@code
  * steps} batchable steps {@code v ← 2v + i}, so a result shows exactly which steps ran. A request
- * reserves {@code width × 1000} bytes and {@code 2·steps} ms of compute (each step is {@code 1e8}
- * FLOPs, 1 ms at the default device rate); plans of equal width batch together. Faults are injected
- * per prompt: NaN output, an exception in the step body, or a pool-fatal fault.
+ * reserves {@code width × 1000} bytes and {@code 2·steps} ms of compute at width 256 (each step is
+ * {@code 1e8 · width / 256} FLOPs, 1 ms at width 256 and the default device rate); plans of equal
+ * width batch together. Faults are injected per prompt: NaN output, an exception in the step body,
+ * or a pool-fatal fault.
  */
 final class FakePool extends WeightlessModel {
   /** A step this pool ran: whose, which loop, which step, in how large a batch. */
@@ -61,6 +62,24 @@ final class FakePool extends WeightlessModel {
 
   FakePool(String instanceId) {
     super(instanceId, ModelCardTestCards.card(RecipeSpec.base()));
+  }
+
+  /** A step's FLOPs: 1e8 at width 256 (1 ms at the default rate), in proportion to the width. */
+  static double flopsOf(int width) {
+    return 1e8 * width / 256;
+  }
+
+  /** Each loop's steps at the FLOPs its plans state. */
+  @Override
+  public dev.stepweave.core.loop.WorkEstimate workEstimate(Request r) {
+    int width = r.params().width();
+    ResourceRequest step = new ResourceRequest(0, memoryOf(width), 0, 0, flopsOf(width), 0);
+    return new dev.stepweave.core.loop.WorkEstimate(
+        List.of(
+            new dev.stepweave.core.loop.WorkEstimate.Phase(
+                "denoise", WorkKind.DIFFUSION_STEP, r.params().steps(), step),
+            new dev.stepweave.core.loop.WorkEstimate.Phase(
+                "decode", WorkKind.VAE_TILE, r.params().steps(), step)));
   }
 
   /** A t2v request whose result names it: {@code prompt}, {@code steps} per loop, {@code width}. */
@@ -172,7 +191,7 @@ final class FakePool extends WeightlessModel {
           instanceId(),
           id.equals("denoise") ? WorkKind.DIFFUSION_STEP : WorkKind.VAE_TILE,
           ShapeSignature.of("fake", s.width()),
-          new ResourceRequest(0, memoryOf(s.width()), 0, 0, 1e8, 0),
+          new ResourceRequest(0, memoryOf(s.width()), 0, 0, flopsOf(s.width()), 0),
           s.scope(),
           s.done(),
           new Call(FakePool.this, id, s));

@@ -25,7 +25,7 @@ class LoopSchedulerTest {
     loops.add(b);
     List<String> seen = new java.util.ArrayList<>();
     for (int tick = 0; tick < 5; tick++) {
-      for (LoopScheduler.Turn t : loops.collect(pool, Instant.now())) {
+      for (LoopScheduler.Turn t : loops.collect(pool, Instant.now(), r -> false)) {
         switch (t) {
           case LoopScheduler.Planned p -> {
             seen.add(p.run().request.prompt() + ":" + p.plan().loopId() + p.plan().stepIndex());
@@ -61,9 +61,10 @@ class LoopSchedulerTest {
         run("l", 3, RequestOptions.DEFAULT.withDeadline(Instant.now().plusSeconds(60)));
     loops.add(cancelled);
     loops.add(late);
-    loops.collect(pool, Instant.now()); // both plan their first step
+    loops.collect(pool, Instant.now(), r -> false); // both plan their first step
     cancelled.handle.cancel();
-    List<LoopScheduler.Turn> turns = loops.collect(pool, Instant.now().plusSeconds(120));
+    List<LoopScheduler.Turn> turns =
+        loops.collect(pool, Instant.now().plusSeconds(120), r -> false);
     assertInstanceOf(CancelledException.class, ((LoopScheduler.Stopped) turns.get(0)).why());
     assertInstanceOf(DeadlineExceededException.class, ((LoopScheduler.Stopped) turns.get(1)).why());
   }

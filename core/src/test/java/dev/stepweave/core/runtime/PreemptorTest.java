@@ -59,7 +59,7 @@ class PreemptorTest {
     ProgramRun high = queued("high", 5, 0);
     assertFalse(admission.tryReserve(high.reservation));
 
-    assertTrue(preemptor.makeRoom(high.entry(), loops, queue, pool::backend));
+    assertTrue(preemptor.makeRoom(high.entry(), loops, r -> queue, pool::backend));
 
     assertTrue(loops.isEmpty());
     assertEquals(List.of(high.id(), low.id()), queued());
@@ -81,7 +81,7 @@ class PreemptorTest {
     ProgramRun c = running(admission, "c", 1, 300);
     ProgramRun waiting = queued("w", 5, 300);
 
-    assertTrue(preemptor.makeRoom(waiting.entry(), loops, queue, pool::backend));
+    assertTrue(preemptor.makeRoom(waiting.entry(), loops, r -> queue, pool::backend));
 
     assertEquals(List.of(a, c), loops.running());
     assertEquals(List.of(waiting.id(), b.id()), queued());
@@ -96,10 +96,10 @@ class PreemptorTest {
     ProgramRun mid = running(admission, "mid", 3, 400);
     // Only low is below it, and its 400 bytes would leave 600 free: not enough.
     ProgramRun big = queued("big", 2, 900);
-    assertFalse(preemptor.makeRoom(big.entry(), loops, queue, pool::backend));
+    assertFalse(preemptor.makeRoom(big.entry(), loops, r -> queue, pool::backend));
     // An equal priority never preempts: low is not below it, mid is above it.
     ProgramRun peer = queued("peer", 0, 100);
-    assertFalse(preemptor.makeRoom(peer.entry(), loops, queue, pool::backend));
+    assertFalse(preemptor.makeRoom(peer.entry(), loops, r -> queue, pool::backend));
 
     assertEquals(List.of(low, mid), loops.running());
     assertEquals(List.of(big.id(), peer.id()), queued());
@@ -113,7 +113,7 @@ class PreemptorTest {
     ProgramRun low = running(admission, "low", 0, 0);
     ProgramRun high = queued("high", 5, 0);
 
-    assertFalse(off.makeRoom(high.entry(), loops, queue, pool::backend));
+    assertFalse(off.makeRoom(high.entry(), loops, r -> queue, pool::backend));
 
     assertEquals(List.of(low), loops.running());
     assertEquals(0, off.preempted());

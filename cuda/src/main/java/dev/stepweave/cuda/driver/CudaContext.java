@@ -183,6 +183,17 @@ public final class CudaContext implements AutoCloseable {
     }
   }
 
+  /**
+   * After a sticky error: destroys the primary context with everything allocated in it, without
+   * waiting for the stream (waiting would only fail again), so that the next {@link #open} of this
+   * device creates a fresh one.
+   */
+  public void resetAfterFault() {
+    call(
+        "cuDevicePrimaryCtxReset_v2",
+        () -> (int) Driver.cuDevicePrimaryCtxReset_v2.invokeExact(device));
+  }
+
   @Override
   public void close() {
     synchronize();

@@ -33,6 +33,8 @@ public final class Driver {
       Ffm.status(LIB, "cuDevicePrimaryCtxRetain", PTR, INT);
   static final MethodHandle cuDevicePrimaryCtxRelease_v2 =
       Ffm.status(LIB, "cuDevicePrimaryCtxRelease_v2", INT);
+  static final MethodHandle cuDevicePrimaryCtxReset_v2 =
+      Ffm.status(LIB, "cuDevicePrimaryCtxReset_v2", INT);
   static final MethodHandle cuCtxSetCurrent = Ffm.status(LIB, "cuCtxSetCurrent", LONG);
   static final MethodHandle cuCtxSynchronize = Ffm.status(LIB, "cuCtxSynchronize");
   static final MethodHandle cuGetErrorName = Ffm.status(LIB, "cuGetErrorName", INT, PTR);

@@ -3,11 +3,13 @@ package dev.stepweave.models.wan;
 import dev.stepweave.core.cache.EvictionPolicy;
 import dev.stepweave.core.cache.FeatureCache;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.AdapterInfo;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.WorkEstimate;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.clip.ClipImageProcessor;
 import dev.stepweave.models.clip.ClipVisionConfig;
@@ -602,54 +604,66 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    * The request's worst case over its program: the text embeddings (held to the end), the
    * image-to-video condition and image embeddings (held to the end of denoising), the denoise
    * state, the denoised latents and the decode state all resident at once; the largest peak
-   * activation of any step; and the FLOPs and bytes of every step.
+   * activation of any step; and the FLOPs and bytes of every step ({@link #workEstimate}).
    */
   @Override
   public ResourceRequest footprint(Request request) {
+    WorkEstimate estimate = workEstimate(request);
+    int[] latents = denoise.latentShape(request);
+    long resident = Tensor.numel(latents) * 4L; // the denoised latents handed to the decoder
+    long peak = 0;
+    double flops = 0;
+    double bytes = 0;
+    for (WorkEstimate.Phase p : estimate.phases()) {
+      ResourceRequest step = p.perStep();
+      // A phase's state is resident once however many steps it runs (text: once per branch).
+      resident += step.residentBytes() * (p.loopId().equals(WanCards.TEXT_ENCODE) ? p.steps() : 1);
+      peak = Math.max(peak, step.peakActivationBytes());
+      flops += step.flops() * p.steps();
+      bytes += step.bytesMoved() * p.steps();
+    }
+    return new ResourceRequest(0, resident, peak, 0, flops, bytes);
+  }
+
+  /**
+   * The request's loops in program order: text encoding once per guidance branch, the image
+   * encoders of image-to-video once, {@code steps} denoising steps (every branch in one call) and
+   * one decode step per latent frame.
+   */
+  @Override
+  public WorkEstimate workEstimate(Request request) {
     int branches = Guidance.needsUncond(request, routing) ? 2 : 1;
     int length = maxSequenceLength(request);
     int[] latents = denoise.latentShape(request);
-    int steps = request.params().steps();
-    List<ResourceRequest> once = new ArrayList<>(List.of(textEncode.resources(length)));
-    for (int b = 1; b < branches; b++) {
-      once.add(textEncode.resources(length));
-    }
+    List<WorkEstimate.Phase> phases = new ArrayList<>();
+    phases.add(
+        new WorkEstimate.Phase(
+            WanCards.TEXT_ENCODE, WorkKind.ENCODER_CHUNK, branches, textEncode.resources(length)));
     long conditionBytes = 0;
     int imageTokens = 0;
     if (loops.get(WanCards.IMAGE_ENCODE) instanceof ImageEncodeLoop image) {
       ResourceRequest encode = image.resources();
-      once.add(encode);
+      phases.add(new WorkEstimate.Phase(WanCards.IMAGE_ENCODE, WorkKind.ENCODER_CHUNK, 1, encode));
       conditionBytes += encode.residentBytes();
       imageTokens =
           1 + imageEncoder.config().patchesPerSide() * imageEncoder.config().patchesPerSide();
     }
     if (loops.get(WanCards.VAE_ENCODE) instanceof VaeEncodeLoop condition) {
-      ResourceRequest encode = condition.resources(request);
-      once.add(encode);
+      phases.add(
+          new WorkEstimate.Phase(
+              WanCards.VAE_ENCODE, WorkKind.VAE_TILE, 1, condition.resources(request)));
       conditionBytes += VaeEncodeLoop.conditionBytes(this, request);
     }
-    ResourceRequest step =
-        denoise.resources(latents, length, branches, conditionBytes, imageTokens);
-    ResourceRequest decode = vaeDecode.resources(latents);
-    long latentBytes = Tensor.numel(latents) * 4L;
-    long resident = step.residentBytes() + latentBytes + decode.residentBytes();
-    long peak = Math.max(step.peakActivationBytes(), decode.peakActivationBytes());
-    double flops = step.flops() * steps;
-    double bytes = step.bytesMoved() * steps;
-    for (ResourceRequest r : once) {
-      resident += r.residentBytes();
-      peak = Math.max(peak, r.peakActivationBytes());
-      flops += r.flops();
-      bytes += r.bytesMoved();
-    }
-    int decodeSteps = latents[2];
-    return new ResourceRequest(
-        0,
-        resident,
-        peak,
-        0,
-        flops + decode.flops() * decodeSteps,
-        bytes + decode.bytesMoved() * decodeSteps);
+    phases.add(
+        new WorkEstimate.Phase(
+            WanCards.DENOISE,
+            WorkKind.DIFFUSION_STEP,
+            request.params().steps(),
+            denoise.resources(latents, length, branches, conditionBytes, imageTokens)));
+    phases.add(
+        new WorkEstimate.Phase(
+            WanCards.VAE_DECODE, WorkKind.VAE_TILE, latents[2], vaeDecode.resources(latents)));
+    return new WorkEstimate(phases);
   }
 
   /** The sampler a request runs with. */

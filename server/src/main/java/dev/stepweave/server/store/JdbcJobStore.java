@@ -1,5 +1,6 @@
 package dev.stepweave.server.store;
 
+import com.zaxxer.hikari.HikariDataSource;
 import java.sql.Connection;
 import java.sql.PreparedStatement;
 import java.sql.ResultSet;
@@ -11,9 +12,12 @@ import java.util.List;
 import java.util.Optional;
 
 /**
- * The store over one JDBC connection (SQLite or PostgreSQL: the SQL is the same, see {@link
- * Dialect}). Calls are serialised on the connection; a server's store traffic is a few small rows
- * per job step, far below what one connection carries. Times are epoch milliseconds.
+ * The store over a HikariCP pool of JDBC connections (SQLite or PostgreSQL: the SQL is the same,
+ * see {@link Dialect}). Calls are serialised (a server's store traffic is a few small rows per job
+ * step, far below what one connection carries); each borrows a connection, which the pool checks
+ * before handing it out when it sat idle and replaces when it broke, so a database that restarts or
+ * drops a connection is reconnected to. A call whose connection is lost under it (SQLState class
+ * 08, or PostgreSQL's 57P01–57P03) is retried once on a fresh one. Times are epoch milliseconds.
  */
 final class JdbcJobStore implements JobStore {
   private static final String JOB_COLUMNS =
@@ -21,16 +25,16 @@ final class JdbcJobStore implements JobStore {
           + " completed_at, request, view";
   private static final String NEWEST_FIRST = " ORDER BY seq DESC, id DESC";
 
-  private final Connection connection;
+  private final HikariDataSource pool;
   private final String name;
   private final int version;
 
-  JdbcJobStore(Connection connection, Dialect dialect, String name, int targetVersion) {
-    this.connection = connection;
+  JdbcJobStore(HikariDataSource pool, Dialect dialect, String name, int targetVersion) {
+    this.pool = pool;
     this.name = name;
-    try {
-      dialect.prepare(connection);
-      this.version = Migrations.migrate(connection, dialect, targetVersion);
+    try (Connection c = pool.getConnection()) {
+      dialect.prepare(c);
+      this.version = Migrations.migrate(c, dialect, targetVersion);
     } catch (SQLException e) {
       close();
       throw new StoreException("cannot open the job store " + name + ": " + e.getMessage(), e);
@@ -46,7 +50,7 @@ final class JdbcJobStore implements JobStore {
   public synchronized void insert(JobRow job, JobInput input) {
     inTransaction(
         "insert job " + job.id(),
-        () -> {
+        connection -> {
           try (PreparedStatement p =
               connection.prepareStatement(
                   "INSERT INTO jobs (" + JOB_COLUMNS + ") VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)")) {
@@ -76,15 +80,15 @@ final class JdbcJobStore implements JobStore {
 
   @Override
   public synchronized void update(JobRow job) {
-    inTransaction("update job " + job.id(), () -> updateJob(job));
+    inTransaction("update job " + job.id(), connection -> updateJob(connection, job));
   }
 
   @Override
   public synchronized void complete(JobRow job, ArtifactRow a) {
     inTransaction(
         "complete job " + job.id(),
-        () -> {
-          updateJob(job);
+        connection -> {
+          updateJob(connection, job);
           try (PreparedStatement p =
               connection.prepareStatement(
                   "INSERT INTO artifacts (job_id, replica, file_name, bytes, sha256, created_at,"
@@ -106,7 +110,7 @@ final class JdbcJobStore implements JobStore {
         });
   }
 
-  private void updateJob(JobRow job) throws SQLException {
+  private static void updateJob(Connection connection, JobRow job) throws SQLException {
     try (PreparedStatement p =
         connection.prepareStatement(
             "UPDATE jobs SET status = ?, progress = ?, error_code = ?, error_message = ?,"
@@ -169,7 +173,7 @@ final class JdbcJobStore implements JobStore {
   public synchronized void delete(String jobId) {
     inTransaction(
         "delete job " + jobId,
-        () -> {
+        connection -> {
           for (String table : new String[] {"artifacts", "job_inputs"}) {
             try (PreparedStatement p =
                 connection.prepareStatement("DELETE FROM " + table + " WHERE job_id = ?")) {
@@ -208,7 +212,7 @@ final class JdbcJobStore implements JobStore {
   public synchronized void fetched(String jobId, Instant at) {
     inTransaction(
         "record a download of " + jobId,
-        () -> {
+        connection -> {
           try (PreparedStatement p =
               connection.prepareStatement(
                   "UPDATE artifacts SET last_fetched_at = ? WHERE job_id = ?")) {
@@ -223,7 +227,7 @@ final class JdbcJobStore implements JobStore {
   public synchronized void artifactGone(String jobId, ArtifactState state) {
     inTransaction(
         "mark the artifact of " + jobId + " " + state.column(),
-        () -> {
+        connection -> {
           try (PreparedStatement p =
               connection.prepareStatement("UPDATE artifacts SET state = ? WHERE job_id = ?")) {
             p.setString(1, state.column());
@@ -235,11 +239,7 @@ final class JdbcJobStore implements JobStore {
 
   @Override
   public synchronized void close() {
-    try {
-      connection.close();
-    } catch (SQLException e) {
-      // Closing frees the handle even when the driver complains; nothing is left to save.
-    }
+    pool.close();
   }
 
   private List<JobRow> jobs(String sql, String... args) {
@@ -285,41 +285,71 @@ final class JdbcJobStore implements JobStore {
   }
 
   private <T> List<T> query(String what, String sql, RowReader<T> reader, String... args) {
-    try (PreparedStatement p = connection.prepareStatement(sql)) {
-      for (int i = 0; i < args.length; i++) {
-        p.setString(i + 1, args[i]);
-      }
-      List<T> out = new ArrayList<>();
-      try (ResultSet r = p.executeQuery()) {
-        while (r.next()) {
-          out.add(reader.read(r));
-        }
-      }
-      return out;
-    } catch (SQLException e) {
-      throw failure(what, e);
-    }
+    return call(
+        what,
+        connection -> {
+          try (PreparedStatement p = connection.prepareStatement(sql)) {
+            for (int i = 0; i < args.length; i++) {
+              p.setString(i + 1, args[i]);
+            }
+            List<T> out = new ArrayList<>();
+            try (ResultSet r = p.executeQuery()) {
+              while (r.next()) {
+                out.add(reader.read(r));
+              }
+            }
+            return out;
+          }
+        });
   }
 
   private interface Work {
-    void run() throws SQLException;
+    void run(Connection connection) throws SQLException;
+  }
+
+  private interface Call<T> {
+    T run(Connection connection) throws SQLException;
   }
 
   private void inTransaction(String what, Work work) {
-    try {
-      connection.setAutoCommit(false);
-      try {
-        work.run();
-        connection.commit();
-      } catch (SQLException | RuntimeException e) {
-        connection.rollback();
-        throw e;
-      } finally {
-        connection.setAutoCommit(true);
+    call(
+        what,
+        connection -> {
+          connection.setAutoCommit(false);
+          try {
+            work.run(connection);
+            connection.commit();
+          } catch (SQLException | RuntimeException e) {
+            connection.rollback();
+            throw e;
+          } finally {
+            connection.setAutoCommit(true);
+          }
+          return null;
+        });
+  }
+
+  /** Runs {@code work} on a pooled connection, once more on a fresh one if the first was lost. */
+  private <T> T call(String what, Call<T> work) {
+    for (int attempt = 0; ; attempt++) {
+      try (Connection connection = pool.getConnection()) {
+        return work.run(connection);
+      } catch (SQLException e) {
+        if (attempt > 0 || !connectionLost(e)) {
+          throw failure(what, e);
+        }
       }
-    } catch (SQLException e) {
-      throw failure(what, e);
     }
+  }
+
+  /** Whether {@code e} says the connection itself failed (the pool then evicts it). */
+  static boolean connectionLost(SQLException e) {
+    String state = e.getSQLState();
+    return state != null
+        && (state.startsWith("08")
+            || state.equals("57P01")
+            || state.equals("57P02")
+            || state.equals("57P03"));
   }
 
   private StoreException failure(String what, SQLException e) {

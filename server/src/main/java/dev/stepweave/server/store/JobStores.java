@@ -1,9 +1,9 @@
 package dev.stepweave.server.store;
 
+import com.zaxxer.hikari.HikariConfig;
+import com.zaxxer.hikari.HikariDataSource;
+import com.zaxxer.hikari.pool.HikariPool;
 import java.nio.file.Path;
-import java.sql.Connection;
-import java.sql.DriverManager;
-import java.sql.SQLException;
 
 /** Opens the store a server runs on. */
 public final class JobStores {
@@ -25,9 +25,10 @@ public final class JobStores {
   /** The embedded store, migrated only to {@code version} (tests make old databases with it). */
   static JobStore sqlite(Path artifactDir, int version) {
     Path file = artifactDir.resolve(SQLITE_FILE);
+    Dialect dialect = new Dialect.Sqlite();
     return new JdbcJobStore(
-        connect("jdbc:sqlite:" + file, file.toString()),
-        new Dialect.Sqlite(),
+        connect("jdbc:sqlite:" + file, file.toString(), dialect),
+        dialect,
         file.toString(),
         version);
   }
@@ -45,17 +46,36 @@ public final class JobStores {
   static JobStore postgres(String jdbcUrl) {
     checkUrl(jdbcUrl);
     String name = redacted(jdbcUrl);
-    return new JdbcJobStore(
-        connect(jdbcUrl, name), new Dialect.Postgres(), name, Migrations.CURRENT);
+    Dialect dialect = new Dialect.Postgres();
+    return new JdbcJobStore(connect(jdbcUrl, name, dialect), dialect, name, Migrations.CURRENT);
   }
 
-  private static Connection connect(String url, String name) {
+  /**
+   * The pool of {@code url}'s connections: {@link Dialect#connections} of them, validated when
+   * taken after sitting idle, waiting at most {@link #CONNECT_TIMEOUT_MS} for one (a call then
+   * fails rather than hang while the database is away), and a first connection made at once (a
+   * database that is not there stops the start).
+   */
+  private static HikariDataSource connect(String url, String name, Dialect dialect) {
+    HikariConfig c = new HikariConfig();
+    c.setJdbcUrl(url);
+    c.setPoolName("stepweave-store");
+    c.setMaximumPoolSize(dialect.connections());
+    c.setMinimumIdle(1);
+    c.setConnectionTimeout(CONNECT_TIMEOUT_MS);
+    c.setValidationTimeout(Math.min(CONNECT_TIMEOUT_MS, 3_000));
+    dialect.connectionProperties().forEach(c::addDataSourceProperty);
     try {
-      return DriverManager.getConnection(url);
-    } catch (SQLException e) {
-      throw new StoreException("cannot open the job store " + name + ": " + e.getMessage(), e);
+      return new HikariDataSource(c);
+    } catch (HikariPool.PoolInitializationException e) {
+      Throwable cause = e.getCause() == null ? e : e.getCause();
+      throw new StoreException(
+          "cannot open the job store " + name + ": " + cause.getMessage(), cause);
     }
   }
+
+  /** How long a store call waits for a connection. */
+  static final long CONNECT_TIMEOUT_MS = 5_000;
 
   /** The URL without its query (where a password may be), for messages. */
   private static String redacted(String url) {

@@ -50,6 +50,21 @@ class PostgresJobStoreTest extends JobStoreContract {
   }
 
   @Test
+  void aDroppedConnectionIsReplacedAndTheStoreCarriesOn() throws Exception {
+    store.insert(row("video_before", 1, "alice", "gpu-0"), null);
+    // The database drops every connection of ours (as a restart or a failover does).
+    try (var c = DriverManager.getConnection(url());
+        Statement s = c.createStatement()) {
+      s.execute(
+          "SELECT pg_terminate_backend(pid) FROM pg_stat_activity"
+              + " WHERE datname = current_database() AND pid <> pg_backend_pid()");
+    }
+    assertEquals("alice", store.job("video_before").orElseThrow().owner());
+    store.insert(row("video_after", 2, "bob", "gpu-0"), null);
+    assertEquals(2, store.jobs().size());
+  }
+
+  @Test
   void replicasOpeningTogetherMigrateOnceAndShareRows() throws Exception {
     store.close();
     empty(url());

@@ -32,6 +32,35 @@ class SqliteJobStoreTest extends JobStoreContract {
   }
 
   @Test
+  void everyPooledConnectionIsDurableAcrossAProcessCrashAndWaitsForLocks() throws Exception {
+    // The properties the store's pool opens each connection with, as the driver applies them.
+    var props = new java.util.Properties();
+    props.putAll(new Dialect.Sqlite().connectionProperties());
+    try (var c =
+            DriverManager.getConnection(
+                "jdbc:sqlite:" + dir.resolve(JobStores.SQLITE_FILE), props);
+        Statement s = c.createStatement()) {
+      try (ResultSet r = s.executeQuery("PRAGMA synchronous")) {
+        r.next();
+        assertEquals(1, r.getInt(1), "NORMAL");
+      }
+      try (ResultSet r = s.executeQuery("PRAGMA busy_timeout")) {
+        r.next();
+        assertEquals(5000, r.getInt(1));
+      }
+    }
+  }
+
+  @Test
+  void connectionFailuresAreToldFromStatementFailures() {
+    // (dialect-neutral: what makes the store retry a call once on a fresh connection)
+    assertTrue(JdbcJobStore.connectionLost(new java.sql.SQLException("gone", "08006")));
+    assertTrue(JdbcJobStore.connectionLost(new java.sql.SQLException("admin", "57P01")));
+    assertTrue(!JdbcJobStore.connectionLost(new java.sql.SQLException("dup", "23505")));
+    assertTrue(!JdbcJobStore.connectionLost(new java.sql.SQLException("no state")));
+  }
+
+  @Test
   void survivesReopening() {
     store.insert(row("video_kept", 1, "alice", "local"), null);
     store.close();

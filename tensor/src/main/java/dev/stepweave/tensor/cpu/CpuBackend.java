@@ -3,10 +3,12 @@ package dev.stepweave.tensor.cpu;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.DeviceRates;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Optional;
 
 /**
  * The CPU implementation of {@link Backend}: F32 compute with the Vector API on a fixed pool of
@@ -46,6 +48,19 @@ public final class CpuBackend implements Backend {
   /** The number of worker threads. */
   public int threads() {
     return pool.threads();
+  }
+
+  private DeviceRates rates;
+
+  /**
+   * This machine's rates, measured at the first call ({@link CpuRates}; a fraction of a second).
+   */
+  @Override
+  public synchronized Optional<DeviceRates> deviceRates() {
+    if (rates == null) {
+      rates = CpuRates.measure(this);
+    }
+    return Optional.of(rates);
   }
 
   @Override

@@ -135,6 +135,12 @@ public final class RecordingBackend implements Backend {
     return "recording(" + delegate.name() + ")";
   }
 
+  /** The rates of the backend it records over. */
+  @Override
+  public java.util.Optional<dev.stepweave.tensor.DeviceRates> deviceRates() {
+    return delegate.deviceRates();
+  }
+
   @Override
   public Tensor zeros(DType dtype, int... shape) {
     return delegate.zeros(dtype, shape);
