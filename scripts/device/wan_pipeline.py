@@ -24,7 +24,9 @@ from pathlib import Path
 
 import torch
 
-REPO = Path(__file__).resolve().parents[2]
+# The repository: the first folder above this script that holds testdata/ (the script runs from
+# scripts/device/ in a checkout and from .device/ in a package carried to the GPU machine).
+REPO = next(p for p in Path(__file__).resolve().parents if (p / "testdata").is_dir())
 GOLDEN = REPO / "testdata" / "golden" / "wan21-tiny"
 
 TRANSFORMERS = {
