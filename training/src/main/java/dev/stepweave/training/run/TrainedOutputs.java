@@ -125,6 +125,10 @@ final class TrainedOutputs {
       }
     }
     CheckpointCopy.write(runBase, dir, folder, base.component(folder).config(), weights, false);
+    if (config.init() != null && data instanceof TrainingData.Clips clips) {
+      // A VAE from fresh weights defines its own latent space: measure its normalisation.
+      LatentStatistics.writeInto(dir, clips.clips());
+    }
     ModelCard card =
         new ModelCard(
             config.modelId(),
