@@ -25,12 +25,22 @@ class EventStreamTest {
 
   /** Reads the whole stream: it must end by itself. */
   static List<Sse> read(Harness h, String videoId) throws Exception {
+    return events(open(h, videoId));
+  }
+
+  /** A video's event stream, open: its headers have arrived. */
+  static HttpResponse<java.io.InputStream> open(Harness h, String videoId) throws Exception {
     HttpResponse<java.io.InputStream> r =
         h.client.send(
             HttpRequest.newBuilder(h.uri("/v1/videos/" + videoId + "/events")).GET().build(),
             HttpResponse.BodyHandlers.ofInputStream());
     assertEquals(200, r.statusCode());
     assertTrue(r.headers().firstValue("Content-Type").orElse("").startsWith("text/event-stream"));
+    return r;
+  }
+
+  /** The events of an open stream, read to its end. */
+  static List<Sse> events(HttpResponse<java.io.InputStream> r) throws Exception {
     List<Sse> events = new ArrayList<>();
     try (BufferedReader in =
         new BufferedReader(new InputStreamReader(r.body(), StandardCharsets.UTF_8))) {
@@ -87,11 +97,13 @@ class EventStreamTest {
   void aCancelledJobsStreamEndsWithItsCancellation() throws Exception {
     try (Harness h = new Harness(tmp.resolve("artifacts"))) {
       String id = h.createVideo(Map.of("prompt", "slow cancelled", "num_inference_steps", 100));
+      // Opened before the delete (a deleted video is gone for new streams at once), read after.
+      HttpResponse<java.io.InputStream> open = open(h, id);
       var stream =
           java.util.concurrent.CompletableFuture.supplyAsync(
               () -> {
                 try {
-                  return read(h, id);
+                  return events(open);
                 } catch (Exception e) {
                   throw new IllegalStateException(e);
                 }

@@ -469,8 +469,20 @@ public final class Tensor {
       MemorySegment.copy(storage.segment(), F32, offset * 4, out, 0, out.length);
       return out;
     }
-    for (int i = 0; i < out.length; i++) {
-      out[i] = readAsFloat(elementOffset(i));
+    int rank = shape.length;
+    int inner = rank == 0 ? 1 : shape[rank - 1];
+    long innerStride = rank == 0 ? 0 : strides[rank - 1];
+    // Row by row: one index computation per innermost row, not per element.
+    for (int row = 0; inner > 0 && row < out.length / inner; row++) {
+      long start = elementOffset((long) row * inner);
+      int base = row * inner;
+      if (dtype == DType.F32 && innerStride == 1) {
+        MemorySegment.copy(storage.segment(), F32, start * 4, out, base, inner);
+      } else {
+        for (int i = 0; i < inner; i++) {
+          out[base + i] = readAsFloat(start + i * innerStride);
+        }
+      }
     }
     return out;
   }

@@ -5,6 +5,8 @@ import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.Arrays;
 
 /** Elementwise maps and NumPy-broadcast binary operations. */
 final class Elementwise {
@@ -85,17 +87,68 @@ final class Elementwise {
         rows,
         Math.max(1, GRAIN / Math.max(1, inner)),
         (r0, r1) -> {
+          // Row by row through heap buffers: bulk copies in and out, and one tight loop per
+          // operation, instead of a bounds- and liveness-checked segment access per element.
+          float[] x = new float[inner];
+          float[] y = new float[inner];
+          float[] z = new float[inner];
           for (long r = r0; r < r1; r++) {
-            long ao = rowOffset(av, shape, r);
-            long bo = rowOffset(bv, shape, r);
-            long oo = r * inner;
-            for (int i = 0; i < inner; i++) {
-              Dense.set(
-                  o, oo + i, apply(op, Dense.get(as, ao + i * sa), Dense.get(bs, bo + i * sb)));
-            }
+            readRow(as, rowOffset(av, shape, r), sa, x);
+            readRow(bs, rowOffset(bv, shape, r), sb, y);
+            applyRow(op, x, y, z);
+            MemorySegment.copy(z, 0, o, ValueLayout.JAVA_FLOAT_UNALIGNED, r * inner * 4L, inner);
           }
         });
     return out;
+  }
+
+  /** The {@code row.length} elements from storage index {@code start}, {@code stride} apart. */
+  private static void readRow(MemorySegment s, long start, long stride, float[] row) {
+    if (stride == 1) {
+      MemorySegment.copy(s, ValueLayout.JAVA_FLOAT_UNALIGNED, start * 4L, row, 0, row.length);
+    } else if (stride == 0) {
+      Arrays.fill(row, Dense.get(s, start));
+    } else {
+      for (int i = 0; i < row.length; i++) {
+        row[i] = Dense.get(s, start + i * stride);
+      }
+    }
+  }
+
+  private static void applyRow(BinaryOp op, float[] x, float[] y, float[] z) {
+    int n = z.length;
+    switch (op) {
+      case ADD -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = x[i] + y[i];
+        }
+      }
+      case SUB -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = x[i] - y[i];
+        }
+      }
+      case MUL -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = x[i] * y[i];
+        }
+      }
+      case DIV -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = x[i] / y[i];
+        }
+      }
+      case MAX -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = Math.max(x[i], y[i]);
+        }
+      }
+      case MIN -> {
+        for (int i = 0; i < n; i++) {
+          z[i] = Math.min(x[i], y[i]);
+        }
+      }
+    }
   }
 
   /** Storage index of the first element of innermost row {@code row} of view {@code t}. */

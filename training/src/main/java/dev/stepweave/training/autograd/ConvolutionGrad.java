@@ -1,29 +1,44 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
 
 /**
  * The backward of the channels-first 3-D convolution with zero padding and strides: every output
  * element {@code y[b,o,t,h,w]} read {@code x[b,c,t·st−pt+i, h·sh−ph+j, w·sw−pw+l]·w[o,c,i,j,l]}, so
- * its gradient flows back along exactly those pairs. The weight gradient runs in parallel over
- * output channels and the input gradient over (batch, input channel), so no two threads add to one
- * element.
+ * its gradient flows back along exactly those pairs. As the forward, it unfolds the input (im2col)
+ * and runs the sums as GEMMs on the host backend; the fold back onto dx runs in parallel over input
+ * channels, so no two threads add to one element.
  */
 final class ConvolutionGrad {
   private ConvolutionGrad() {}
 
-  static BackwardRule of(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, Tensor y) {
+  static BackwardRule of(
+      Backend host, Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, Tensor y) {
     return (g, wanted) -> {
       Geometry geo = new Geometry(x.shape(), w.shape(), y.shape(), stride, padding);
       List<Contribution> out = new ArrayList<>(3);
-      if (wanted.test(x)) {
-        out.add(new Contribution(x, inputGrad(geo, g, w.toFloatArray())));
-      }
-      if (wanted.test(w)) {
-        out.add(new Contribution(w, weightGrad(geo, g, x.toFloatArray())));
+      boolean wantX = wanted.test(x);
+      boolean wantW = wanted.test(w);
+      if (wantX || wantW) {
+        int k = geo.inC * geo.kt * geo.kh * geo.kw;
+        float[] dx = wantX ? new float[(int) x.numel()] : null;
+        float[] dw = wantW ? new float[geo.outC * k] : null;
+        float[] xv = wantW ? x.toFloatArray() : null;
+        Tensor wT = wantX ? Tensor.of(transpose(w.toFloatArray(), geo.outC, k), k, geo.outC) : null;
+        for (int b = 0; b < geo.batch; b++) {
+          batchEntry(host, geo, b, g, xv, wT, dx, dw);
+        }
+        if (wantX) {
+          out.add(new Contribution(x, dx));
+        }
+        if (wantW) {
+          out.add(new Contribution(w, dw));
+        }
       }
       if (bias != null && wanted.test(bias)) {
         double[] db = new double[geo.outC];
@@ -42,102 +57,45 @@ final class ConvolutionGrad {
     };
   }
 
-  private static float[] inputGrad(Geometry geo, float[] g, float[] wv) {
-    float[] dx = new float[geo.batch * geo.inC * geo.it * geo.ih * geo.iw];
-    IntStream.range(0, geo.batch * geo.inC)
-        .parallel()
-        .forEach(
-            bc -> {
-              int b = bc / geo.inC;
-              int c = bc % geo.inC;
-              double[] acc = new double[geo.it * geo.ih * geo.iw];
-              for (int o = 0; o < geo.outC; o++) {
-                for (int t = 0; t < geo.ot; t++) {
-                  for (int h = 0; h < geo.oh; h++) {
-                    for (int x = 0; x < geo.ow; x++) {
-                      double go = g[geo.outIndex(b, o, t, h, x)];
-                      if (go == 0) {
-                        continue;
-                      }
-                      for (int i = 0; i < geo.kt; i++) {
-                        int ti = t * geo.st - geo.pt + i;
-                        if (ti < 0 || ti >= geo.it) {
-                          continue;
-                        }
-                        for (int j = 0; j < geo.kh; j++) {
-                          int hi = h * geo.sh - geo.ph + j;
-                          if (hi < 0 || hi >= geo.ih) {
-                            continue;
-                          }
-                          for (int l = 0; l < geo.kw; l++) {
-                            int wi = x * geo.sw - geo.pw + l;
-                            if (wi < 0 || wi >= geo.iw) {
-                              continue;
-                            }
-                            acc[(ti * geo.ih + hi) * geo.iw + wi] +=
-                                go * wv[geo.weightIndex(o, c, i, j, l)];
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-              int base = bc * acc.length;
-              for (int i = 0; i < acc.length; i++) {
-                dx[base + i] = (float) acc[i];
-              }
-            });
-    return dx;
+  /**
+   * Both gradients of one batch entry through the unfolded input {@code cols[k, p]} (k a (channel,
+   * tap) pair, p an output position; zero where the tap reads padding), on the host backend's GEMM:
+   * {@code dw += g_b·colsᵀ}, {@code dcols = wᵀ·g_b}, then {@code dcols} folded back onto dx.
+   */
+  private static void batchEntry(
+      Backend host, Geometry geo, int b, float[] g, float[] xv, Tensor wT, float[] dx, float[] dw) {
+    int positions = geo.ot * geo.oh * geo.ow;
+    int k = geo.inC * geo.kt * geo.kh * geo.kw;
+    Tensor gb =
+        Tensor.of(
+            Arrays.copyOfRange(g, b * geo.outC * positions, (b + 1) * geo.outC * positions),
+            geo.outC,
+            positions);
+    if (dw != null) {
+      float[] cols = new float[k * positions];
+      IntStream.range(0, k).parallel().forEach(row -> geo.unfoldRow(xv, b, row, cols));
+      float[] part = host.linear(gb, Tensor.of(cols, k, positions), null).toFloatArray();
+      for (int i = 0; i < part.length; i++) {
+        dw[i] += part[i];
+      }
+    }
+    if (dx != null) {
+      Tensor gbT =
+          Tensor.of(transpose(gb.toFloatArray(), geo.outC, positions), positions, geo.outC);
+      float[] dcols = host.linear(wT, gbT, null).toFloatArray();
+      IntStream.range(0, geo.inC).parallel().forEach(c -> geo.foldChannel(dcols, b, c, dx));
+    }
   }
 
-  private static float[] weightGrad(Geometry geo, float[] g, float[] xv) {
-    int perOut = geo.inC * geo.kt * geo.kh * geo.kw;
-    float[] dw = new float[geo.outC * perOut];
-    IntStream.range(0, geo.outC)
-        .parallel()
-        .forEach(
-            o -> {
-              double[] acc = new double[perOut];
-              for (int b = 0; b < geo.batch; b++) {
-                for (int t = 0; t < geo.ot; t++) {
-                  for (int h = 0; h < geo.oh; h++) {
-                    for (int x = 0; x < geo.ow; x++) {
-                      double go = g[geo.outIndex(b, o, t, h, x)];
-                      if (go == 0) {
-                        continue;
-                      }
-                      for (int c = 0; c < geo.inC; c++) {
-                        for (int i = 0; i < geo.kt; i++) {
-                          int ti = t * geo.st - geo.pt + i;
-                          if (ti < 0 || ti >= geo.it) {
-                            continue;
-                          }
-                          for (int j = 0; j < geo.kh; j++) {
-                            int hi = h * geo.sh - geo.ph + j;
-                            if (hi < 0 || hi >= geo.ih) {
-                              continue;
-                            }
-                            for (int l = 0; l < geo.kw; l++) {
-                              int wi = x * geo.sw - geo.pw + l;
-                              if (wi < 0 || wi >= geo.iw) {
-                                continue;
-                              }
-                              acc[((c * geo.kt + i) * geo.kh + j) * geo.kw + l] +=
-                                  go * xv[geo.inputIndex(b, c, ti, hi, wi)];
-                            }
-                          }
-                        }
-                      }
-                    }
-                  }
-                }
-              }
-              for (int i = 0; i < perOut; i++) {
-                dw[o * perOut + i] = (float) acc[i];
-              }
-            });
-    return dw;
+  /** {@code m} stored {@code [a, b]}, returned as {@code [b, a]}. */
+  private static float[] transpose(float[] m, int a, int b) {
+    float[] t = new float[m.length];
+    for (int i = 0; i < a; i++) {
+      for (int j = 0; j < b; j++) {
+        t[j * a + i] = m[i * b + j];
+      }
+    }
+    return t;
   }
 
   /** The sizes, strides and paddings of one convolution, and its row-major index maps. */
@@ -166,6 +124,78 @@ final class ConvolutionGrad {
       pt = padding[0];
       ph = padding[1];
       pw = padding[2];
+    }
+
+    /** The first output column whose tap {@code l} reads inside the input row. */
+    int firstColumn(int l) {
+      return Math.max(0, Math.ceilDiv(pw - l, sw));
+    }
+
+    /** The last output column whose tap {@code l} reads inside the input row. */
+    int lastColumn(int l) {
+      return Math.min(ow - 1, Math.floorDiv(iw - 1 + pw - l, sw));
+    }
+
+    /**
+     * Row {@code row} = (c, i, j, l) of batch entry b's unfolded input: for each output position,
+     * the input value that tap reads there (0 in the padding).
+     */
+    void unfoldRow(float[] xv, int b, int row, float[] cols) {
+      int l = row % kw;
+      int j = row / kw % kh;
+      int i = row / (kw * kh) % kt;
+      int c = row / (kw * kh * kt);
+      int xLo = firstColumn(l);
+      int xHi = lastColumn(l);
+      int positions = ot * oh * ow;
+      for (int t = 0; t < ot; t++) {
+        int ti = t * st - pt + i;
+        if (ti < 0 || ti >= it) {
+          continue;
+        }
+        for (int h = 0; h < oh; h++) {
+          int hi = h * sh - ph + j;
+          if (hi < 0 || hi >= ih) {
+            continue;
+          }
+          int dst = row * positions + (t * oh + h) * ow;
+          int src = inputIndex(b, c, ti, hi, 0) - pw + l;
+          for (int x = xLo; x <= xHi; x++) {
+            cols[dst + x] = xv[src + x * sw];
+          }
+        }
+      }
+    }
+
+    /** Adds the rows of channel c of the unfolded gradient back onto batch entry b of dx. */
+    void foldChannel(float[] dcols, int b, int c, float[] dx) {
+      int positions = ot * oh * ow;
+      for (int i = 0; i < kt; i++) {
+        for (int j = 0; j < kh; j++) {
+          for (int l = 0; l < kw; l++) {
+            int row = ((c * kt + i) * kh + j) * kw + l;
+            int xLo = firstColumn(l);
+            int xHi = lastColumn(l);
+            for (int t = 0; t < ot; t++) {
+              int ti = t * st - pt + i;
+              if (ti < 0 || ti >= it) {
+                continue;
+              }
+              for (int h = 0; h < oh; h++) {
+                int hi = h * sh - ph + j;
+                if (hi < 0 || hi >= ih) {
+                  continue;
+                }
+                int src = row * positions + (t * oh + h) * ow;
+                int dst = inputIndex(b, c, ti, hi, 0) - pw + l;
+                for (int x = xLo; x <= xHi; x++) {
+                  dx[dst + x * sw] += dcols[src + x];
+                }
+              }
+            }
+          }
+        }
+      }
     }
 
     int outIndex(int b, int o, int t, int h, int w) {

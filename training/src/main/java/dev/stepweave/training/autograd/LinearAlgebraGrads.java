@@ -1,26 +1,30 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
 
-/** Backward rules of {@code linear} and the batched {@code matmul}, accumulated in double. */
+/**
+ * Backward rules of {@code linear} and the batched {@code matmul}. Their products run on the host
+ * backend's GEMM, the kernel of the forward: in double they dominated a training step.
+ */
 final class LinearAlgebraGrads {
   private LinearAlgebraGrads() {}
 
   /** {@code y = x·wᵀ + b}: {@code dx = g·w}, {@code dw = gᵀ·x}, {@code db = Σ g}. */
-  static BackwardRule linear(Tensor x, Tensor w, Tensor bias) {
+  static BackwardRule linear(Backend host, Tensor x, Tensor w, Tensor bias) {
     return (g, wanted) -> {
       int k = w.dim(1);
       int n = w.dim(0);
       int m = g.length / n;
       List<Contribution> out = new ArrayList<>(3);
       if (wanted.test(x)) {
-        out.add(new Contribution(x, product(g, w.toFloatArray(), m, n, k, false, false)));
+        out.add(new Contribution(x, product(host, g, w.toFloatArray(), m, n, k, false, false)));
       }
       if (wanted.test(w)) {
-        out.add(new Contribution(w, product(g, x.toFloatArray(), n, m, k, true, false)));
+        out.add(new Contribution(w, product(host, g, x.toFloatArray(), n, m, k, true, false)));
       }
       if (bias != null && wanted.test(bias)) {
         double[] db = new double[n];
@@ -39,7 +43,7 @@ final class LinearAlgebraGrads {
    * {@code [..., M, K] @ [..., K, N]} with broadcast batch dimensions: {@code da = g·bᵀ}, {@code db
    * = aᵀ·g} per batch entry, each addressed to its input broadcast to the output's batch shape.
    */
-  static BackwardRule matmul(Tensor a, Tensor b, Tensor out) {
+  static BackwardRule matmul(Backend host, Tensor a, Tensor b, Tensor out) {
     return (g, wanted) -> {
       int rank = out.rank();
       int m = out.dim(-2);
@@ -60,12 +64,12 @@ final class LinearAlgebraGrads {
         if (wantA) {
           // da[m,k] = Σ_n g[m,n]·b[k,n]: b as [K, N] is the "w" of a linear with N inputs.
           float[] bt = Arrays.copyOfRange(bv, t * k * n, (t + 1) * k * n);
-          System.arraycopy(product(gt, bt, m, n, k, false, true), 0, da, t * m * k, m * k);
+          System.arraycopy(product(host, gt, bt, m, n, k, false, true), 0, da, t * m * k, m * k);
         }
         if (wantB) {
           // db[k,n] = Σ_m a[m,k]·g[m,n].
           float[] at = Arrays.copyOfRange(av, t * m * k, (t + 1) * m * k);
-          float[] dbt = product(at, gt, k, m, n, true, false);
+          float[] dbt = product(host, at, gt, k, m, n, true, false);
           System.arraycopy(dbt, 0, db, t * k * n, k * n);
         }
       }
@@ -88,11 +92,13 @@ final class LinearAlgebraGrads {
   }
 
   /**
-   * {@code C[i, j] = Σ_r L[i, r]·R[r, j]} over {@code inner} terms, in double, for {@code rows ×
-   * cols} results. {@code leftTransposed}: L is stored {@code [inner, rows]}; {@code
-   * rightTransposed}: R is stored {@code [cols, inner]}.
+   * {@code C[i, j] = Σ_r L[i, r]·R[r, j]} over {@code inner} terms, for {@code rows × cols}
+   * results, by the host backend's own GEMM (its {@code linear}, {@code L·Rᵀᵀ}): float products
+   * with float accumulation, as the forward computes. {@code leftTransposed}: L is stored {@code
+   * [inner, rows]}; {@code rightTransposed}: R is stored {@code [cols, inner]}.
    */
   private static float[] product(
+      Backend host,
       float[] left,
       float[] right,
       int rows,
@@ -100,26 +106,19 @@ final class LinearAlgebraGrads {
       int cols,
       boolean leftTransposed,
       boolean rightTransposed) {
-    double[] acc = new double[rows * cols];
-    for (int i = 0; i < rows; i++) {
-      for (int r = 0; r < inner; r++) {
-        double l = leftTransposed ? left[r * rows + i] : left[i * inner + r];
-        if (l == 0) {
-          continue;
-        }
-        int row = i * cols;
-        if (rightTransposed) {
-          for (int j = 0; j < cols; j++) {
-            acc[row + j] += l * right[j * inner + r];
-          }
-        } else {
-          int base = r * cols;
-          for (int j = 0; j < cols; j++) {
-            acc[row + j] += l * right[base + j];
-          }
-        }
+    float[] l = leftTransposed ? transpose(left, inner, rows) : left;
+    float[] rt = rightTransposed ? right : transpose(right, inner, cols);
+    return host.linear(Tensor.of(l, rows, inner), Tensor.of(rt, cols, inner), null).toFloatArray();
+  }
+
+  /** {@code m} stored {@code [a, b]}, returned as {@code [b, a]}. */
+  private static float[] transpose(float[] m, int a, int b) {
+    float[] t = new float[m.length];
+    for (int i = 0; i < a; i++) {
+      for (int j = 0; j < b; j++) {
+        t[j * a + i] = m[i * b + j];
       }
     }
-    return Host.floats(acc);
+    return t;
   }
 }

@@ -166,7 +166,7 @@ public final class RecordingBackend implements Backend {
     return record(
         "linear",
         delegate.linear(x, w, bias),
-        () -> LinearAlgebraGrads.linear(x, w, bias),
+        () -> LinearAlgebraGrads.linear(delegate, x, w, bias),
         x,
         w,
         bias);
@@ -175,7 +175,7 @@ public final class RecordingBackend implements Backend {
   @Override
   public Tensor matmul(Tensor a, Tensor b) {
     Tensor out = delegate.matmul(a, b);
-    return record("matmul", out, () -> LinearAlgebraGrads.matmul(a, b, out), a, b);
+    return record("matmul", out, () -> LinearAlgebraGrads.matmul(delegate, a, b, out), a, b);
   }
 
   @Override
@@ -190,7 +190,8 @@ public final class RecordingBackend implements Backend {
     Tensor out = delegate.conv3d(x, w, bias, stride, padding);
     int[] s = stride.clone();
     int[] p = padding.clone();
-    return record("conv3d", out, () -> ConvolutionGrad.of(x, w, bias, s, p, out), x, w, bias);
+    return record(
+        "conv3d", out, () -> ConvolutionGrad.of(delegate, x, w, bias, s, p, out), x, w, bias);
   }
 
   @Override
