@@ -57,7 +57,9 @@ final class CudaFaults {
               : new Fault.RequestFatal(message);
     }
     if (call.startsWith("cudnn")) {
-      // cuDNN 9: 4004 a device allocation failed; 5000-5999 an execution failed in CUDA.
+      // cuDNN 9 (checked against the H200 machine's /usr/include cudnn_graph_v9.h): 4004
+      // INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED; 5000 EXECUTION_FAILED and its details 5001… (the
+      // CUDA driver, cuBLAS, the runtime, cuRAND failed underneath).
       return status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
           ? new Fault.OutOfMemory(message)
           : status >= 5000 && status < 6000
