@@ -104,6 +104,26 @@ public final class GroupRollout {
         template.adapters());
   }
 
+  /**
+   * Publishes a trained policy's transformer weights into the engine that rolls out ({@link
+   * Engine#syncWeights}) and waits until they are in force: the next group rolls out under them.
+   *
+   * @return the new weights version
+   * @throws IllegalStateException when the sync fails or does not complete within {@code timeout}
+   */
+  public static long publish(
+      Engine engine, java.util.Map<String, dev.stepweave.tensor.Tensor> weights, Duration timeout) {
+    try {
+      return engine
+          .syncWeights("transformer", weights)
+          .get(timeout.toMillis(), TimeUnit.MILLISECONDS);
+    } catch (ExecutionException e) {
+      throw new IllegalStateException("weight sync failed: " + e.getCause().getMessage(), e);
+    } catch (TimeoutException | InterruptedException e) {
+      throw new IllegalStateException("weight sync did not complete: " + e, e);
+    }
+  }
+
   /** A group member that did not complete. */
   public static final class RolloutFailedException extends RuntimeException {
     RolloutFailedException(String member, Throwable cause) {

@@ -17,9 +17,6 @@ import dev.stepweave.training.wan.TrainableTransformer;
 import java.time.Duration;
 import java.util.List;
 import java.util.Map;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Online Flow-GRPO-style post-training on the serving engine, the log-probability method. One
@@ -173,17 +170,7 @@ public final class GrpoTrainer {
       }
       clipped += clippedNow[0];
     }
-    long version;
-    try {
-      version =
-          engine
-              .syncWeights("transformer", trainable)
-              .get(settings.timeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      throw new IllegalStateException("weight sync failed: " + e.getCause().getMessage(), e);
-    } catch (TimeoutException | InterruptedException e) {
-      throw new IllegalStateException("weight sync did not complete: " + e, e);
-    }
+    long version = GroupRollout.publish(engine, trainable, settings.timeout());
     double mean = java.util.Arrays.stream(rewards).average().orElse(0);
     return new Iteration(
         iterations++,

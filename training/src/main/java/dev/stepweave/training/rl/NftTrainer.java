@@ -16,9 +16,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * Online DiffusionNFT-style post-training on the serving engine. One iteration: a K-wide group of
@@ -126,17 +123,7 @@ public final class NftTrainer {
                       v -> NftObjective.loss(ops, v, old, n.target(), settings.beta(), r));
               return new Optimiser.Evaluation(1.0 / k, e.loss(), e.gradients());
             });
-    long version;
-    try {
-      version =
-          engine
-              .syncWeights("transformer", trainable)
-              .get(settings.timeout().toMillis(), TimeUnit.MILLISECONDS);
-    } catch (ExecutionException e) {
-      throw new IllegalStateException("weight sync failed: " + e.getCause().getMessage(), e);
-    } catch (TimeoutException | InterruptedException e) {
-      throw new IllegalStateException("weight sync did not complete: " + e, e);
-    }
+    long version = GroupRollout.publish(engine, trainable, settings.timeout());
     double mean = java.util.Arrays.stream(rewards).average().orElse(0);
     return new Iteration(iterations++, mean, step.loss(), version);
   }
