@@ -9,6 +9,8 @@ import java.time.Duration;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.concurrent.RejectedExecutionException;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 
@@ -59,9 +61,15 @@ final class CheckpointFiles implements AutoCloseable {
     return Duration.ofNanos(writeNanos.get());
   }
 
+  /** Runs the file operations already queued (a discard among them), for at most 10 s. */
   @Override
   public void close() {
     io.shutdown();
+    try {
+      io.awaitTermination(10, TimeUnit.SECONDS);
+    } catch (InterruptedException e) {
+      Thread.currentThread().interrupt();
+    }
   }
 
   /** One job's checkpoints. */
@@ -94,15 +102,20 @@ final class CheckpointFiles implements AutoCloseable {
      * Removes the job's file (it finished, or was cancelled or deleted) once pending writes ran.
      */
     void discard() {
-      io.execute(
-          () -> {
-            newest.set(null);
-            try {
-              Files.deleteIfExists(files.checkpointFile(jobId));
-            } catch (IOException e) {
-              // Left for the next start's reconciliation, which removes checkpoints of ended jobs.
-            }
-          });
+      try {
+        io.execute(
+            () -> {
+              newest.set(null);
+              try {
+                Files.deleteIfExists(files.checkpointFile(jobId));
+              } catch (IOException e) {
+                // Left for the next start's reconciliation, which removes checkpoints of ended
+                // jobs.
+              }
+            });
+      } catch (RejectedExecutionException e) {
+        // The server stopped: the next start's reconciliation removes it, as above.
+      }
     }
 
     private void writeNewest() {

@@ -551,6 +551,11 @@ final class Jobs implements AutoCloseable {
 
   /** The video {@code owner} created; another owner's is as unknown as a made-up id (404). */
   Job video(String id, String owner) {
+    // Asked before the lookups: a deletion takes the job out of the map and the store before it
+    // leaves this set, so a lookup that finds the set without the id finds the job gone too.
+    if (deleting.contains(id)) {
+      throw ApiException.notFound("no video with id '" + id + "'");
+    }
     Job job = null;
     if (JobIds.isValid(id) && id.startsWith(JobIds.VIDEO)) {
       job = videos.get(id);
@@ -558,7 +563,7 @@ final class Jobs implements AutoCloseable {
         job = rows.job(id).map(this::stored).orElse(null);
       }
     }
-    if (job == null || !job.owner().equals(owner) || deleting.contains(id)) {
+    if (job == null || !job.owner().equals(owner)) {
       throw ApiException.notFound("no video with id '" + id + "'");
     }
     return job;
@@ -566,8 +571,9 @@ final class Jobs implements AutoCloseable {
 
   /** The video jobs of {@code owner} in the store (those of every replica), newest first. */
   List<Job> videos(String owner) {
+    Set<String> hidden = Set.copyOf(deleting); // before the read: see video()
     return rows.jobsOwnedBy(ownerColumn(owner)).stream()
-        .filter(r -> !deleting.contains(r.id()))
+        .filter(r -> !hidden.contains(r.id()))
         .map(r -> videos.getOrDefault(r.id(), stored(r)))
         .toList();
   }
@@ -585,7 +591,6 @@ final class Jobs implements AutoCloseable {
     return Job.stored(row, view);
   }
 
-  /** Forgets a finished video: its row, its index entry and its file. */
   /**
    * OpenAI's delete of a job still queued or running: cancels it (it stops at its next step
    * boundary) and hides it from every lookup at once; its row, checkpoint and any file it wrote go
@@ -598,7 +603,9 @@ final class Jobs implements AutoCloseable {
       return false;
     }
     deleting.add(job.id());
-    // Not on the thread that completes the job: that may be the row writer delete() waits on.
+    // On the artifact writer, where the job's own output is written (so its file is there to
+    // remove): not the row writer delete() waits on, nor the common pool, whose one worker on a
+    // small machine delivers every request's events.
     job.finished()
         .whenCompleteAsync(
             (result, failure) -> {
@@ -610,16 +617,15 @@ final class Jobs implements AutoCloseable {
               } finally {
                 deleting.remove(job.id());
               }
-            });
+            },
+            writer);
     return true;
   }
 
+  /** Forgets a finished video: its row, its index entry, its checkpoint and its file. */
   void delete(Job job) throws IOException {
-    videos.remove(job.id());
-    CheckpointFiles.Sink sink = sinks.remove(job.id());
-    if (sink != null) {
-      sink.discard();
-    }
+    // The row goes first, then the live job: a lookup between the two still finds the live one,
+    // never a stored row of a job this process no longer holds.
     try {
       rowWriter.submit(() -> rows.delete(job.id())).get();
     } catch (InterruptedException e) {
@@ -627,6 +633,11 @@ final class Jobs implements AutoCloseable {
       throw new IOException("interrupted while deleting " + job.id(), e);
     } catch (ExecutionException e) {
       throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
+    }
+    videos.remove(job.id());
+    CheckpointFiles.Sink sink = sinks.remove(job.id());
+    if (sink != null) {
+      sink.discard();
     }
     Files.deleteIfExists(store.videoFile(job.id()));
   }
@@ -838,6 +849,11 @@ final class Jobs implements AutoCloseable {
       job.suspended();
       return;
     }
+    // Queued before the job reads as ended: whoever saw it end and then stops the server finds
+    // the file gone once close() returned (the checkpoint thread runs what was queued).
+    if (sink != null) {
+      sink.discard();
+    }
     if (cause instanceof CancelledException) {
       job.cancelled();
     } else if (cause != null) {
@@ -876,9 +892,6 @@ final class Jobs implements AutoCloseable {
       } catch (IOException | RuntimeException e) {
         job.fail("could not write the output: " + firstLine(e));
       }
-    }
-    if (sink != null) {
-      sink.discard();
     }
   }
 
