@@ -13,6 +13,7 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.media.JpegWriter;
 import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.server.store.StoreException;
 import dev.stepweave.server.tenant.Tenant;
 import java.io.IOException;
 import java.time.Instant;
@@ -157,19 +158,34 @@ final class Api {
           throw new IOException("failed after the answer began: " + e.getMessage());
         }
         ex.sendError(e);
+      } catch (StoreException e) {
+        if (ex.committed()) {
+          throw e;
+        }
+        // The database is away (down, failing over, out of connections): the call may succeed
+        // later, which a 503 with Retry-After tells clients and routers, where a 500 would not.
+        ex.sendError(
+            new ApiException(
+                503,
+                "server_error",
+                null,
+                "store_unavailable",
+                "the job store is unavailable: " + firstLine(e)));
       } catch (RuntimeException e) {
         if (ex.committed()) {
           throw e;
         }
-        String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
-        ex.sendError(
-            new ApiException(
-                500, "server_error", null, "internal_error", m.lines().findFirst().orElse("")));
+        ex.sendError(new ApiException(500, "server_error", null, "internal_error", firstLine(e)));
       }
     } catch (IOException | RuntimeException e) {
       failure = e; // the client went away, or the answer broke off
     }
     ex.finish(failure);
+  }
+
+  private static String firstLine(Throwable e) {
+    String m = e.getMessage() == null ? e.getClass().getSimpleName() : e.getMessage();
+    return m.lines().findFirst().orElse("");
   }
 
   private void limited(Call ex, Tenant tenant) throws IOException {

@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
  * the tests may empty (.ci/postgres starts one). Without it the tests are skipped — except where
  * {@code STEPWEAVE_REQUIRE_POSTGRES=1} (CI sets it), where its absence fails them.
  */
-class PostgresJobStoreTest extends JobStoreContract {
-  static String url() {
+public class PostgresJobStoreTest extends JobStoreContract {
+  public static String url() {
     String url = System.getenv("STEPWEAVE_TEST_POSTGRES_URL");
     if (url == null || url.isBlank()) {
       if ("1".equals(System.getenv("STEPWEAVE_REQUIRE_POSTGRES"))) {
@@ -35,7 +35,7 @@ class PostgresJobStoreTest extends JobStoreContract {
   }
 
   /** Drops what an earlier test left, so each starts from an empty database. */
-  static void empty(String url) throws Exception {
+  public static void empty(String url) throws Exception {
     try (var c = DriverManager.getConnection(url);
         Statement s = c.createStatement()) {
       s.execute("DROP TABLE IF EXISTS jobs, job_inputs, artifacts, stepweave_schema");
