@@ -127,11 +127,16 @@ class RestartTest {
     for (Path p : List.of(strayVideo, strayCheckpoint, strayTemp, notOurs)) {
       Files.writeString(p, "x");
     }
+    List<String> before;
+    try (var files = Files.list(dir)) {
+      before = files.map(p -> p.getFileName().toString()).sorted().toList();
+    }
     try (Harness h = new Harness(dir, QUICK_DRAIN, EVERY_STEP)) {
       assertEquals(
           "1 videos kept, 1 missing, 0 jobs resumed from checkpoints, 0 restarted,"
               + " 0 interrupted, 3 stray files removed",
-          h.server.recoverySummary());
+          h.server.recoverySummary(),
+          "kept " + kept + ", lost " + lost + "; the files before the start: " + before);
       assertEquals(200, h.get("/v1/videos/" + kept + "/content").status());
       Harness.Reply missing = h.get("/v1/videos/" + lost + "/content");
       assertEquals(410, missing.status(), missing::text);

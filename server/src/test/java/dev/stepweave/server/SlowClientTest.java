@@ -22,26 +22,20 @@ import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Slow clients cannot starve the probes: 300 connections trickling their headers a byte at a time,
- * more than the public connector admits, while the health probes on the admin connector answer
- * within 100 ms at the 95th percentile and every one within 2 s; and the header and body deadlines
- * cut the trickles off.
- *
- * <p>Why a percentile and a ceiling rather than "every probe under 100 ms": what starvation does to
- * a probe is a connect or read timeout (the probe's 2 s, a liveness probe's seconds), or a steady
- * slowdown of all of them, and these two bounds catch both. One probe of ~100 that a GC or the
- * scheduler of a loaded CI machine holds for a few hundred ms is neither, and failed the suite.
+ * Slow clients cannot starve the probes: 300 connections trickling their headers a byte at a time
+ * for 30 s, more than the public connector admits, while every health probe on the admin connector
+ * answers within 100 ms; and the header and body deadlines cut the trickles off.
  */
 @Timeout(120)
 class SlowClientTest {
   private static final int TRICKLERS = 300;
-  private static final Duration TRICKLE_FOR = Duration.ofSeconds(12);
+  private static final Duration TRICKLE_FOR = Duration.ofSeconds(30);
 
-  /** The bound of the 95th percentile of the probes. */
-  private static final long PROBE_P95_MS = 100;
+  /** The bound of every probe, connect to last byte. */
+  private static final long PROBE_MAX_MS = 100;
 
-  /** The bound of every probe: the probe's own connect and read timeouts. */
-  private static final long PROBE_MAX_MS = 2000;
+  /** The probe's own connect and read timeouts: long enough to measure a slow answer. */
+  private static final int PROBE_TIMEOUT_MS = 2000;
 
   @TempDir Path tmp;
 
@@ -78,14 +72,8 @@ class SlowClientTest {
       for (Thread t : tricklers) {
         t.join();
       }
-      assertTrue(probes.size() >= 50, "probed " + probes.size() + " times");
-      List<Long> sorted = new ArrayList<>(probes);
-      Collections.sort(sorted);
-      long p95 = sorted.get((int) Math.ceil(0.95 * sorted.size()) - 1);
-      long worst = sorted.getLast();
-      assertTrue(
-          p95 < PROBE_P95_MS,
-          "95th percentile of " + probes.size() + " health probes took " + p95 + " ms: " + probes);
+      assertTrue(probes.size() >= 150, "probed " + probes.size() + " times");
+      long worst = Collections.max(probes);
       assertTrue(
           worst < PROBE_MAX_MS,
           "slowest of " + probes.size() + " health probes took " + worst + " ms: " + probes);
@@ -148,8 +136,8 @@ class SlowClientTest {
   private static long probe(URI admin) throws IOException {
     long start = System.nanoTime();
     try (Socket s = new Socket()) {
-      s.connect(new InetSocketAddress(admin.getHost(), admin.getPort()), (int) PROBE_MAX_MS);
-      s.setSoTimeout((int) PROBE_MAX_MS);
+      s.connect(new InetSocketAddress(admin.getHost(), admin.getPort()), PROBE_TIMEOUT_MS);
+      s.setSoTimeout(PROBE_TIMEOUT_MS);
       s.getOutputStream()
           .write(
               "GET /health HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n"
