@@ -29,7 +29,7 @@ public final class VectorApi {
       throw new IllegalStateException(
           "the CPU backend needs the JDK's Vector API: start java with "
               + JVM_FLAG
-              + " (Stepweave's launcher and Maven builds pass it; see the README, \"Java API\")");
+              + " (Stepweave's launcher and Maven builds pass it; see docs/java.md)");
     }
   }
 }

@@ -42,8 +42,8 @@ class VectorApiTest {
     assertEquals(0, p.exitValue(), out);
     assertEquals(
         "the CPU backend needs the JDK's Vector API: start java with --add-modules"
-            + " jdk.incubator.vector (Stepweave's launcher and Maven builds pass it; see the"
-            + " README, \"Java API\")\n",
+            + " jdk.incubator.vector (Stepweave's launcher and Maven builds pass it; see"
+            + " docs/java.md)\n",
         out);
   }
 }
