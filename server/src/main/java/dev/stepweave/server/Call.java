@@ -40,6 +40,12 @@ final class Call {
   private final Duration bodyTimeout;
   private boolean handedOver;
 
+  /** The body was read to its end, or given up on (too large, too slow, broken). */
+  private boolean bodyDone;
+
+  /** The most of an unread body an error answer reads and drops first (see drainUnread). */
+  private static final long UNREAD_LIMIT = 1 << 20;
+
   Call(Request request, Response response, Callback callback, Duration bodyTimeout) {
     this.request = request;
     this.response = response;
@@ -120,6 +126,7 @@ final class Call {
     long declared = request.getLength();
     if (declared > maxBytes) {
       discard(declared <= 4L * maxBytes ? declared : 0, deadline);
+      bodyDone = true;
       throw tooLarge(maxBytes);
     }
     ByteArrayOutputStream out = new ByteArrayOutputStream();
@@ -131,12 +138,14 @@ final class Call {
           if (!chunk.isLast()) {
             discard(4L * maxBytes, deadline);
           }
+          bodyDone = true;
           throw tooLarge(maxBytes);
         }
         byte[] bytes = new byte[b.remaining()];
         b.get(bytes);
         out.write(bytes);
         if (chunk.isLast()) {
+          bodyDone = true;
           return out.toByteArray();
         }
       } finally {
@@ -152,6 +161,7 @@ final class Call {
       try {
         read += chunk.remaining();
         if (chunk.isLast()) {
+          bodyDone = true;
           return;
         }
       } finally {
@@ -168,6 +178,7 @@ final class Call {
       Content.Chunk chunk = request.read();
       if (chunk != null) {
         if (Content.Chunk.isFailure(chunk)) {
+          bodyDone = true;
           if (chunk.getFailure() instanceof HttpException bad) {
             // A framing error of the client's (bad chunk size, early end), not a lost connection.
             setHeader("Connection", "close");
@@ -187,6 +198,7 @@ final class Call {
       long left = deadline - System.nanoTime();
       try {
         if (left <= 0 || !ready.await(left, TimeUnit.NANOSECONDS)) {
+          bodyDone = true;
           setHeader("Connection", "close");
           throw new ApiException(
               408,
@@ -217,6 +229,7 @@ final class Call {
   }
 
   void sendError(ApiException e) throws IOException {
+    drainUnread();
     if (e.status() == 429 || e.status() == 503) {
       setHeader("Retry-After", Long.toString(e.retryAfterSeconds()));
     }
@@ -224,6 +237,28 @@ final class Call {
       setHeader("WWW-Authenticate", "Bearer");
     }
     sendJson(e.status(), errorBody(e.message(), e.type(), e.param(), e.code()));
+  }
+
+  /**
+   * Reads and drops a body of at most {@link #UNREAD_LIMIT} bytes that nothing read, as when a call
+   * is refused before its body is parsed (401, 404, 405, 429…). Answered with the body unread, an
+   * HTTP/2 stream is reset (RST_STREAM), and a client still sending it gets an I/O error instead of
+   * the answer; over HTTP/1.1 the connection could not be reused.
+   */
+  private void drainUnread() {
+    if (bodyDone) {
+      return;
+    }
+    bodyDone = true;
+    long declared = request.getLength();
+    if (declared == 0 || declared > UNREAD_LIMIT) {
+      return;
+    }
+    try {
+      discard(UNREAD_LIMIT, System.nanoTime() + bodyTimeout.toNanos());
+    } catch (ApiException | IOException e) {
+      // The error goes out anyway; what the client sends later is its own business.
+    }
   }
 
   /** OpenAI's error object: {@code {"error": {"message", "type", "param", "code"}}}. */

@@ -9,12 +9,17 @@ import com.fasterxml.jackson.databind.JsonNode;
 import java.net.http.HttpClient;
 import java.net.http.HttpRequest;
 import java.net.http.HttpResponse;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.SubmissionPublisher;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -192,6 +197,48 @@ class TransportTest {
             HttpResponse.BodyHandlers.ofString());
     assertEquals(HttpClient.Version.HTTP_2, events.version());
     assertTrue(events.body().contains("event: video.completed"), events.body());
+  }
+
+  /**
+   * A call refused before its body is read (here a 405) over HTTP/2, while the client is still
+   * sending that body: the client gets the 405, not a reset stream (RST_STREAM, which the JDK's
+   * client reports as an IOException; seen in CI as a flaky DeploymentTest).
+   */
+  @Test
+  void aRefusalWaitsForTheSmallBodyAnHttp2ClientIsStillSending() throws Exception {
+    HttpClient h2 =
+        HttpClient.newBuilder()
+            .version(HttpClient.Version.HTTP_2)
+            .connectTimeout(Duration.ofSeconds(5))
+            .build();
+    // The first call upgrades the connection to h2c; the next ones are HTTP/2 streams.
+    assertEquals(
+        HttpClient.Version.HTTP_2,
+        h2.send(
+                HttpRequest.newBuilder(h.uri("/v1/models")).GET().build(),
+                HttpResponse.BodyHandlers.discarding())
+            .version());
+    byte[] body = "{\"prompt\":\"sent slowly\"}".getBytes(StandardCharsets.UTF_8);
+    try (SubmissionPublisher<ByteBuffer> parts = new SubmissionPublisher<>()) {
+      CompletableFuture<HttpResponse<String>> answer =
+          h2.sendAsync(
+              HttpRequest.newBuilder(h.uri("/v1/deployment"))
+                  .header("Content-Type", "application/json")
+                  .POST(HttpRequest.BodyPublishers.fromPublisher(parts, body.length))
+                  .build(),
+              HttpResponse.BodyHandlers.ofString());
+      while (parts.getNumberOfSubscribers() == 0) {
+        Harness.sleep(5);
+      }
+      parts.submit(ByteBuffer.wrap(body, 0, 5));
+      Harness.sleep(500); // the server has the headers and has refused the call by now
+      parts.submit(ByteBuffer.wrap(body, 5, body.length - 5));
+      parts.close();
+      HttpResponse<String> refused = answer.get(20, TimeUnit.SECONDS);
+      assertEquals(HttpClient.Version.HTTP_2, refused.version());
+      assertEquals(405, refused.statusCode(), refused.body());
+      assertTrue(refused.body().contains("\"code\":\"method_not_allowed\""), refused.body());
+    }
   }
 
   @Test
