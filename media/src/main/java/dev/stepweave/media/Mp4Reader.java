@@ -35,7 +35,7 @@ public final class Mp4Reader {
 
   public static Video read(Path file) throws IOException {
     List<float[]> frames = new ArrayList<>();
-    Decoded d = decode(file, total -> Integer.MAX_VALUE, frames::add);
+    Decoded d = decode(file, total -> Integer.MAX_VALUE, f -> frames.add(f.rgb()));
     return new Video(stack(frames, d.height(), d.width()), d.fps());
   }
 
@@ -47,8 +47,25 @@ public final class Mp4Reader {
   public static Tensor middleFrame(Path file) throws IOException {
     float[][] kept = new float[1][];
     // Decoding stops after the middle frame, so the last one handed over is it.
-    Decoded d = decode(file, total -> total / 2, rgb -> kept[0] = rgb);
+    Decoded d = decode(file, total -> total / 2, f -> kept[0] = f.rgb());
     return Tensor.of(kept[0], d.height(), d.width(), 3);
+  }
+
+  /**
+   * One decoded frame.
+   *
+   * @param index its position, from 0
+   * @param count the file's frame count
+   * @param rgb {@code height × width × 3} in [0, 1], row-major; a fresh array the sink may keep
+   */
+  public record Frame(int index, int count, int height, int width, float[] rgb) {}
+
+  /**
+   * Decodes every frame in order and hands each to {@code sink} as it comes, so a caller that keeps
+   * little (a contact sheet, a statistic) holds one frame at a time, whatever the video's length.
+   */
+  public static void forEachFrame(Path file, Consumer<Frame> sink) throws IOException {
+    decode(file, total -> Integer.MAX_VALUE, sink);
   }
 
   private record Decoded(int height, int width, int fps) {}
@@ -56,7 +73,7 @@ public final class Mp4Reader {
   /**
    * Decodes frames in order up to index {@code lastOf(frame count)}, handing each to {@code sink}.
    */
-  private static Decoded decode(Path file, IntUnaryOperator lastOf, Consumer<float[]> sink)
+  private static Decoded decode(Path file, IntUnaryOperator lastOf, Consumer<Frame> sink)
       throws IOException {
     try (FileChannelWrapper channel = NIOUtils.readableChannel(file.toFile())) {
       MP4Demuxer demuxer = MP4Demuxer.createMP4Demuxer(channel);
@@ -68,7 +85,8 @@ public final class Mp4Reader {
       if (meta.getCodec() != Codec.H264) {
         throw new IOException(file + " holds " + meta.getCodec() + " video, not H.264");
       }
-      int last = lastOf.applyAsInt(meta.getTotalFrames());
+      int total = meta.getTotalFrames();
+      int last = lastOf.applyAsInt(total);
       H264Decoder decoder = H264Decoder.createH264DecoderFromCodecPrivate(meta.getCodecPrivate());
       Size size = meta.getVideoCodecMeta().getSize();
       int codedWidth = (size.getWidth() + 15) & ~15;
@@ -93,7 +111,7 @@ public final class Mp4Reader {
         }
         height = decoded.getCroppedHeight();
         width = decoded.getCroppedWidth();
-        sink.accept(Bt709.toRgb(decoded));
+        sink.accept(new Frame(count, total, height, width, Bt709.toRgb(decoded)));
         count++;
       }
       if (count == 0) {

@@ -13,8 +13,10 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.StepInFlight;
 import dev.stepweave.media.JpegWriter;
 import dev.stepweave.media.Mp4Reader;
+import dev.stepweave.media.Spritesheet;
 import dev.stepweave.server.store.StoreException;
 import dev.stepweave.server.tenant.Tenant;
+import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
 import java.time.Instant;
 import java.util.ArrayList;
@@ -67,6 +69,9 @@ final class Api {
 
   /** Routes a slow client cannot be kept from: they answer from memory and read no body. */
   private static final Set<String> PROBES = Set.of("health", "ready");
+
+  /** What {@code GET /v1/videos/{id}/content?variant=} may ask for (OpenAI's three). */
+  static final Set<String> CONTENT_VARIANTS = Set.of("video", "thumbnail", "spritesheet");
 
   /** What the admin connector serves; everything else there is a 404. */
   private static final Set<String> ADMIN_ROUTES =
@@ -391,19 +396,23 @@ final class Api {
 
   private void content(Call ex, Job job) throws IOException {
     String variant = ex.query().getOrDefault("variant", "video");
-    if (!variant.equals("video") && !variant.equals("thumbnail")) {
+    if (!CONTENT_VARIANTS.contains(variant)) {
       throw ApiException.badRequest(
-          "variant", "variant must be video or thumbnail, got '" + variant + "'");
+          "variant", "variant must be video, thumbnail or spritesheet, got '" + variant + "'");
     }
     if (job.status() != JobStatus.COMPLETED) {
       throw ApiException.conflict(
           "video_not_ready", "video " + job.id() + " is " + job.status().wireName());
     }
     Jobs.Download d = jobs.download(job);
-    if (variant.equals("thumbnail")) {
+    if (!variant.equals("video")) {
       try (d) {
-        // Decoded on demand from the MP4 (frames up to the middle one): nothing more on disk.
-        ex.sendBytes(200, "image/jpeg", JpegWriter.encode(Mp4Reader.middleFrame(d.file())));
+        // Decoded on demand from the MP4, a frame at a time: nothing more on disk.
+        Tensor image =
+            variant.equals("thumbnail")
+                ? Mp4Reader.middleFrame(d.file())
+                : Spritesheet.of(d.file());
+        ex.sendBytes(200, "image/jpeg", JpegWriter.encode(image));
       }
     } else {
       // The file stays protected from retention until Jetty has sent it; only a whole GET (not a

@@ -141,11 +141,44 @@ class CompatibilityTest {
                 .HEAD());
     assertEquals(200, head.status());
     assertEquals(0, head.body().length);
-    Harness.Reply bad = h.get("/v1/videos/" + id + "/content?variant=spritesheet");
+    Harness.Reply bad = h.get("/v1/videos/" + id + "/content?variant=poster");
     assertEquals(400, bad.status());
+    assertEquals("variant", bad.json().at("/error/param").asText());
     assertEquals(
-        "variant must be video or thumbnail, got 'spritesheet'",
+        "variant must be video, thumbnail or spritesheet, got 'poster'",
         bad.json().get("error").get("message").asText());
+  }
+
+  @Test
+  void theSpritesheetIsAJpegOfEveryFrameOfAShortVideoInRowsOfThree() throws Exception {
+    String id =
+        h.createVideo(
+            Map.of("prompt", "a spritesheet", "size", "48x32", "num_frames", 9, "seed", 12));
+    assertEquals("completed", h.awaitTerminal(id).get("status").asText());
+    Harness.Reply sheet = h.get("/v1/videos/" + id + "/content?variant=spritesheet");
+    assertEquals(200, sheet.status(), sheet::text);
+    assertEquals("image/jpeg", sheet.contentType());
+    BufferedImage jpeg = ImageIO.read(new ByteArrayInputStream(sheet.body()));
+    assertEquals(3 * 48, jpeg.getWidth(), "9 frames: three tiles a row");
+    assertEquals(3 * 32, jpeg.getHeight());
+
+    Path mp4 = tmp.resolve("sheet.mp4");
+    Files.write(mp4, h.get("/v1/videos/" + id + "/content").body());
+    float[] frames = Mp4Reader.read(mp4).frames().toFloatArray();
+    int frameSize = 48 * 32 * 3;
+    for (int k = 0; k < 9; k++) {
+      BufferedImage tile = jpeg.getSubimage((k % 3) * 48, (k / 3) * 32, 48, 32);
+      int nearest = -1;
+      double best = Double.MAX_VALUE;
+      for (int f = 0; f < 9; f++) {
+        double err = meanAbs(tile, frames, f * frameSize);
+        if (err < best) {
+          best = err;
+          nearest = f;
+        }
+      }
+      assertEquals(k, nearest, "tile " + k + " shows frame " + k);
+    }
   }
 
   private static double meanAbs(BufferedImage img, float[] frames, int offset) {

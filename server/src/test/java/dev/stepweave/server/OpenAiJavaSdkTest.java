@@ -32,9 +32,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * OpenAI's own Java SDK, unmodified, against the server: a video created, polled, listed,
- * downloaded (the video and its thumbnail), deleted; a model name the SDK hard-codes works through
- * an alias; an image of size auto; and a bad request reaches the SDK as its typed error with the
- * server's message.
+ * downloaded (the video, its thumbnail and its spritesheet), deleted; a model name the SDK
+ * hard-codes works through an alias; an image of size auto; and a bad request reaches the SDK as
+ * its typed error with the server's message.
  */
 @Timeout(120)
 class OpenAiJavaSdkTest {
@@ -116,6 +116,17 @@ class OpenAiJavaSdkTest {
                     .build())) {
       assertEquals(200, thumbnail.statusCode());
       assertEquals(48, ImageIO.read(thumbnail.body()).getWidth());
+    }
+    try (HttpResponse sheet =
+        client
+            .videos()
+            .downloadContent(
+                VideoDownloadContentParams.builder()
+                    .videoId(id)
+                    .variant(VideoDownloadContentParams.Variant.SPRITESHEET)
+                    .build())) {
+      assertEquals(200, sheet.statusCode());
+      assertEquals(3 * 48, ImageIO.read(sheet.body()).getWidth(), "9 frames, three a row");
     }
 
     assertTrue(client.videos().delete(id).deleted());
