@@ -229,7 +229,6 @@ final class Call {
   }
 
   void sendError(ApiException e) throws IOException {
-    drainUnread();
     if (e.status() == 429 || e.status() == 503) {
       setHeader("Retry-After", Long.toString(e.retryAfterSeconds()));
     }
@@ -240,10 +239,11 @@ final class Call {
   }
 
   /**
-   * Reads and drops a body of at most {@link #UNREAD_LIMIT} bytes that nothing read, as when a call
-   * is refused before its body is parsed (401, 404, 405, 429…). Answered with the body unread, an
-   * HTTP/2 stream is reset (RST_STREAM), and a client still sending it gets an I/O error instead of
-   * the answer; over HTTP/1.1 the connection could not be reused.
+   * Reads and drops a body of at most {@link #UNREAD_LIMIT} bytes that nothing read, before any
+   * answer starts: a call refused before its body is parsed (401, 404, 405, 429…), or one whose
+   * route ignores it (a rescan's {@code {}}). Answered with the body unread, an HTTP/2 stream is
+   * reset (RST_STREAM), and a client still sending it gets an I/O error instead of the answer; over
+   * HTTP/1.1 the connection could not be reused.
    */
   private void drainUnread() {
     if (bodyDone) {
@@ -282,6 +282,7 @@ final class Call {
    * completes the call itself; {@code done} then learns whether the whole file went out.
    */
   void sendFile(String contentType, Path file, Consumer<Boolean> done) {
+    drainUnread();
     handedOver = true;
     Callback ended =
         Callback.from(
@@ -313,12 +314,14 @@ final class Call {
 
   /** The response body as a stream, for an answer written as it happens (an event stream). */
   OutputStream stream(int status, String contentType) {
+    drainUnread();
     response.setStatus(status);
     setHeader("Content-Type", contentType);
     return Content.Sink.asOutputStream(response);
   }
 
   void sendBytes(int status, String contentType, byte[] bytes) throws IOException {
+    drainUnread();
     response.setStatus(status);
     setHeader("Content-Type", contentType);
     response.getHeaders().put(HttpHeader.CONTENT_LENGTH, bytes.length);
