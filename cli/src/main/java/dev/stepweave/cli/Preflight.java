@@ -39,6 +39,7 @@ final class Preflight {
     card.admitSettings(
         rules.samplerFor(request),
         request.params().steps(),
+        request.params().guidance(),
         precision,
         Extensions.consistencyOf(deployment.admit(request, card), card),
         request.overrideRecipe());

@@ -18,6 +18,11 @@ public final class ContentHash {
     return hex(bytes.array());
   }
 
+  /** The hash of bytes in memory. */
+  public static String ofBytes(byte[] data) {
+    return hex(data);
+  }
+
   /** The hash of a file's bytes, read in chunks (an adapter file may be hundreds of MB). */
   public static String ofFile(java.nio.file.Path file) throws java.io.IOException {
     MessageDigest digest = sha256();

@@ -234,11 +234,12 @@ public record ModelCard(
   public List<RecipeSpec.RecipeMismatch> admitSettings(
       String sampler,
       int steps,
+      double guidance,
       Precision runPrecision,
       ConsistencyRung runsAt,
       boolean overrideRecipe) {
     List<RecipeSpec.RecipeMismatch> mismatches =
-        recipe.mismatches(sampler, steps, runPrecision, runsAt);
+        recipe.mismatches(sampler, steps, guidance, runPrecision, runsAt);
     if (!mismatches.isEmpty() && !overrideRecipe) {
       throw new RecipeRefusedException(modelId, recipe.method(), mismatches);
     }

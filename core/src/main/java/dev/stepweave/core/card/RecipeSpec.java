@@ -22,6 +22,8 @@ import java.util.Objects;
  * @param parentWeights for trained weights, the SHA-256 of the parent's weights file they started
  *     from (the parent named first in {@code parents}), else null
  * @param data for trained weights, the data they were trained on, else null
+ * @param assumesGuidance the guidance scale the weights require, or null for any; at most 1 means
+ *     no classifier-free guidance (a CFG-free distilled student), which any scale up to 1 runs
  */
 public record RecipeSpec(
     String method,
@@ -33,7 +35,8 @@ public record RecipeSpec(
     Precision assumesPrecision,
     ConsistencyRung consistencyRequired,
     @JsonInclude(JsonInclude.Include.NON_NULL) String parentWeights,
-    @JsonInclude(JsonInclude.Include.NON_NULL) DataContract data) {
+    @JsonInclude(JsonInclude.Include.NON_NULL) DataContract data,
+    @JsonInclude(JsonInclude.Include.NON_NULL) Double assumesGuidance) {
 
   public RecipeSpec {
     Objects.requireNonNull(method, "recipe method");
@@ -61,6 +64,7 @@ public record RecipeSpec(
         assumesSteps,
         assumesPrecision,
         consistencyRequired,
+        null,
         null,
         null);
   }
@@ -93,7 +97,7 @@ public record RecipeSpec(
    * @param runsAt the rung the run would be held to
    */
   public List<RecipeMismatch> mismatches(
-      String sampler, int steps, Precision precision, ConsistencyRung runsAt) {
+      String sampler, int steps, double guidance, Precision precision, ConsistencyRung runsAt) {
     List<RecipeMismatch> out = new ArrayList<>();
     if (!runsAt.satisfies(consistencyRequired)) {
       out.add(new RecipeMismatch("consistency rung", consistencyRequired.name(), runsAt.name()));
@@ -104,10 +108,19 @@ public record RecipeSpec(
     if (assumesSteps != null && assumesSteps != steps) {
       out.add(new RecipeMismatch("steps", assumesSteps.toString(), Integer.toString(steps)));
     }
+    if (assumesGuidance != null && !sameGuidance(assumesGuidance, guidance)) {
+      out.add(
+          new RecipeMismatch("guidance", assumesGuidance.toString(), Double.toString(guidance)));
+    }
     if (assumesPrecision != null && assumesPrecision != precision) {
       out.add(new RecipeMismatch("precision", assumesPrecision.wireName(), precision.wireName()));
     }
     return out;
+  }
+
+  /** Scales up to 1 all run the conditional branch alone: one setting, "no guidance". */
+  private static boolean sameGuidance(double assumed, double requested) {
+    return assumed <= 1 ? requested <= 1 : assumed == requested;
   }
 
   /** One setting a request asks for that the recipe does not allow. */

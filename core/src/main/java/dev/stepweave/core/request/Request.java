@@ -71,6 +71,12 @@ public record Request(
         .adapters(adapters);
   }
 
+  /** This request with other generation settings, everything else as it is. */
+  public Request withParams(DiffusionParams p) {
+    return new Request(
+        id, task, inputs, p, output, nodeOverrides, overrideRecipe, plugins, exact, adapters);
+  }
+
   /** The prompt (the first text input). */
   public String prompt() {
     return inputs.stream()

@@ -61,6 +61,7 @@ final class Intake {
         .admitSettings(
             m.samplerFor(request),
             request.params().steps(),
+            request.params().guidance(),
             m.precision(),
             Extensions.consistencyOf(plugins, m.card()),
             request.overrideRecipe())

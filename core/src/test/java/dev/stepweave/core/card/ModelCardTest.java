@@ -28,7 +28,7 @@ class ModelCardTest {
     var e =
         assertThrows(
             RecipeRefusedException.class,
-            () -> card.admitSettings("unipc", 50, Precision.F32, ConsistencyRung.C1, false));
+            () -> card.admitSettings("unipc", 50, 5.0, Precision.F32, ConsistencyRung.C1, false));
     assertEquals(
         "model 'tiny-4step' (recipe 'dmd2') refuses sampler unipc (recipe assumes euler), steps 50 (recipe"
             + " assumes 4), precision f32 (recipe assumes bf16); override the recipe explicitly to run it anyway",
@@ -36,9 +36,9 @@ class ModelCardTest {
     assertEquals(3, e.mismatches().size());
     // What the recipe assumes passes; an explicit override passes and reports what it overrode.
     assertEquals(
-        List.of(), card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C1, false));
+        List.of(), card.admitSettings("euler", 4, 5.0, Precision.BF16, ConsistencyRung.C1, false));
     assertEquals(
-        1, card.admitSettings("euler", 8, Precision.BF16, ConsistencyRung.C1, true).size());
+        1, card.admitSettings("euler", 8, 5.0, Precision.BF16, ConsistencyRung.C1, true).size());
   }
 
   @Test
@@ -46,7 +46,7 @@ class ModelCardTest {
     assertEquals(
         List.of(),
         ModelCardTestCards.card(RecipeSpec.base())
-            .admitSettings("unipc", 1000, Precision.F32, ConsistencyRung.C3, false));
+            .admitSettings("unipc", 1000, 5.0, Precision.F32, ConsistencyRung.C3, false));
   }
 
   @Test
@@ -55,17 +55,17 @@ class ModelCardTest {
     var e =
         assertThrows(
             RecipeRefusedException.class,
-            () -> card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C3, false));
+            () -> card.admitSettings("euler", 4, 5.0, Precision.BF16, ConsistencyRung.C3, false));
     assertEquals(
         "model 'tiny-4step' (recipe 'dmd2') refuses consistency rung C3 (recipe assumes C1);"
             + " override the recipe explicitly to run it anyway",
         e.getMessage());
     // A stricter run than required passes, and an override records what it overrode.
     assertEquals(
-        List.of(), card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C0, false));
+        List.of(), card.admitSettings("euler", 4, 5.0, Precision.BF16, ConsistencyRung.C0, false));
     assertEquals(
         List.of(new RecipeSpec.RecipeMismatch("consistency rung", "C1", "C3")),
-        card.admitSettings("euler", 4, Precision.BF16, ConsistencyRung.C3, true));
+        card.admitSettings("euler", 4, 5.0, Precision.BF16, ConsistencyRung.C3, true));
   }
 
   @Test
@@ -146,5 +146,48 @@ class ModelCardTest {
             IllegalArgumentException.class,
             () -> ModelCardTestCards.card(RecipeSpec.base()).loopsFor(TaskType.T2I));
     assertTrue(e.getMessage().contains("cannot run task t2i"), e.getMessage());
+  }
+
+  @Test
+  void aCfgFreeRecipeRefusesGuidanceAndTakesAnyScaleUpToOne() {
+    RecipeSpec student =
+        new RecipeSpec(
+            "distill",
+            List.of("wan-base"),
+            "test",
+            "denoise",
+            "euler",
+            4,
+            null,
+            ConsistencyRung.C3,
+            null,
+            null,
+            1.0);
+    assertEquals(
+        List.of("guidance 5.0 (recipe assumes 1.0)"),
+        student.mismatches("euler", 4, 5.0, Precision.F32, ConsistencyRung.C1).stream()
+            .map(Object::toString)
+            .toList());
+    // Every scale up to 1 runs the conditional branch alone: the same setting.
+    assertTrue(student.mismatches("euler", 4, 1.0, Precision.F32, ConsistencyRung.C1).isEmpty());
+    assertTrue(student.mismatches("euler", 4, 0.0, Precision.F32, ConsistencyRung.C1).isEmpty());
+    RecipeSpec guided =
+        new RecipeSpec(
+            "distill",
+            List.of(),
+            "test",
+            null,
+            null,
+            null,
+            null,
+            ConsistencyRung.C3,
+            null,
+            null,
+            3.0);
+    assertEquals(1, guided.mismatches("euler", 4, 5.0, Precision.F32, ConsistencyRung.C1).size());
+    assertTrue(guided.mismatches("euler", 4, 3.0, Precision.F32, ConsistencyRung.C1).isEmpty());
+    assertTrue(
+        RecipeSpec.base().mismatches("unipc", 50, 7.5, Precision.F32, ConsistencyRung.C3).isEmpty(),
+        "a recipe without the assumption takes any scale");
   }
 }

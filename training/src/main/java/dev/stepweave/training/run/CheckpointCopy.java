@@ -3,6 +3,7 @@ package dev.stepweave.training.run;
 import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
+import dev.stepweave.core.cache.ContentHash;
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Safetensors;
@@ -11,7 +12,9 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
+import java.util.List;
 import java.util.Map;
+import java.util.TreeMap;
 import java.util.stream.Stream;
 
 /**
@@ -19,7 +22,7 @@ import java.util.stream.Stream;
  * other file hard-linked where the file system allows (a 1.3B text encoder is not copied), else
  * copied.
  */
-final class CheckpointCopy {
+public final class CheckpointCopy {
   static final String WEIGHTS_FILE = "diffusion_pytorch_model.safetensors";
   private static final ObjectMapper JSON =
       new ObjectMapper().enable(SerializationFeature.INDENT_OUTPUT);
@@ -31,7 +34,7 @@ final class CheckpointCopy {
    * holds only {@code config} and {@code weights}, and without {@code from}'s card unless {@code
    * keepCard}.
    */
-  static void write(
+  public static void write(
       Path from,
       Path to,
       String component,
@@ -65,6 +68,25 @@ final class CheckpointCopy {
     Safetensors.write(
         partial.resolve(component).resolve(WEIGHTS_FILE), weights, Map.of("format", "pt"));
     Files.move(partial, to, StandardCopyOption.ATOMIC_MOVE);
+  }
+
+  /**
+   * The SHA-256 of a component's weights: its one safetensors file's, or for a sharded one the hash
+   * of each file's name and hash in name order.
+   */
+  public static String weightsHash(Path componentDir) throws IOException {
+    List<Path> files;
+    try (Stream<Path> all = Files.list(componentDir)) {
+      files = all.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
+    }
+    if (files.size() == 1) {
+      return ContentHash.ofFile(files.getFirst());
+    }
+    Map<String, String> hashes = new TreeMap<>();
+    for (Path f : files) {
+      hashes.put(f.getFileName().toString(), ContentHash.ofFile(f));
+    }
+    return ContentHash.ofBytes(hashes.toString().getBytes(StandardCharsets.UTF_8));
   }
 
   private static void link(Path source, Path target) throws IOException {

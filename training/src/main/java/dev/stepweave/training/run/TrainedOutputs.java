@@ -20,15 +20,10 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.security.MessageDigest;
-import java.security.NoSuchAlgorithmException;
-import java.util.HexFormat;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
-import java.util.TreeMap;
-import java.util.stream.Stream;
 
 /**
  * What a finished run leaves: a full fine-tune as {@code model/}, a diffusers checkpoint (the base
@@ -101,8 +96,9 @@ final class TrainedOutputs {
             null,
             null,
             ConsistencyRung.C3,
-            weightsHash(base.component(folder).dir()),
-            new RecipeSpec.DataContract(data.id(), data.sha256()));
+            CheckpointCopy.weightsHash(base.component(folder).dir()),
+            new RecipeSpec.DataContract(data.id(), data.sha256()),
+            null);
     Map<String, Tensor> finals = finalValues();
     if (lora != null) {
       Path dir = out.resolve(LORA);
@@ -183,33 +179,6 @@ final class TrainedOutputs {
         config.learningRate(),
         config.schedule().kind().name().toLowerCase(Locale.ROOT),
         config.seed(),
-        sha256(config.canonical().toString().getBytes(StandardCharsets.UTF_8)));
-  }
-
-  /**
-   * The SHA-256 of a component's weights: its one safetensors file's, or for a sharded one the hash
-   * of each file's name and hash in name order.
-   */
-  static String weightsHash(Path componentDir) throws IOException {
-    List<Path> files;
-    try (Stream<Path> all = Files.list(componentDir)) {
-      files = all.filter(p -> p.toString().endsWith(".safetensors")).sorted().toList();
-    }
-    if (files.size() == 1) {
-      return ContentHash.ofFile(files.getFirst());
-    }
-    Map<String, String> hashes = new TreeMap<>();
-    for (Path f : files) {
-      hashes.put(f.getFileName().toString(), ContentHash.ofFile(f));
-    }
-    return sha256(hashes.toString().getBytes(StandardCharsets.UTF_8));
-  }
-
-  private static String sha256(byte[] bytes) {
-    try {
-      return HexFormat.of().formatHex(MessageDigest.getInstance("SHA-256").digest(bytes));
-    } catch (NoSuchAlgorithmException e) {
-      throw new IllegalStateException(e);
-    }
+        ContentHash.ofBytes(config.canonical().toString().getBytes(StandardCharsets.UTF_8)));
   }
 }

@@ -124,7 +124,7 @@ class TrainingRunTest {
     RecipeSpec recipe = card.recipe();
     assertEquals("full", recipe.method());
     assertEquals(List.of(EmbeddedWan.MODEL_ID), recipe.parents());
-    assertEquals(TrainedOutputs.weightsHash(base.resolve("transformer")), recipe.parentWeights());
+    assertEquals(CheckpointCopy.weightsHash(base.resolve("transformer")), recipe.parentWeights());
     assertTrue(
         recipe.data().datasetId().startsWith("shapes seed 1, 64x64, 5 frames"),
         recipe.data().datasetId());
