@@ -66,7 +66,6 @@ final class Jobs implements AutoCloseable {
   private final JobStore rows;
   private final StoreConfig storeConfig;
   private final CheckpointFiles checkpoints;
-  private final Map<String, CheckpointFiles.Sink> sinks = new ConcurrentHashMap<>();
   private final Map<String, Job> videos = new ConcurrentHashMap<>();
 
   /** Jobs deleted while unfinished: gone for clients at once, row and file removed once stopped. */
@@ -248,7 +247,6 @@ final class Jobs implements AutoCloseable {
             from,
             sink,
             released);
-    sinks.put(job.id(), sink);
     videos.put(job.id(), job);
     job.onChange(this::persist);
     persist(job);
@@ -622,7 +620,10 @@ final class Jobs implements AutoCloseable {
     return true;
   }
 
-  /** Forgets a finished video: its row, its index entry, its checkpoint and its file. */
+  /**
+   * Forgets a finished video: its row, its index entry and its file (its checkpoint went when it
+   * ended).
+   */
   void delete(Job job) throws IOException {
     // The row goes first, then the live job: a lookup between the two still finds the live one,
     // never a stored row of a job this process no longer holds.
@@ -635,10 +636,7 @@ final class Jobs implements AutoCloseable {
       throw e.getCause() instanceof RuntimeException r ? r : new IllegalStateException(e);
     }
     videos.remove(job.id());
-    CheckpointFiles.Sink sink = sinks.remove(job.id());
-    if (sink != null) {
-      sink.discard();
-    }
+    // Its checkpoint went when it ended (finish); a stored job's belongs to its own replica.
     Files.deleteIfExists(store.videoFile(job.id()));
   }
 
@@ -833,13 +831,14 @@ final class Jobs implements AutoCloseable {
               unfinished.remove(job);
               released.run();
             });
-    handle.result().whenCompleteAsync((result, error) -> finish(job, result, error), writer);
+    // The sink itself, not a lookup by id: a quick job may end before its caller records it.
+    handle.result().whenCompleteAsync((result, error) -> finish(job, sink, result, error), writer);
     return job;
   }
 
-  private void finish(Job job, GenerationResult result, Throwable error) {
+  private void finish(
+      Job job, CheckpointFiles.Sink sink, GenerationResult result, Throwable error) {
     Throwable cause = error instanceof CompletionException c ? c.getCause() : error;
-    CheckpointFiles.Sink sink = sinks.get(job.id());
     if (cause instanceof CancelledException && draining && !job.cancelRequested()) {
       // The drain's timeout stopped it: keep its newest state and its row as they are, so that
       // the next start resumes it.

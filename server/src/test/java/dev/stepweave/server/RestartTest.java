@@ -108,6 +108,34 @@ class RestartTest {
     }
   }
 
+  /**
+   * A job checkpointed at every step leaves no checkpoint file once it has ended, however quickly
+   * it ran: one-step jobs may end before the call that created them returns.
+   */
+  @Test
+  void noCheckpointFileOutlivesAFinishedJob() throws Exception {
+    Path dir = tmp.resolve("artifacts");
+    List<String> ids = new java.util.ArrayList<>();
+    try (Harness h = new Harness(dir, QUICK_DRAIN, EVERY_STEP)) {
+      for (int i = 0; i < 24; i++) {
+        ids.add(
+            h.createVideo(
+                Map.of("prompt", "quick " + i, "size", "16x16", "num_inference_steps", 1)));
+      }
+      for (String id : ids) {
+        assertEquals("completed", h.awaitTerminal(id).get("status").asText());
+      }
+    }
+    try (var files = Files.list(dir)) {
+      List<String> left =
+          files
+              .map(p -> p.getFileName().toString())
+              .filter(n -> n.endsWith(ArtifactStore.CHECKPOINT) || n.endsWith(".tmp"))
+              .toList();
+      assertEquals(List.of(), left, "checkpoint files of ended jobs");
+    }
+  }
+
   @Test
   void theStartReconcilesTheStoreWithTheFiles() throws Exception {
     Path dir = tmp.resolve("artifacts");
