@@ -45,6 +45,18 @@ public record DiffusionParams(
    *
    * @throws InvalidRequestException naming the bad setting
    */
+  /** These settings with another step count, guidance scale and sampler (empty: the card's). */
+  public DiffusionParams withSampling(int steps, double guidance, Optional<String> sampler) {
+    return new DiffusionParams(
+        steps, guidance, seed, width, height, frames, fps, negativePrompt, sampler, shift);
+  }
+
+  /** These settings with another seed. */
+  public DiffusionParams withSeed(long otherSeed) {
+    return new DiffusionParams(
+        steps, guidance, otherSeed, width, height, frames, fps, negativePrompt, sampler, shift);
+  }
+
   public DiffusionParams validate() {
     if (steps < 1 || steps > MAX_STEPS) {
       throw new InvalidRequestException(

@@ -1,7 +1,6 @@
 package dev.stepweave.training.distill;
 
 import dev.stepweave.core.request.BehaviorCapture;
-import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.models.sampling.SamplerSchedule;
@@ -109,20 +108,12 @@ public final class FewStepDistillation {
    * @param prompt the prompt, size and frames; its steps, guidance and sampler are the settings'
    */
   public int addTeacherSamples(Engine teacher, Request prompt, int samples, long firstSeed) {
-    DiffusionParams p = prompt.params();
     Request asTeacher =
         prompt.withParams(
-            new DiffusionParams(
-                settings.teacherSteps(),
-                settings.teacherGuidance(),
-                p.seed(),
-                p.width(),
-                p.height(),
-                p.frames(),
-                p.fps(),
-                p.negativePrompt(),
-                Optional.of("euler"),
-                p.shift()));
+            prompt
+                .params()
+                .withSampling(
+                    settings.teacherSteps(), settings.teacherGuidance(), Optional.of("euler")));
     for (GroupRollout.Sample s :
         GroupRollout.run(
             teacher,

@@ -3,7 +3,6 @@ package dev.stepweave.training.rl;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.BehaviorCapture;
 import dev.stepweave.core.request.BehaviorRecord;
-import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
@@ -80,28 +79,11 @@ public final class GroupRollout {
   }
 
   private static Request member(Request template, int index, long seed, BehaviorCapture capture) {
-    DiffusionParams p = template.params();
-    return new Request(
-        template.id() + "-" + index,
-        template.task(),
-        template.inputs(),
-        new DiffusionParams(
-            p.steps(),
-            p.guidance(),
-            seed,
-            p.width(),
-            p.height(),
-            p.frames(),
-            p.fps(),
-            p.negativePrompt(),
-            p.sampler(),
-            p.shift()),
-        template.output().capturing(capture),
-        template.nodeOverrides(),
-        template.overrideRecipe(),
-        template.plugins(),
-        template.exact(),
-        template.adapters());
+    return template.toBuilder()
+        .id(template.id() + "-" + index)
+        .output(template.output().capturing(capture))
+        .build()
+        .withParams(template.params().withSeed(seed));
   }
 
   /**

@@ -188,8 +188,7 @@ class FewStepDistillationTest {
       Request fourUnguided = steps(heldOut.getFirst(), STUDENT_STEPS, 1.0);
       Request byDefault =
           fourUnguided.withParams(
-              new DiffusionParams(
-                  STUDENT_STEPS, 1.0, 0, 32, 32, 5, 8, "", Optional.empty(), Optional.empty()));
+              fourUnguided.params().withSampling(STUDENT_STEPS, 1.0, Optional.empty()));
       try (WanModel served = WanModel.load(card, new CpuBackend());
           Engine fromCard =
               new Engine(
@@ -240,18 +239,6 @@ class FewStepDistillationTest {
   }
 
   private static Request steps(Request r, int steps, double guidance) {
-    DiffusionParams p = r.params();
-    return r.withParams(
-        new DiffusionParams(
-            steps,
-            guidance,
-            p.seed(),
-            p.width(),
-            p.height(),
-            p.frames(),
-            p.fps(),
-            p.negativePrompt(),
-            p.sampler(),
-            p.shift()));
+    return r.withParams(r.params().withSampling(steps, guidance, r.params().sampler()));
   }
 }
