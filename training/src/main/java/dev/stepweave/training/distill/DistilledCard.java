@@ -20,7 +20,6 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.LinkedHashMap;
 import java.util.List;
-import java.util.Locale;
 import java.util.Map;
 import java.util.TreeSet;
 
@@ -43,8 +42,9 @@ public final class DistilledCard {
    * @param out the folder to write (must not exist)
    * @param modelId the student card's id
    * @param student the student's transformer tensors by checkpoint name
-   * @param settings how the student was distilled (its recipe's assumptions and provenance)
-   * @param trainingSteps optimiser steps taken, for the provenance
+   * @param studentSteps the student's Euler steps: its recipe's and its defaults' step count
+   * @param provenance how the student was made, for its recipe
+   * @param data what it learned from, or null
    * @return {@code out}
    */
   public static Path write(
@@ -52,8 +52,9 @@ public final class DistilledCard {
       Path out,
       String modelId,
       Map<String, Tensor> student,
-      FewStepDistillation.Settings settings,
-      int trainingSteps)
+      int studentSteps,
+      String provenance,
+      RecipeSpec.DataContract data)
       throws IOException {
     DiffusersDirectory base = DiffusersDirectory.open(teacher);
     ModelCard teacherCard = WanCards.cardFor(base);
@@ -75,21 +76,14 @@ public final class DistilledCard {
         new RecipeSpec(
             "distill",
             List.of(teacherCard.modelId()),
-            String.format(
-                Locale.ROOT,
-                "stepweave few-step distillation (trajectory matching): teacher euler %d steps,"
-                    + " guidance %s; %d optimiser steps of %d segments",
-                settings.teacherSteps(),
-                settings.teacherGuidance(),
-                trainingSteps,
-                settings.batch()),
+            provenance,
             WanCards.DENOISE,
             "euler",
-            settings.studentSteps(),
+            studentSteps,
             null,
             ConsistencyRung.C3,
             CheckpointCopy.weightsHash(base.component(TRANSFORMER).dir()),
-            null,
+            data,
             1.0);
     GenerationDefaults d = teacherCard.defaults();
     ModelCard card =
@@ -105,8 +99,7 @@ public final class DistilledCard {
             teacherCard.parallelism(),
             teacherCard.precision(),
             teacherCard.checkpoint(),
-            new GenerationDefaults(
-                d.width(), d.height(), d.frames(), d.fps(), settings.studentSteps(), 1.0));
+            new GenerationDefaults(d.width(), d.height(), d.frames(), d.fps(), studentSteps, 1.0));
     CardJson.write(card.validate(out.toString()), out.resolve(CardJson.FILE_NAME));
     return out;
   }

@@ -14,6 +14,7 @@ import dev.stepweave.training.wan.TrainableTransformer;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Locale;
 import java.util.Map;
 import java.util.Optional;
 import java.util.SplittableRandom;
@@ -108,23 +109,63 @@ public final class FewStepDistillation {
    * @param prompt the prompt, size and frames; its steps, guidance and sampler are the settings'
    */
   public int addTeacherSamples(Engine teacher, Request prompt, int samples, long firstSeed) {
-    Request asTeacher =
-        prompt.withParams(
-            prompt
-                .params()
-                .withSampling(
-                    settings.teacherSteps(), settings.teacherGuidance(), Optional.of("euler")));
-    for (GroupRollout.Sample s :
-        GroupRollout.run(
+    segments.addAll(
+        teacherSegments(
             teacher,
-            asTeacher,
+            prompt,
             samples,
             firstSeed,
-            BehaviorCapture.TRAJECTORY,
-            settings.timeout())) {
-      segments.addAll(Segment.of(s.behavior(), studentSchedule));
-    }
+            settings.teacherSteps(),
+            settings.teacherGuidance(),
+            studentSchedule,
+            settings.timeout()));
     return segments.size();
+  }
+
+  /**
+   * The segments a student with schedule {@code student} learns from {@code samples} teacher
+   * samples of {@code prompt} (seeds from {@code firstSeed}), the teacher sampling with Euler at
+   * {@code teacherSteps} and {@code teacherGuidance} through {@code teacher}, its whole trajectory
+   * captured.
+   */
+  public static List<Segment> teacherSegments(
+      Engine teacher,
+      Request prompt,
+      int samples,
+      long firstSeed,
+      int teacherSteps,
+      double teacherGuidance,
+      SamplerSchedule student,
+      Duration timeout) {
+    Request asTeacher =
+        prompt.withParams(
+            prompt.params().withSampling(teacherSteps, teacherGuidance, Optional.of("euler")));
+    List<Segment> out = new ArrayList<>();
+    for (GroupRollout.Sample s :
+        GroupRollout.run(
+            teacher, asTeacher, samples, firstSeed, BehaviorCapture.TRAJECTORY, timeout)) {
+      out.addAll(Segment.of(s.behavior(), student));
+    }
+    return out;
+  }
+
+  /**
+   * The Euler schedule at {@code steps} the engine runs {@code prompt}'s settings with: what a
+   * student of that many steps will serve with, read from one captured rollout.
+   */
+  public static SamplerSchedule studentSchedule(
+      Engine engine, Request prompt, int steps, Duration timeout) {
+    var record =
+        GroupRollout.run(
+                engine,
+                prompt.withParams(prompt.params().withSampling(steps, 1.0, Optional.of("euler"))),
+                1,
+                0,
+                BehaviorCapture.TRAJECTORY,
+                timeout)
+            .getFirst()
+            .behavior();
+    return new SamplerSchedule(record.timesteps(), record.sigmas());
   }
 
   /** One optimiser step on a batch of segments drawn at random from those kept. */
@@ -151,6 +192,23 @@ public final class FewStepDistillation {
               return new Optimiser.Evaluation(1.0 / n, e.loss(), e.gradients());
             });
     return new Step(steps++, s.loss());
+  }
+
+  /** What made the student, for its card's recipe (after {@code steps} optimiser steps). */
+  public static String provenance(int teacherSteps, double teacherGuidance, int steps, int batch) {
+    return String.format(
+        Locale.ROOT,
+        "stepweave few-step distillation (trajectory matching): teacher euler %d steps,"
+            + " guidance %s; %d optimiser steps of %d segments",
+        teacherSteps,
+        teacherGuidance,
+        steps,
+        batch);
+  }
+
+  /** {@link #provenance(int, double, int, int)} of this distillation so far. */
+  public String provenance() {
+    return provenance(settings.teacherSteps(), settings.teacherGuidance(), steps, settings.batch());
   }
 
   /** The student's weights now, by checkpoint name (what {@link Engine#syncWeights} takes). */

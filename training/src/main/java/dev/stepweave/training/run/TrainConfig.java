@@ -14,7 +14,7 @@ import java.util.List;
  * @param component which component trains
  * @param init fresh weights for the trained component instead of the base's, or null
  * @param data what it trains on
- * @param method a full fine-tune or a LoRA
+ * @param method a full fine-tune, a LoRA or a distillation
  * @param steps optimiser steps
  * @param batch samples per optimiser step
  * @param microBatch samples per forward/backward; {@code batch} must be a multiple of it
@@ -89,6 +89,18 @@ public record TrainConfig(
 
     /** Latent shards written by {@code stepweave prepare --data}. */
     record Shards(Path dir) implements Data {}
+
+    /**
+     * A distillation's: the base (the teacher) rolls out {@code samplesPerPrompt} samples of each
+     * prompt, seeds from {@code seed}, at {@code width}×{@code height}×{@code frames}.
+     */
+    record Prompts(
+        List<String> prompts, int samplesPerPrompt, long seed, int width, int height, int frames)
+        implements Data {
+      public Prompts {
+        prompts = List.copyOf(prompts);
+      }
+    }
   }
 
   /** What is trained. */
@@ -115,6 +127,18 @@ public record TrainConfig(
       @Override
       public String name() {
         return "lora";
+      }
+    }
+
+    /**
+     * Few-step CFG-free distillation of the base (the teacher, Euler at {@code teacherSteps} with
+     * {@code teacherGuidance}) into a {@code studentSteps}-step student: every transformer
+     * parameter, on the teacher's trajectories ({@code training.distill}).
+     */
+    record Distill(int studentSteps, int teacherSteps, double teacherGuidance) implements Method {
+      @Override
+      public String name() {
+        return "distill";
       }
     }
   }

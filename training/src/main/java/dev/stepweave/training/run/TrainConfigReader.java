@@ -122,6 +122,24 @@ public final class TrainConfigReader {
     if (component == TrainConfig.Component.VAE && method instanceof TrainConfig.Method.Lora) {
       throw bad("method.type", "lora adapts the transformer only; component vae trains full");
     }
+    boolean distill = method instanceof TrainConfig.Method.Distill;
+    if (distill && component != TrainConfig.Component.TRANSFORMER) {
+      throw bad("method.type", "distill trains the transformer; component must be transformer");
+    }
+    if (distill != data instanceof TrainConfig.Data.Prompts) {
+      throw bad(
+          "data.type",
+          distill
+              ? "distill learns from the teacher's samples: data must be of type prompts"
+              : "'prompts' is a distillation's data (method distill)");
+    }
+    if (distill) {
+      for (String key : List.of("init", "flow_shift", "caption_dropout")) {
+        if (root.has(key)) {
+          throw bad(key, "does not apply to method distill (the student starts from its teacher)");
+        }
+      }
+    }
     TrainConfig.Init init = init(root, method);
     if (component == TrainConfig.Component.VAE) {
       for (String key : List.of("flow_shift", "caption_dropout")) {
@@ -244,8 +262,33 @@ public final class TrainConfigReader {
         known(n, "data.", Set.of("type", "path"));
         return new TrainConfig.Data.Shards(directory(n, "data.path"));
       }
-      case null -> throw bad("data.type", "is required (shapes, folder or shards)");
-      default -> throw bad("data.type", "must be shapes, folder or shards, got '" + type + "'");
+      case "prompts" -> {
+        known(
+            n,
+            "data.",
+            Set.of("type", "prompts", "samples_per_prompt", "seed", "width", "height", "frames"));
+        JsonNode list = n.get("prompts");
+        if (list == null || !list.isArray() || list.isEmpty()) {
+          throw bad("data.prompts", "must be a non-empty list of prompts");
+        }
+        List<String> prompts = new ArrayList<>();
+        for (int i = 0; i < list.size(); i++) {
+          if (!list.get(i).isTextual() || list.get(i).asText().isBlank()) {
+            throw bad("data.prompts[" + i + "]", "must be a prompt (a non-empty string)");
+          }
+          prompts.add(list.get(i).asText());
+        }
+        return new TrainConfig.Data.Prompts(
+            prompts,
+            positive(n, "samples_per_prompt", "data.", 4),
+            integer(n, "seed", "data.", 0L),
+            positive(n, "width", "data.", 64),
+            positive(n, "height", "data.", 64),
+            positive(n, "frames", "data.", 9));
+      }
+      case null -> throw bad("data.type", "is required (shapes, folder, shards or prompts)");
+      default ->
+          throw bad("data.type", "must be shapes, folder, shards or prompts, got '" + type + "'");
     }
   }
 
@@ -282,8 +325,22 @@ public final class TrainConfigReader {
         }
         return new TrainConfig.Method.Lora(rank, alpha, targets);
       }
-      case null -> throw bad("method.type", "is required (full or lora)");
-      default -> throw bad("method.type", "must be full or lora, got '" + type + "'");
+      case "distill" -> {
+        known(n, "method.", Set.of("type", "student_steps", "teacher_steps", "teacher_guidance"));
+        int student = positive(n, "student_steps", "method.", 4);
+        int teacher = positive(n, "teacher_steps", "method.", 50);
+        if (teacher <= student) {
+          throw bad(
+              "method.teacher_steps", "must exceed student_steps " + student + ", got " + teacher);
+        }
+        double guidance = number(n, "teacher_guidance", "method.", 5.0);
+        if (guidance < 0) {
+          throw bad("method.teacher_guidance", "must be ≥ 0, got " + guidance);
+        }
+        return new TrainConfig.Method.Distill(student, teacher, guidance);
+      }
+      case null -> throw bad("method.type", "is required (full, lora or distill)");
+      default -> throw bad("method.type", "must be full, lora or distill, got '" + type + "'");
     }
   }
 

@@ -6,7 +6,8 @@ import java.util.List;
 import java.util.Map;
 
 /** The component a run trains, with its objective: what the run loop asks of either. */
-sealed interface TrainedComponent permits FlowMatchingComponent, ReconstructionComponent {
+sealed interface TrainedComponent
+    permits FlowMatchingComponent, ReconstructionComponent, DistillationComponent {
   /** The tensors the optimiser updates, by name, as the model computes with them now. */
   Map<String, Tensor> trainable();
 

@@ -13,6 +13,8 @@ import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.training.distill.DistilledCard;
+import dev.stepweave.training.distill.FewStepDistillation;
 import dev.stepweave.training.optim.Ema;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.TrainableLora;
@@ -83,6 +85,26 @@ final class TrainedOutputs {
 
   /** Writes the run's artifact into {@code out}, replacing an earlier one; returns its folder. */
   Path write(Path out) throws IOException {
+    if (config.method() instanceof TrainConfig.Method.Distill d) {
+      Path dir = out.resolve(MODEL);
+      RunCheckpoint.deleteTree(dir);
+      return DistilledCard.write(
+          runBase,
+          dir,
+          config.modelId(),
+          finalValues(),
+          d.studentSteps(),
+          FewStepDistillation.provenance(
+                  d.teacherSteps(), d.teacherGuidance(), config.steps(), config.batch())
+              + String.format(
+                  Locale.ROOT,
+                  "; learning rate %s, seed %d, config sha256 %s",
+                  config.learningRate(),
+                  config.seed(),
+                  ContentHash.ofBytes(
+                      config.canonical().toString().getBytes(StandardCharsets.UTF_8))),
+          new RecipeSpec.DataContract(data.id(), data.sha256()));
+    }
     DiffusersDirectory base = DiffusersDirectory.open(runBase);
     ModelCard baseCard = WanCards.cardFor(base);
     String folder = config.component().folder();

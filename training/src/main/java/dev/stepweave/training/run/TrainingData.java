@@ -1,8 +1,10 @@
 package dev.stepweave.training.run;
 
+import dev.stepweave.models.sampling.SamplerSchedule;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.data.LatentSample;
 import dev.stepweave.training.data.RgbClip;
+import dev.stepweave.training.distill.Segment;
 import java.util.Arrays;
 import java.util.List;
 
@@ -70,6 +72,23 @@ sealed interface TrainingData {
     @Override
     public int size() {
       return clips.size();
+    }
+  }
+
+  /**
+   * A distillation's: the teacher's path cut into the student's steps.
+   *
+   * @param schedule the student's schedule, the one its segments were cut at
+   */
+  record Segments(List<Segment> segments, SamplerSchedule schedule, String id, String sha256)
+      implements TrainingData {
+    public Segments {
+      segments = List.copyOf(segments);
+    }
+
+    @Override
+    public int size() {
+      return segments.size();
     }
   }
 

@@ -1,6 +1,12 @@
 package dev.stepweave.training.run;
 
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.models.sampling.SamplerSchedule;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.training.data.ClipDecoder;
 import dev.stepweave.training.data.DatasetEncoder;
@@ -9,6 +15,8 @@ import dev.stepweave.training.data.DatasetFolder;
 import dev.stepweave.training.data.LatentSample;
 import dev.stepweave.training.data.LatentShards;
 import dev.stepweave.training.data.RgbClip;
+import dev.stepweave.training.distill.FewStepDistillation;
+import dev.stepweave.training.distill.Segment;
 import dev.stepweave.training.shapes.ShapeSample;
 import dev.stepweave.training.shapes.ShapesDataset;
 import java.io.IOException;
@@ -16,10 +24,12 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
 import java.security.NoSuchAlgorithmException;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import java.util.function.Consumer;
 
 /**
@@ -40,11 +50,17 @@ final class TrainingDataLoader {
     if (config.data() instanceof TrainConfig.Data.Shards s) {
       return shards(s.dir());
     }
+    if (config.data() instanceof TrainConfig.Data.Prompts p
+        && config.method() instanceof TrainConfig.Method.Distill d) {
+      return segmentsOf(p, d, checkpoint, notes);
+    }
     Clips clips =
         switch (config.data()) {
           case TrainConfig.Data.Shapes s -> shapes(s, notes);
           case TrainConfig.Data.Folder f -> folder(f.dir(), decoder, notes);
           case TrainConfig.Data.Shards s -> throw new IllegalStateException("read above");
+          case TrainConfig.Data.Prompts p ->
+              throw new IllegalStateException("prompts are a distillation's (read above)");
         };
     if (config.component() == TrainConfig.Component.VAE) {
       return new TrainingData.Clips(clips.clips, clips.ids, clips.id, clips.sha256);
@@ -61,6 +77,98 @@ final class TrainingDataLoader {
       return new TrainingData.Latents(
           samples, encoder.negativePromptEmbeds(length), clips.id, clips.sha256);
     }
+  }
+
+  /** How long the teacher's rollouts of one prompt may take. */
+  private static final Duration TEACHER_TIMEOUT = Duration.ofMinutes(30);
+
+  /**
+   * The teacher (the base) rolls out every prompt through an engine serving it; its trajectories,
+   * cut at the student's schedule, are the data. Deterministic on the CPU, so a resumed run cuts
+   * the same segments.
+   */
+  private static TrainingData segmentsOf(
+      TrainConfig.Data.Prompts p,
+      TrainConfig.Method.Distill d,
+      Path teacher,
+      Consumer<String> notes) {
+    notes.accept(
+        String.format(
+            Locale.ROOT,
+            "rolling the teacher out: %d prompts x %d samples, euler %d steps, guidance %s",
+            p.prompts().size(),
+            p.samplesPerPrompt(),
+            d.teacherSteps(),
+            d.teacherGuidance()));
+    try (WanModel model = WanModel.load(teacher, new CpuBackend());
+        Engine engine = new Engine(model)) {
+      SamplerSchedule schedule =
+          FewStepDistillation.studentSchedule(
+              engine, request(p, 0), d.studentSteps(), TEACHER_TIMEOUT);
+      List<Segment> segments = new ArrayList<>();
+      MessageDigest digest = sha256();
+      for (int i = 0; i < p.prompts().size(); i++) {
+        List<Segment> cut =
+            FewStepDistillation.teacherSegments(
+                engine,
+                request(p, i),
+                p.samplesPerPrompt(),
+                p.seed() + (long) i * p.samplesPerPrompt(),
+                d.teacherSteps(),
+                d.teacherGuidance(),
+                schedule,
+                TEACHER_TIMEOUT);
+        for (Segment s : cut) {
+          for (Tensor t : List.of(s.start(), s.velocity())) {
+            for (float f : t.toFloatArray()) {
+              int bits = Float.floatToRawIntBits(f);
+              digest.update(
+                  new byte[] {
+                    (byte) bits, (byte) (bits >> 8), (byte) (bits >> 16), (byte) (bits >> 24)
+                  });
+            }
+          }
+        }
+        segments.addAll(cut);
+      }
+      String id =
+          String.format(
+              Locale.ROOT,
+              "teacher %s samples: %d prompts x %d from seed %d, %dx%d, %d frames; euler %d steps,"
+                  + " guidance %s; cut at %d steps",
+              model.card().modelId(),
+              p.prompts().size(),
+              p.samplesPerPrompt(),
+              p.seed(),
+              p.width(),
+              p.height(),
+              p.frames(),
+              d.teacherSteps(),
+              d.teacherGuidance(),
+              d.studentSteps());
+      return new TrainingData.Segments(
+          segments, schedule, id, HexFormat.of().formatHex(digest.digest()));
+    }
+  }
+
+  /** Prompt {@code i} of {@code p} as a request (its steps and sampler are the distillation's). */
+  private static Request request(TrainConfig.Data.Prompts p, int i) {
+    return Request.builder(
+            TaskType.T2V,
+            new DiffusionParams(
+                1,
+                1.0,
+                0,
+                p.width(),
+                p.height(),
+                p.frames(),
+                8,
+                "",
+                Optional.of("euler"),
+                Optional.empty()))
+        .id("teacher-" + i)
+        .prompt(p.prompts().get(i))
+        .build();
   }
 
   private record Clips(

@@ -119,12 +119,14 @@ public final class TrainingRun {
           lora = TrainableLora.load(model, adapter, 1f);
         }
         trained =
-            new FlowMatchingComponent(
-                model,
-                lora,
-                (TrainingData.Latents) data,
-                config.flowShift(),
-                config.captionDropout());
+            data instanceof TrainingData.Segments segments
+                ? new DistillationComponent(model, segments)
+                : new FlowMatchingComponent(
+                    model,
+                    lora,
+                    (TrainingData.Latents) data,
+                    config.flowShift(),
+                    config.captionDropout());
       } else {
         TrainableVae vae =
             TrainableVae.load(WanVaeConfig.fromJson(component.config()), weights, new CpuBackend());

@@ -85,17 +85,9 @@ class FewStepDistillationTest {
         Engine engine = new Engine(model);
         TensorSource weights = component.openWeights()) {
       // The schedule the student will serve with: the engine's own 4-step Euler schedule.
-      BehaviorRecord fourSteps =
-          GroupRollout.run(
-                  engine,
-                  prompt("schedule", "a red ball", STUDENT_STEPS, 1.0),
-                  1,
-                  0,
-                  BehaviorCapture.TRAJECTORY,
-                  TIMEOUT)
-              .getFirst()
-              .behavior();
-      SamplerSchedule schedule = new SamplerSchedule(fourSteps.timesteps(), fourSteps.sigmas());
+      SamplerSchedule schedule =
+          FewStepDistillation.studentSchedule(
+              engine, prompt("schedule", "a red ball", 1, 1.0), STUDENT_STEPS, TIMEOUT);
 
       FewStepDistillation distill =
           new FewStepDistillation(
@@ -184,7 +176,13 @@ class FewStepDistillationTest {
       // samples of the in-memory student agree bit for bit, and its recipe has teeth.
       Path card =
           DistilledCard.write(
-              TINY, tmp.resolve("student"), "tiny-student", distill.weights(), settings(), 80);
+              TINY,
+              tmp.resolve("student"),
+              "tiny-student",
+              distill.weights(),
+              STUDENT_STEPS,
+              distill.provenance(),
+              null);
       Request fourUnguided = steps(heldOut.getFirst(), STUDENT_STEPS, 1.0);
       Request byDefault =
           fourUnguided.withParams(

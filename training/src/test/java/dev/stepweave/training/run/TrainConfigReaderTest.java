@@ -134,7 +134,11 @@ class TrainConfigReaderTest {
         "method: {type: lora}|'method.rank' is required",
         "method: {type: lora, rank: 4, alpha: 0}|'method.alpha' must be > 0, got 0.0",
         "method: {type: lora, rank: 4, targets: to_q}|'method.targets' must be a list of layer names",
-        "method: {type: dora}|'method.type' must be full or lora, got 'dora'",
+        "method: {type: dora}|'method.type' must be full, lora or distill, got 'dora'",
+        "method: {type: distill}|'data.type' distill learns from the teacher's samples: data must be of type prompts",
+        "method: {type: distill, student_steps: 4, teacher_steps: 4}|'method.teacher_steps' must exceed student_steps 4, got 4",
+        "method: {type: distill, teacher_guidance: -1}|'method.teacher_guidance' must be ≥ 0, got -1.0",
+        "method: {type: distill, temperature: 1}|'method.temperature' unknown key",
         "method: {type: lora, rank: 2}\\ninit: {seed: 1}|'init' re-initialises a full fine-tune's component",
         "init: {seed: 1, dims: {}}|'init.dims' unknown key",
         "base: missing|'base' directory not found: ",
@@ -164,7 +168,7 @@ class TrainConfigReaderTest {
         "data: {type: shapes, clips: 2}\nsteps: 1\noutput: o\n", "'component' is required");
     assertRefused(
         "component: vae\ndata: {type: video, clips: 2}\nsteps: 1\noutput: o\n",
-        "'data.type' must be shapes, folder or shards, got 'video'");
+        "'data.type' must be shapes, folder, shards or prompts, got 'video'");
     assertRefused(
         "component: vae\ndata: {type: shapes, clips: 2, width: 32}\nsteps: 1\noutput: o\n",
         "'data' ");
@@ -178,6 +182,23 @@ class TrainConfigReaderTest {
     assertRefused(
         "component: vae\ndata: {type: shapes, clips: 2}\ncaption_dropout: 0.1\nsteps: 1\noutput: o\n",
         "'caption_dropout' applies to component transformer only");
+    assertRefused(
+        "component: transformer\ndata: {type: prompts, prompts: [a red ball]}\nsteps: 1\noutput: o\n",
+        "'data.type' 'prompts' is a distillation's data (method distill)");
+    String distill = "component: transformer\nmethod: {type: distill}\nsteps: 1\noutput: o\n";
+    assertRefused(
+        distill + "data: {type: prompts, prompts: []}\n",
+        "'data.prompts' must be a non-empty list");
+    assertRefused(
+        distill + "data: {type: prompts, prompts: [\"\"]}\n", "'data.prompts[0]' must be a prompt");
+    assertRefused(
+        distill + "data: {type: prompts, prompts: [a], shots: 2}\n", "'data.shots' unknown key");
+    assertRefused(
+        distill + "data: {type: prompts, prompts: [a]}\ncaption_dropout: 0.1\n",
+        "'caption_dropout' does not apply to method distill");
+    assertRefused(
+        "component: vae\nmethod: {type: distill}\ndata: {type: prompts, prompts: [a]}\nsteps: 1\noutput: o\n",
+        "'method.type' distill trains the transformer");
     assertRefused("- a list\n", "must be a mapping of keys to values");
     assertRefused("component: [unclosed\n", "not valid YAML");
   }

@@ -9,7 +9,13 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.RecipeRefusedException;
 import dev.stepweave.core.card.RecipeSpec;
+import dev.stepweave.core.card.TaskType;
+import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.core.request.Request;
+import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
@@ -27,6 +33,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -141,6 +149,76 @@ class TrainingRunTest {
     assertArrayEquals(
         Files.readAllBytes(base.resolve("vae/diffusion_pytorch_model.safetensors")),
         Files.readAllBytes(model.resolve("vae/diffusion_pytorch_model.safetensors")));
+  }
+
+  /**
+   * {@code method: distill} on the tiny golden checkpoint: the teacher's samples cut at the
+   * student's 4 steps are the data, the loss falls, and the run writes a card of its own whose
+   * recipe pins Euler, 4 steps and no guidance, with the teacher as parent and the data contract,
+   * and that the engine serves and holds to it.
+   */
+  @Test
+  void aDistillationWritesAFewStepCardWhoseRecipeHasTeeth() throws Exception {
+    Path teacher = Path.of(System.getProperty("stepweave.golden"), "wan21-tiny");
+    String yaml =
+        "base: "
+            + teacher
+            + "\ncomponent: transformer\nmodel_id: tiny-4step\n"
+            + "method: {type: distill, student_steps: 4, teacher_steps: 12, teacher_guidance: 5}\n"
+            + "data: {type: prompts, prompts: [a red ball, a blue square], samples_per_prompt: 2,"
+            + " seed: 3, width: 32, height: 32, frames: 5}\n"
+            + "steps: 12\nbatch: 4\nlearning_rate: 3e-3\nschedule: {type: constant}\n"
+            + "weight_decay: 0\nseed: 5\noutput: distilled\n";
+    TrainConfig c = TrainConfigReader.read(Files.writeString(tmp.resolve("distill.yaml"), yaml));
+    Path model = TrainingRun.run(c, false, null, QUIET).artifact();
+    List<Double> loss = losses(c).stream().map(r -> r.get(1)).toList();
+    assertTrue(
+        loss.subList(8, 12).stream().mapToDouble(d -> d).sum()
+            < loss.subList(0, 4).stream().mapToDouble(d -> d).sum(),
+        "the segment loss falls: " + loss);
+
+    ModelCard card = CardJson.read(model.resolve(CardJson.FILE_NAME));
+    RecipeSpec recipe = card.recipe();
+    assertEquals("tiny-4step", card.modelId());
+    assertEquals("distill", recipe.method());
+    assertEquals(List.of("wan21-tiny"), recipe.parents());
+    assertEquals("euler", recipe.assumesSampler());
+    assertEquals(4, recipe.assumesSteps());
+    assertEquals(1.0, recipe.assumesGuidance());
+    assertTrue(recipe.data().datasetId().startsWith("teacher wan21-tiny samples: 2 prompts x 2"));
+    assertTrue(
+        recipe.provenance().contains("12 optimiser steps of 4 segments"), recipe.provenance());
+    assertEquals(4, card.defaults().steps());
+    try (WanModel served = WanModel.load(model, new CpuBackend(2));
+        Engine engine = new Engine(served)) {
+      Request request =
+          Request.builder(
+                  TaskType.T2V,
+                  new DiffusionParams(
+                      4, 1.0, 7, 32, 32, 5, 8, "", Optional.empty(), Optional.empty()))
+              .prompt("a red ball")
+              .build();
+      assertEquals(
+          5,
+          engine
+              .submit(request)
+              .result()
+              .get(60, TimeUnit.SECONDS)
+              .artifact(Artifact.VideoArtifact.class)
+              .frames()
+              .dim(0),
+          "its defaults' 4 unguided Euler steps run");
+      var refused =
+          assertThrows(
+              RecipeRefusedException.class,
+              () ->
+                  engine.submit(
+                      request.withParams(
+                          request.params().withSampling(50, 5.0, Optional.of("unipc")))));
+      assertTrue(
+          refused.getMessage().contains("sampler unipc (recipe assumes euler)"),
+          refused.getMessage());
+    }
   }
 
   @Test
