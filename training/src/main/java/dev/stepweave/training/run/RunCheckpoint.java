@@ -16,6 +16,7 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.util.Comparator;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.TreeMap;
@@ -53,6 +54,29 @@ record RunCheckpoint(Path dir, int step) {
           .filter(d -> Files.isRegularFile(d.resolve(STATE)))
           .map(d -> new RunCheckpoint(d, Integer.parseInt(d.getFileName().toString().substring(5))))
           .max(Comparator.comparingInt(RunCheckpoint::step));
+    }
+  }
+
+  /**
+   * Removes all but the newest {@code keep} complete checkpoints of the run in {@code output} (none
+   * for {@code keep} 0), so that a long run's disk use stays bounded; the newest, which a resume
+   * starts from, always stays.
+   */
+  static void prune(Path output, int keep) throws IOException {
+    Path root = output.resolve(FOLDER);
+    if (keep <= 0 || !Files.isDirectory(root)) {
+      return;
+    }
+    List<Path> complete;
+    try (Stream<Path> dirs = Files.list(root)) {
+      complete =
+          dirs.filter(d -> d.getFileName().toString().matches("step-\\d{6}"))
+              .filter(d -> Files.isRegularFile(d.resolve(STATE)))
+              .sorted(Comparator.comparing((Path d) -> d.getFileName().toString()).reversed())
+              .toList();
+    }
+    for (Path old : complete.subList(Math.min(keep, complete.size()), complete.size())) {
+      deleteTree(old);
     }
   }
 

@@ -29,6 +29,8 @@ import java.util.List;
  *     clips at the end and write them into its config
  * @param seed fixes the data order, the noise and a LoRA's initial factors
  * @param checkpointEvery steps between checkpoints (the last step always writes one)
+ * @param keepCheckpoints how many of the newest checkpoints a run keeps, 0 for all (not part of
+ *     {@code canonical}: it changes no number, so a resume may change it)
  * @param output the run's folder
  * @param canonical the config as read, every default filled in: what a resume must match
  */
@@ -52,6 +54,7 @@ public record TrainConfig(
     boolean measureLatentStatistics,
     long seed,
     int checkpointEvery,
+    int keepCheckpoints,
     Path output,
     ObjectNode canonical) {
 

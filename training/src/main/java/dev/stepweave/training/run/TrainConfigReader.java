@@ -46,6 +46,7 @@ public final class TrainConfigReader {
           "precision",
           "seed",
           "checkpoint_every",
+          "keep_checkpoints",
           "output");
 
   private final Path file;
@@ -182,6 +183,8 @@ public final class TrainConfigReader {
     }
     long seed = integer(root, "seed", 0L);
     int checkpointEvery = positive(root, "checkpoint_every", steps);
+    int keepCheckpoints =
+        root.has("keep_checkpoints") ? positive(root, "keep_checkpoints", null) : 0;
     Path output = path(root, "output");
     String modelId = text(root, "model_id", output.getFileName().toString());
     if (modelId.isBlank()) {
@@ -232,6 +235,7 @@ public final class TrainConfigReader {
         statistics.equals("measure"),
         seed,
         checkpointEvery,
+        keepCheckpoints,
         output,
         canonical);
   }

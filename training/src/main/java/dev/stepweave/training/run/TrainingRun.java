@@ -193,6 +193,7 @@ public final class TrainingRun {
             config,
             optimiser.state(),
             file -> TrainedOutputs.writeTrainable(file, now, adapter, config));
+        RunCheckpoint.prune(out, config.keepCheckpoints());
         listener.checkpointed(done);
       }
     }

@@ -143,6 +143,7 @@ class TrainConfigReaderTest {
         "init: {seed: 1, dims: {}}|'init.dims' unknown key",
         "base: missing|'base' directory not found: ",
         "checkpoint_every: 0|'checkpoint_every' must be a positive integer, got 0",
+        "keep_checkpoints: 0|'keep_checkpoints' must be a positive integer, got 0",
         "flow_shift: 0|'flow_shift' must be > 0, got 0.0",
         "latent_statistics: measure|'latent_statistics' applies to component vae only",
       })

@@ -92,6 +92,22 @@ class TrainingRunTest {
   }
 
   @Test
+  void aRunKeepsOnlyItsNewestCheckpointsAndResumesFromTheNewest() throws Exception {
+    TrainConfig c = config("kept", "steps: 4\ncheckpoint_every: 1\nkeep_checkpoints: 2\n");
+    TrainingRun.run(c, false, null, QUIET, 3);
+    assertEquals(List.of("step-000002", "step-000003"), checkpoints(c));
+    TrainingRun.Result resumed = TrainingRun.run(c, true, null, QUIET);
+    assertEquals(3, resumed.startStep());
+    assertEquals(List.of("step-000003", "step-000004"), checkpoints(c));
+  }
+
+  private static List<String> checkpoints(TrainConfig c) throws Exception {
+    try (var dirs = Files.list(c.output().resolve("checkpoints"))) {
+      return dirs.map(d -> d.getFileName().toString()).sorted().toList();
+    }
+  }
+
+  @Test
   void aResumedRunEndsBitForBitWhereTheStraightRunEnds() throws Exception {
     String settings =
         "steps: 4\nbatch: 2\nlearning_rate: 2e-3\nema: 0.9\ncaption_dropout: 0.5\n"
