@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.JsonNode;
 import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
+import dev.stepweave.core.card.CardJson;
 import dev.stepweave.training.shapes.ShapesDataset;
 import java.io.IOException;
 import java.nio.file.Files;
@@ -104,10 +105,7 @@ public final class TrainConfigReader {
     if (!precision.equals("f32")) {
       throw bad("precision", "must be f32, got '" + precision + "'");
     }
-    Path base =
-        root.has("base") && !text(root, "base", "").equals("embedded")
-            ? directory(root, "base")
-            : null;
+    Path base = root.has("base") && !text(root, "base", "").equals("embedded") ? base(root) : null;
     int steps = positive(root, "steps", null);
     int batch = positive(root, "batch", 1);
     int microBatch = positive(root, "micro_batch", batch);
@@ -525,6 +523,28 @@ public final class TrainConfigReader {
       throw bad(key, "is required (a path, relative to the config's folder)");
     }
     return folder.resolve(s).normalize();
+  }
+
+  /**
+   * The base checkpoint's directory: given as the directory, or as its card file ({@code
+   * card.json}), which must read as a card.
+   */
+  private Path base(ObjectNode root) {
+    Path p = path(root, "base");
+    if (Files.isRegularFile(p)) {
+      try {
+        CardJson.read(p);
+      } catch (RuntimeException e) {
+        throw bad(
+            "base", "is not a model card: " + p + ": " + firstLine(String.valueOf(e.getMessage())));
+      }
+      if (!p.getFileName().toString().equals(CardJson.FILE_NAME)) {
+        throw bad(
+            "base", "a card file must be its checkpoint's " + CardJson.FILE_NAME + ", got " + p);
+      }
+      return p.toAbsolutePath().getParent();
+    }
+    return directory(root, "base");
   }
 
   private Path directory(ObjectNode n, String key) {

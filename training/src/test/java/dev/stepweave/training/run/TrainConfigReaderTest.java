@@ -200,6 +200,10 @@ class TrainConfigReaderTest {
     assertRefused(
         "component: vae\nmethod: {type: distill}\ndata: {type: prompts, prompts: [a]}\nsteps: 1\noutput: o\n",
         "'method.type' distill trains the transformer");
+    Files.writeString(tmp.resolve("notes.json"), "{\"hello\": 1}");
+    assertRefused(
+        "base: notes.json\ncomponent: transformer\ndata: {type: shapes, clips: 2}\nsteps: 1\noutput: o\n",
+        "'base' is not a model card: ");
     assertRefused("- a list\n", "must be a mapping of keys to values");
     assertRefused("component: [unclosed\n", "not valid YAML");
   }

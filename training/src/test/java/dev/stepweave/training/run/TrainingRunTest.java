@@ -92,6 +92,16 @@ class TrainingRunTest {
   }
 
   @Test
+  void theBaseMayBeGivenAsItsCardFile() throws Exception {
+    String yaml =
+        "base: "
+            + base.resolve(CardJson.FILE_NAME)
+            + "\ncomponent: transformer\ndata: {type: shapes, clips: 2}\nsteps: 1\noutput: o\n";
+    TrainConfig c = TrainConfigReader.read(Files.writeString(tmp.resolve("card.yaml"), yaml));
+    assertEquals(base.toAbsolutePath(), c.base());
+  }
+
+  @Test
   void aRunKeepsOnlyItsNewestCheckpointsAndResumesFromTheNewest() throws Exception {
     TrainConfig c = config("kept", "steps: 4\ncheckpoint_every: 1\nkeep_checkpoints: 2\n");
     TrainingRun.run(c, false, null, QUIET, 3);
