@@ -5,14 +5,6 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.models.wan.WanModel;
-import dev.stepweave.models.wan.transformer.WanTransformerConfig;
-import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.tensor.io.DiffusersDirectory;
-import dev.stepweave.tensor.io.TensorSource;
-import dev.stepweave.training.optim.AdamW;
-import dev.stepweave.training.optim.LearningRate;
-import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -27,29 +19,16 @@ import org.junit.jupiter.api.Test;
  */
 class GrpoTrainerTest {
   private static double[] run(SampleReward trainOn) throws Exception {
-    DiffusersDirectory.Component component =
-        DiffusersDirectory.open(LatentReward.TINY).component("transformer");
-    try (WanModel model = WanModel.load(LatentReward.TINY, new CpuBackend());
-        Engine engine = new Engine(model);
-        TensorSource weights = component.openWeights()) {
-      TrainableTransformer policy =
-          TrainableTransformer.load(
-              WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+    try (LatentReward.Served served = LatentReward.Served.open()) {
+      Engine engine = served.engine();
+      TrainableTransformer policy = served.policy();
       GrpoTrainer trainer =
           new GrpoTrainer(
               engine,
               policy,
               trainOn,
               new GrpoTrainer.Settings(
-                  4,
-                  0.2,
-                  2,
-                  new Optimiser.Settings(
-                      new LearningRate.Constant(3e-3),
-                      AdamW.Settings.torchDefaults(),
-                      1.0,
-                      Double.NaN),
-                  Duration.ofMinutes(2)));
+                  4, 0.2, 2, LatentReward.adamAt(3e-3), Duration.ofMinutes(2)));
       double before = LatentReward.heldOut(engine, "before-", "sde");
       List<GrpoTrainer.Iteration> curve = new ArrayList<>();
       for (int i = 0; i < 6; i++) {
@@ -83,29 +62,16 @@ class GrpoTrainerTest {
 
   @Test
   void aDeterministicSamplerIsRefused() {
-    DiffusersDirectory.Component component =
-        DiffusersDirectory.open(LatentReward.TINY).component("transformer");
-    try (WanModel model = WanModel.load(LatentReward.TINY, new CpuBackend());
-        Engine engine = new Engine(model);
-        TensorSource weights = component.openWeights()) {
-      TrainableTransformer policy =
-          TrainableTransformer.load(
-              WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+    try (LatentReward.Served served = LatentReward.Served.open()) {
+      Engine engine = served.engine();
+      TrainableTransformer policy = served.policy();
       GrpoTrainer trainer =
           new GrpoTrainer(
               engine,
               policy,
               LatentReward.POSITIVE_FIRST_CHANNEL,
               new GrpoTrainer.Settings(
-                  2,
-                  0.2,
-                  1,
-                  new Optimiser.Settings(
-                      new LearningRate.Constant(1e-3),
-                      AdamW.Settings.torchDefaults(),
-                      1.0,
-                      Double.NaN),
-                  Duration.ofMinutes(1)));
+                  2, 0.2, 1, LatentReward.adamAt(1e-3), Duration.ofMinutes(1)));
       var e =
           assertThrows(
               IllegalArgumentException.class,

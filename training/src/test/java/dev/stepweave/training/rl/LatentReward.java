@@ -7,7 +7,16 @@ import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
+import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.TrainableTransformer;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.Optional;
@@ -41,6 +50,40 @@ final class LatentReward {
       (sample, prompt) -> 1 - POSITIVE_FIRST_CHANNEL.reward(sample, prompt);
 
   private LatentReward() {}
+
+  /**
+   * The tiny checkpoint served by an engine, and its transformer loaded again for training (its
+   * weights file stays open while the policy computes with it): where every RL test starts.
+   */
+  record Served(WanModel model, Engine engine, TensorSource weights, TrainableTransformer policy)
+      implements AutoCloseable {
+    static Served open() {
+      DiffusersDirectory.Component component =
+          DiffusersDirectory.open(TINY).component("transformer");
+      WanModel model = WanModel.load(TINY, new CpuBackend());
+      Engine engine = new Engine(model);
+      TensorSource weights = component.openWeights();
+      return new Served(
+          model,
+          engine,
+          weights,
+          TrainableTransformer.load(
+              WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend()));
+    }
+
+    @Override
+    public void close() {
+      weights.close();
+      engine.close();
+      model.close();
+    }
+  }
+
+  /** AdamW with torch's defaults at a constant rate, clipped at 1, no EMA. */
+  static Optimiser.Settings adamAt(double learningRate) {
+    return new Optimiser.Settings(
+        new LearningRate.Constant(learningRate), AdamW.Settings.torchDefaults(), 1.0, Double.NaN);
+  }
 
   static Request prompt(String id, long seed, String sampler) {
     return Request.builder(

@@ -7,14 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.models.wan.WanModel;
-import dev.stepweave.models.wan.transformer.WanTransformerConfig;
-import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.tensor.io.DiffusersDirectory;
-import dev.stepweave.tensor.io.TensorSource;
-import dev.stepweave.training.optim.AdamW;
-import dev.stepweave.training.optim.LearningRate;
-import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -34,28 +26,15 @@ class NftTrainerTest {
    * LatentReward#POSITIVE_FIRST_CHANNEL} reward before and after.
    */
   private static double[] run(SampleReward trainOn) throws Exception {
-    DiffusersDirectory.Component component =
-        DiffusersDirectory.open(LatentReward.TINY).component("transformer");
-    try (WanModel model = WanModel.load(LatentReward.TINY, new CpuBackend());
-        Engine engine = new Engine(model);
-        TensorSource weights = component.openWeights()) {
-      TrainableTransformer policy =
-          TrainableTransformer.load(
-              WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+    try (LatentReward.Served served = LatentReward.Served.open()) {
+      Engine engine = served.engine();
+      TrainableTransformer policy = served.policy();
       NftTrainer trainer =
           new NftTrainer(
               engine,
               policy,
               trainOn,
-              new NftTrainer.Settings(
-                  4,
-                  1.0,
-                  new Optimiser.Settings(
-                      new LearningRate.Constant(3e-3),
-                      AdamW.Settings.torchDefaults(),
-                      1.0,
-                      Double.NaN),
-                  Duration.ofMinutes(2)),
+              new NftTrainer.Settings(4, 1.0, LatentReward.adamAt(3e-3), Duration.ofMinutes(2)),
               7);
       double before = LatentReward.heldOut(engine, "before-", "euler");
       List<NftTrainer.Iteration> curve = new ArrayList<>();
@@ -87,28 +66,15 @@ class NftTrainerTest {
 
   @Test
   void guidanceIsRefused() {
-    DiffusersDirectory.Component component =
-        DiffusersDirectory.open(LatentReward.TINY).component("transformer");
-    try (WanModel model = WanModel.load(LatentReward.TINY, new CpuBackend());
-        Engine engine = new Engine(model);
-        TensorSource weights = component.openWeights()) {
-      TrainableTransformer policy =
-          TrainableTransformer.load(
-              WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+    try (LatentReward.Served served = LatentReward.Served.open()) {
+      Engine engine = served.engine();
+      TrainableTransformer policy = served.policy();
       NftTrainer trainer =
           new NftTrainer(
               engine,
               policy,
               LatentReward.POSITIVE_FIRST_CHANNEL,
-              new NftTrainer.Settings(
-                  2,
-                  1.0,
-                  new Optimiser.Settings(
-                      new LearningRate.Constant(1e-3),
-                      AdamW.Settings.torchDefaults(),
-                      1.0,
-                      Double.NaN),
-                  Duration.ofMinutes(1)),
+              new NftTrainer.Settings(2, 1.0, LatentReward.adamAt(1e-3), Duration.ofMinutes(1)),
               1);
       Request cfg = LatentReward.prompt("cfg", 0, "euler");
       Request guided =
