@@ -25,12 +25,14 @@ public record Segment(Tensor start, Tensor timestep, Tensor context, Tensor velo
     TeacherPath path = new TeacherPath(teacher);
     Tensor context = teacher.conditioning().get(BehaviorRecord.PROMPT_EMBEDS);
     List<Segment> out = new ArrayList<>();
+    // Each level's point once: a segment's end is the next one's start.
+    Tensor start = path.at(student.sigma(0));
     for (int k = 0; k < student.steps(); k++) {
       float from = student.sigma(k);
       float to = student.sigma(k + 1);
-      Tensor start = path.at(from);
+      Tensor end = path.at(to);
       float[] a = start.toFloatArray();
-      float[] b = path.at(to).toFloatArray();
+      float[] b = end.toFloatArray();
       float[] v = new float[a.length];
       for (int e = 0; e < a.length; e++) {
         v[e] = (b[e] - a[e]) / (to - from);
@@ -41,6 +43,7 @@ public record Segment(Tensor start, Tensor timestep, Tensor context, Tensor velo
               Tensor.of(new float[] {student.timestep(k)}, 1),
               context,
               Tensor.of(v, start.shape())));
+      start = end;
     }
     return out;
   }

@@ -20,6 +20,8 @@ import dev.stepweave.training.distill.Segment;
 import dev.stepweave.training.shapes.ShapeSample;
 import dev.stepweave.training.shapes.ShapesDataset;
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.security.MessageDigest;
@@ -120,13 +122,11 @@ final class TrainingDataLoader {
                 TEACHER_TIMEOUT);
         for (Segment s : cut) {
           for (Tensor t : List.of(s.start(), s.velocity())) {
-            for (float f : t.toFloatArray()) {
-              int bits = Float.floatToRawIntBits(f);
-              digest.update(
-                  new byte[] {
-                    (byte) bits, (byte) (bits >> 8), (byte) (bits >> 16), (byte) (bits >> 24)
-                  });
-            }
+            float[] v = t.toFloatArray();
+            ByteBuffer bytes =
+                ByteBuffer.allocate(v.length * Float.BYTES).order(ByteOrder.LITTLE_ENDIAN);
+            bytes.asFloatBuffer().put(v);
+            digest.update(bytes.array());
           }
         }
         segments.addAll(cut);
