@@ -11,14 +11,15 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Groups of pictures coded in parallel give the very file one sequential encoder writes: three
- * groups (61 frames at one key frame every 25), a moving pattern with noise so P-frames carry
- * motion and residuals.
+ * Groups of pictures coded in parallel give the very file one sequential encoder writes: 61 frames
+ * in several groups (one key frame every {@link Mp4Writer#KEY_FRAME_INTERVAL}), a moving pattern
+ * with noise so P-frames carry motion and residuals.
  */
 class Mp4ParallelEncodeTest {
   @Test
   void parallelGroupsWriteTheSequentialBytes(@TempDir Path dir) throws Exception {
     int frames = 61;
+    assertTrue(frames > 2 * Mp4Writer.KEY_FRAME_INTERVAL, "at least three groups");
     int height = 48;
     int width = 64;
     float[] rgb = new float[frames * height * width * 3];
