@@ -39,9 +39,10 @@ class ArchitectureTest {
 
   /**
    * What the runtime may ask of a backend: where it runs, how much memory it has, a tensor back on
-   * the host (checkpoints), whether a step's output is finite (the non-finite check) and to wait
-   * for the device (to time a call), and what a step's failure means for the pool (to rebuild it or
-   * retry smaller). Every other method computes, and computing is the model's business.
+   * the host, at once or queued behind the device's work (checkpoints), whether a step's output is
+   * finite (the non-finite check) and to wait for the device (to time a call), and what a step's
+   * failure means for the pool (to rebuild it or retry smaller). Every other method computes, and
+   * computing is the model's business.
    */
   static final Set<String> BACKEND_CALLS_OF_THE_RUNTIME =
       Set.of(
@@ -49,6 +50,7 @@ class ArchitectureTest {
           "name",
           "deviceMemory",
           "download",
+          "downloadQueued",
           "isFinite",
           "isFiniteOnHost",
           "synchronize",

@@ -324,6 +324,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor downloadQueued(Tensor t) {
+    return tensors.downloadQueued(t);
+  }
+
+  @Override
   public Tensor contiguous(Tensor t) {
     return tensors.contiguous(t);
   }

@@ -58,6 +58,20 @@ public interface Backend {
   /** Copies a tensor of this device into a contiguous F32 CPU tensor. */
   Tensor download(Tensor t);
 
+  /**
+   * A contiguous CPU copy of {@code t} in its own dtype, queued behind the work issued so far: its
+   * contents are valid once {@link #synchronize} next returns, not before. A device backend copies
+   * on its stream into page-locked memory without waiting, so a step's state goes to the host while
+   * the next step computes; the default copies at once.
+   */
+  default Tensor downloadQueued(Tensor t) {
+    if (t.device().kind() == Device.Kind.CPU) {
+      return t.toHost(t.dtype());
+    }
+    Tensor host = download(t);
+    return t.dtype().isFloating() && t.dtype() != host.dtype() ? host.toHost(t.dtype()) : host;
+  }
+
   /** A contiguous copy (or {@code t} itself when already contiguous). */
   Tensor contiguous(Tensor t);
 

@@ -9,7 +9,8 @@ import java.time.Duration;
  * @param captures checkpoints taken after steps (recovery checkpoints and sinks)
  * @param bytesCopied F32-equivalent bytes copied from the device
  * @param bytesReused F32-equivalent bytes an earlier capture had already copied
- * @param copyTime time spent copying
+ * @param copyTime time the scheduler thread spent on copies: queueing them (a device copies while
+ *     its next step computes) and waiting for the one capture per run that measures the copy rate
  */
 public record CheckpointStats(
     long captures, long bytesCopied, long bytesReused, Duration copyTime) {

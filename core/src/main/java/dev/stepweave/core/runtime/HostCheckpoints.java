@@ -3,7 +3,6 @@ package dev.stepweave.core.runtime;
 import dev.stepweave.core.loop.LoopResult;
 import dev.stepweave.core.loop.SerializedState;
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.util.IdentityHashMap;
@@ -20,6 +19,13 @@ import java.util.function.Supplier;
  * only the latents and the sampler's newest entry are new — the text embeddings, older sampler
  * history and finished loops' results are copied once per run, not once per step.
  *
+ * <p>Copies are queued behind the device's work ({@link Backend#downloadQueued}): a capture's host
+ * tensors are filled while the next step computes and are valid once the device next synchronises —
+ * the engine does so after every call, so the capture taken after step n is complete when step n+1
+ * has run ({@link #confirm}). A capture never confirmed (a fault came first) is forgotten, and so
+ * are its copies. The copy rate the policy prices a capture at is measured by the run's first
+ * capture that copies anything, which waits for its copies.
+ *
  * <p>The table holds only the tensors of the latest capture, so it never keeps a tensor alive that
  * the run has dropped. Only the scheduler thread uses it.
  */
@@ -28,6 +34,9 @@ final class HostCheckpoints {
   private static final double DEFAULT_BYTES_PER_SECOND = 4e9;
 
   private Map<Tensor, Tensor> copies = new IdentityHashMap<>();
+  private Map<Tensor, Tensor> confirmed = copies;
+  private double measuredRate; // bytes per second; 0 until a capture measured it
+  private long queuedBytes;
   private long bytesCopied;
   private long bytesReused;
   private long copyNanos;
@@ -46,11 +55,11 @@ final class HostCheckpoints {
     if (bytes == 0) {
       return 0;
     }
-    double rate =
-        copyNanos > 0 && bytesCopied > 0
-            ? bytesCopied / (copyNanos / 1e9)
-            : DEFAULT_BYTES_PER_SECOND;
-    return bytes / rate;
+    return bytes / rate();
+  }
+
+  private double rate() {
+    return measuredRate > 0 ? measuredRate : DEFAULT_BYTES_PER_SECOND;
   }
 
   private long newBytes(Map<String, Tensor> tensors) {
@@ -63,12 +72,16 @@ final class HostCheckpoints {
     return bytes;
   }
 
-  /** Where the run stands, all of it in host memory (what a checkpoint file or a resume needs). */
+  /**
+   * Where the run stands, all of it in host memory (what a checkpoint file or a resume needs) once
+   * the device next synchronises; {@link #queued} says whether it is waiting for that.
+   */
   ProgramCheckpoint capture(
       String requestId,
       Map<String, LoopResult> finished,
       SerializedState current,
       Supplier<Backend> backend) {
+    long started = System.nanoTime();
     Map<Tensor, Tensor> next = new IdentityHashMap<>();
     Map<String, LoopResult> hostFinished = new LinkedHashMap<>();
     finished.forEach(
@@ -82,7 +95,32 @@ final class HostCheckpoints {
             current.loopId(), onHost(current.tensors(), backend, next), current.json());
     copies = next;
     captures++;
+    if (queuedBytes > 0 && measuredRate == 0) {
+      long t0 = System.nanoTime();
+      backend.get().synchronize();
+      long done = System.nanoTime();
+      copyNanos += done - t0;
+      measuredRate = queuedBytes / Math.max(1e-9, (done - started) / 1e9);
+      confirm();
+    }
     return new ProgramCheckpoint(requestId, hostFinished, hostCurrent);
+  }
+
+  /** Whether the last capture's copies are still queued on the device. */
+  boolean queued() {
+    return queuedBytes > 0;
+  }
+
+  /** The device has synchronised since the last capture: its copies are complete. */
+  void confirm() {
+    confirmed = copies;
+    queuedBytes = 0;
+  }
+
+  /** The last capture was never confirmed: its copies may be incomplete and are not reused. */
+  void forgetUnconfirmed() {
+    copies = confirmed;
+    queuedBytes = 0;
   }
 
   /** What this run's captures have cost so far. */
@@ -107,14 +145,12 @@ final class HostCheckpoints {
       host = next.get(t);
     }
     if (host == null) {
+      // In the device's dtype (exact: its values came from it), so a resume restores it.
       long t0 = System.nanoTime();
-      host = backend.get().download(t);
-      if (t.dtype().isFloating() && t.dtype() != DType.F32) {
-        // Keep the device's dtype (exact: its values came from it), so a resume restores it.
-        host = host.toHost(t.dtype());
-      }
+      host = backend.get().downloadQueued(t);
       copyNanos += System.nanoTime() - t0;
       bytesCopied += t.numel() * 4L;
+      queuedBytes += t.numel() * 4L;
     } else {
       bytesReused += t.numel() * 4L;
     }

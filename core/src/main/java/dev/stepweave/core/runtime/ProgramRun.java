@@ -49,6 +49,7 @@ final class ProgramRun {
   private RequestScheduler.Entry<ProgramRun> entry;
   private ProgramCheckpoint resumeFrom;
   private ProgramCheckpoint lastCheckpoint;
+  private ProgramCheckpoint queuedCheckpoint; // taken, its copies still queued on the device
   private final HostCheckpoints capture = new HostCheckpoints();
   private Duration workSinceCapture = Duration.ZERO;
   private LoopStepper<?> stepper;
@@ -174,6 +175,9 @@ final class ProgramRun {
    * (kept in host memory for recovery and preemption) and for the request's sink, if any.
    */
   void advance(StepResult result, RecoveryCheckpoints policy, Supplier<Backend> backend) {
+    // The engine synchronised the device after this step's call: the capture queued after the
+    // previous step is complete now.
+    confirmQueued();
     stepper.advance(result);
     workSinceCapture = workSinceCapture.plus(result.elapsed());
     if (!policy.enabled() && options.sink() == null) {
@@ -184,12 +188,39 @@ final class ProgramRun {
         policy.enabled() && policy.due(workSinceCapture, capture.predictedSeconds(finished, state));
     if (keep || options.sink() != null) {
       ProgramCheckpoint cp = checkpoint(state, backend);
-      if (keep) {
-        lastCheckpoint = cp;
-      }
       if (options.sink() != null) {
+        // A sink writes the checkpoint elsewhere at once: it must be complete.
+        complete(backend);
         options.sink().accept(cp);
       }
+      if (keep) {
+        keepCapture(cp);
+      }
+    }
+  }
+
+  /** Keeps {@code cp} as the recovery point: now if complete, else once the device synchronises. */
+  private void keepCapture(ProgramCheckpoint cp) {
+    if (capture.queued()) {
+      queuedCheckpoint = cp;
+    } else {
+      lastCheckpoint = cp;
+    }
+  }
+
+  private void confirmQueued() {
+    capture.confirm();
+    if (queuedCheckpoint != null) {
+      lastCheckpoint = queuedCheckpoint;
+      queuedCheckpoint = null;
+    }
+  }
+
+  /** Waits for the device when the last capture's copies are still queued. */
+  private void complete(Supplier<Backend> backend) {
+    if (capture.queued()) {
+      backend.get().synchronize();
+      confirmQueued();
     }
   }
 
@@ -211,6 +242,9 @@ final class ProgramRun {
    */
   void rewind() {
     stepper = null;
+    // A capture still queued when the fault came may be incomplete: the one before it stands.
+    queuedCheckpoint = null;
+    capture.forgetUnconfirmed();
     resumeFrom = lastCheckpoint;
     releaseHeld();
   }
@@ -232,7 +266,9 @@ final class ProgramRun {
   /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
   void suspend(Supplier<Backend> backend) {
     if (stepper != null) {
-      lastCheckpoint = checkpoint(stepper.serialize(), backend);
+      ProgramCheckpoint cp = checkpoint(stepper.serialize(), backend);
+      complete(backend);
+      lastCheckpoint = cp;
     }
     rewind();
   }

@@ -36,33 +36,55 @@ class HostCheckpointsTest {
         0);
   }
 
-  /** A backend whose only operation is download, which it records. */
-  private static Backend downloader(List<Tensor> downloaded) {
-    return (Backend)
-        Proxy.newProxyInstance(
-            Backend.class.getClassLoader(),
-            new Class<?>[] {Backend.class},
-            (proxy, method, args) -> {
-              if (!method.getName().equals("download")) {
-                throw new UnsupportedOperationException(method.getName());
-              }
-              Tensor t = (Tensor) args[0];
-              downloaded.add(t);
-              Tensor host =
-                  new Tensor(
-                      new Storage(t.storage().segment(), Device.CPU),
-                      t.dtype(),
-                      t.shape(),
-                      t.strides(),
-                      t.offset());
-              return host.toHost(DType.F32);
-            });
+  /**
+   * A device backend whose queued downloads land only at {@code synchronize}, as a GPU's copies
+   * behind its stream do: a host copy read before then holds NaNs. It records every download and
+   * counts the synchronisations.
+   */
+  private static final class QueuedCopies {
+    final List<Tensor> downloaded = new ArrayList<>();
+    final List<Runnable> pending = new ArrayList<>();
+    int synchronizations;
+
+    Backend backend() {
+      return (Backend)
+          Proxy.newProxyInstance(
+              Backend.class.getClassLoader(),
+              new Class<?>[] {Backend.class},
+              (proxy, method, args) ->
+                  switch (method.getName()) {
+                    case "downloadQueued" -> queue((Tensor) args[0]);
+                    case "synchronize" -> {
+                      synchronizations++;
+                      pending.forEach(Runnable::run);
+                      pending.clear();
+                      yield null;
+                    }
+                    default -> throw new UnsupportedOperationException(method.getName());
+                  });
+    }
+
+    private Tensor queue(Tensor t) {
+      downloaded.add(t);
+      Tensor source =
+          new Tensor(
+              new Storage(t.storage().segment(), Device.CPU),
+              t.dtype(),
+              t.shape(),
+              t.strides(),
+              t.offset());
+      Tensor host = Tensor.full(Float.NaN, t.shape()).toHost(t.dtype());
+      pending.add(
+          () -> host.storage().segment().copyFrom(source.toHost(t.dtype()).storage().segment()));
+      return host;
+    }
   }
 
   @Test
   void unchangedTensorsAreCopiedOnceAndDtypesSurvive() {
-    List<Tensor> downloaded = new ArrayList<>();
-    Backend gpu = downloader(downloaded);
+    QueuedCopies device = new QueuedCopies();
+    Backend gpu = device.backend();
+    List<Tensor> downloaded = device.downloaded;
     HostCheckpoints capture = new HostCheckpoints();
     Tensor text = onDevice(DType.BF16, 1.5f, -2f, 3f);
     Tensor latents1 = onDevice(DType.F32, 0.25f, 0.5f);
@@ -76,6 +98,8 @@ class HostCheckpointsTest {
             new SerializedState("denoise", Map.of("latents", latents1), "{}"),
             () -> gpu);
     assertEquals(List.of(text, latents1), sortedLike(downloaded, text, latents1));
+    assertEquals(1, device.synchronizations, "the run's first capture waits: it measures the rate");
+    assertFalse(capture.queued());
     Tensor hostText = first.finished().get("text_encode").tensors().get("embeds");
     assertEquals(Device.Kind.CPU, hostText.device().kind());
     assertEquals(DType.BF16, hostText.dtype(), "a BF16 device tensor stays BF16 on the host");
@@ -88,11 +112,40 @@ class HostCheckpointsTest {
     assertTrue(capture.predictedSeconds(finished, second) > 0, "the new latents need a copy");
     ProgramCheckpoint next = capture.capture("r", finished, second, () -> gpu);
     assertEquals(List.of(latents2), downloaded, "only what changed is copied");
+    assertEquals(1, device.synchronizations, "later captures do not wait");
+    assertTrue(capture.queued(), "its copy is still queued");
+    gpu.synchronize();
+    capture.confirm();
+    assertArrayEquals(
+        new float[] {0.75f, 1f}, next.current().tensors().get("latents").toFloatArray());
     assertSame(hostText, next.finished().get("text_encode").tensors().get("embeds"));
     assertEquals((3 + 2 + 2) * 4L, capture.stats().bytesCopied());
     assertEquals(2, capture.stats().captures());
     assertEquals(3 * 4L, capture.stats().bytesReused());
     assertEquals(0, capture.predictedSeconds(finished, second), "nothing new to copy");
+  }
+
+  @Test
+  void aCaptureNeverConfirmedLeavesNoCopyToReuse() {
+    QueuedCopies device = new QueuedCopies();
+    Backend gpu = device.backend();
+    HostCheckpoints capture = new HostCheckpoints();
+    Tensor latents1 = onDevice(DType.F32, 1f);
+    Tensor latents2 = onDevice(DType.F32, 2f);
+    Map<String, LoopResult> none = Map.of();
+    capture.capture(
+        "r", none, new SerializedState("denoise", Map.of("x", latents1), "{}"), () -> gpu);
+    SerializedState state = new SerializedState("denoise", Map.of("x", latents2), "{}");
+    capture.capture("r", none, state, () -> gpu);
+    assertTrue(capture.queued());
+    // A fault before the device synchronised: the copy of latents2 may be incomplete.
+    capture.forgetUnconfirmed();
+    assertFalse(capture.queued());
+    assertTrue(
+        capture.predictedSeconds(none, state) > 0, "latents2 must be copied again, not reused");
+    device.downloaded.clear();
+    capture.capture("r", none, state, () -> gpu);
+    assertEquals(List.of(latents2), device.downloaded);
   }
 
   @Test

@@ -65,6 +65,11 @@ public final class Driver {
       Ffm.status(LIB, "cuMemcpyHtoD_v2", LONG, PTR, LONG);
   public static final MethodHandle cuMemcpyDtoH_v2 =
       Ffm.status(LIB, "cuMemcpyDtoH_v2", PTR, LONG, LONG);
+
+  /** Asynchronous only into page-locked memory; into pageable memory the driver waits. */
+  public static final MethodHandle cuMemcpyDtoHAsync_v2 =
+      Ffm.status(LIB, "cuMemcpyDtoHAsync_v2", PTR, LONG, LONG, LONG);
+
   public static final MethodHandle cuMemcpyDtoDAsync_v2 =
       Ffm.status(LIB, "cuMemcpyDtoDAsync_v2", LONG, LONG, LONG, LONG);
   public static final MethodHandle cuMemsetD32Async =

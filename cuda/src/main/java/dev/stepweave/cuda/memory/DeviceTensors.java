@@ -22,6 +22,7 @@ public final class DeviceTensors {
   private final DeviceAllocator allocator;
   private final ComponentPools pools;
   private final Kernels kernels;
+  private final PinnedHostBuffers pinned;
 
   public DeviceTensors(
       CudaContext context, DeviceAllocator allocator, ComponentPools pools, Kernels kernels) {
@@ -30,6 +31,7 @@ public final class DeviceTensors {
     this.allocator = allocator;
     this.pools = pools;
     this.kernels = kernels;
+    this.pinned = new PinnedHostBuffers(context);
   }
 
   public CudaContext context() {
@@ -189,6 +191,32 @@ public final class DeviceTensors {
           "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
     }
     return host;
+  }
+
+  /**
+   * {@code t}'s elements in its own dtype as a contiguous host tensor over page-locked memory,
+   * copied on the stream behind the work queued so far: valid after the next synchronisation. The
+   * source's memory is safe meanwhile: the allocator reuses a freed block only for work queued
+   * later on the same stream, and gives blocks back to the driver only after a synchronisation.
+   */
+  public Tensor downloadQueued(Tensor t) {
+    if (!isHere(t)) {
+      return t.toHost(t.dtype());
+    }
+    context.refuseDuringCapture("a download of " + t);
+    context.bind();
+    Tensor dense = contiguous(t);
+    long bytes = dense.byteSize();
+    if (bytes == 0) {
+      return Tensor.zeros(dense.dtype(), dense.shape());
+    }
+    MemorySegment dst = pinned.take(bytes);
+    long src = address(dense);
+    long stream = context.stream();
+    Driver.call(
+        "cuMemcpyDtoHAsync_v2",
+        () -> (int) Driver.cuMemcpyDtoHAsync_v2.invokeExact(dst, src, bytes, stream));
+    return Tensor.contiguousOver(new Storage(dst, Device.CPU), dense.dtype(), dense.shape());
   }
 
   public Tensor contiguous(Tensor t) {

@@ -1,0 +1,46 @@
+package dev.stepweave.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+import static org.junit.jupiter.api.Assertions.assertEquals;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Tensor;
+import java.util.Random;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * A queued download (what recovery checkpoints use) gives, once the device synchronises, the very
+ * elements a synchronous download gives, in the tensor's own dtype — for whole tensors and strided
+ * views, also when the stream has more work queued behind the copy.
+ */
+@Tag("gpu")
+class QueuedDownloadGpuTest {
+  @Test
+  void aQueuedCopyHoldsTheTensorOnceTheDeviceSynchronises() {
+    CudaBackend gpu = Gpu.backend();
+    Random random = new Random(11);
+    int rows = 1024;
+    int cols = 2049; // a few MB, past the smallest pinned size class
+    float[] values = new float[rows * cols];
+    for (int i = 0; i < values.length; i++) {
+      values[i] = (float) random.nextGaussian();
+    }
+    for (DType dtype : new DType[] {DType.F32, DType.BF16}) {
+      Tensor device = gpu.upload(Tensor.of(values, rows, cols), dtype);
+      Tensor view = device.transpose(0, 1).slice(0, 1, cols);
+      Tensor whole = gpu.downloadQueued(device);
+      Tensor strided = gpu.downloadQueued(view);
+      // Work queued behind the copies, which must not change what they copied.
+      Tensor later = gpu.affine(device, 3f, 1f);
+      gpu.synchronize();
+      assertEquals(Device.Kind.CPU, whole.device().kind());
+      assertEquals(dtype, whole.dtype(), "the tensor's own dtype");
+      assertArrayEquals(gpu.download(device).toFloatArray(), whole.toFloatArray(), dtype + "");
+      assertArrayEquals(
+          gpu.download(view).toFloatArray(), strided.toFloatArray(), dtype + " strided view");
+      assertEquals(gpu.download(later).numel(), whole.numel());
+    }
+  }
+}
