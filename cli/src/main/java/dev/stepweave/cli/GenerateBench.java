@@ -67,6 +67,8 @@ final class GenerateBench implements Callable<Integer> {
     if (repeat < 1) {
       throw new IllegalArgumentException("--repeat must be >= 1, got " + repeat);
     }
+    double toMain = sinceProcessStart();
+    long planStart = System.nanoTime();
     GenerationOptions.Plan plan = generate.plan(err);
     if (plan.batch()) {
       throw new InvalidRequestException("bench generate takes one PROMPT, not --prompts");
@@ -74,9 +76,18 @@ final class GenerateBench implements Callable<Integer> {
     GenerationOptions.Job job = plan.jobs().getFirst();
     long loadStart = System.nanoTime();
     try (WanModel wan = WanModel.load(plan.modelDir(), plan.backend());
-        Engine engine = generate.engine(wan, err)) {
-      Duration loadTime = Duration.ofNanos(System.nanoTime() - loadStart);
+        Engine engine = generateEngine(wan, err)) {
+      Duration loadTime = Duration.ofNanos(loaded - loadStart);
       double load = loadTime.toNanos() / 1e9;
+      startup =
+          String.format(
+              Locale.ROOT,
+              "startup: process start to main %.2f s, options and backend %.2f s, model load %.2f"
+                  + " s, engine (memory budget, rates probe) %.2f s",
+              toMain,
+              seconds(loadStart - planStart),
+              load,
+              seconds(System.nanoTime() - loaded));
       List<Run> runs = new ArrayList<>();
       double firstWritten = 0;
       for (int i = 0; i < repeat; i++) {
@@ -106,6 +117,7 @@ final class GenerateBench implements Callable<Integer> {
         runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
       }
       print(out, wan, load, firstWritten, runs);
+      out.println(startup);
       printCostModel(out, engine);
       var cp = engine.stats().checkpoints();
       out.printf(
@@ -237,6 +249,15 @@ final class GenerateBench implements Callable<Integer> {
 
   private static double seconds(long nanos) {
     return nanos / 1e9;
+  }
+
+  private long loaded;
+  private String startup;
+
+  /** The engine, once the model has loaded (the moment is kept for the startup breakdown). */
+  private Engine generateEngine(WanModel wan, PrintWriter err) {
+    loaded = System.nanoTime();
+    return generate.engine(wan, err);
   }
 
   private static double sinceProcessStart() {

@@ -153,11 +153,7 @@ public final class DeviceTensors {
     Tensor raw =
         converts ? emptyTemporary(host.dtype(), host.shape()) : empty(host.dtype(), host.shape());
     if (raw.byteSize() > 0) {
-      MemorySegment src = host.segment();
-      long dst = address(raw);
-      long bytes = raw.byteSize();
-      Driver.call(
-          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
+      copyToDevice(host.segment(), address(raw), raw.byteSize());
     }
     if (!converts) {
       return raw;
@@ -165,6 +161,53 @@ public final class DeviceTensors {
     Tensor out = convert(raw, dtype);
     releaseDerived(raw, out);
     return out;
+  }
+
+  /** A copy this small goes straight from its (pageable) memory; bigger ones are staged. */
+  private static final long STAGED_FROM = 4L << 20;
+
+  /** The page-locked staging buffer's size: one chunk of a big upload. */
+  private static final long STAGE_BYTES = 64L << 20;
+
+  /** Slices of a chunk that host threads copy into the staging buffer side by side. */
+  private static final long SLICE_BYTES = 8L << 20;
+
+  private MemorySegment stage;
+
+  /**
+   * Copies {@code bytes} from host memory to device address {@code dst}, returning when done. A
+   * copy from pageable memory (a mapped weight file) runs at a few GB/s, the driver staging it
+   * through small buffers on one thread; a big one is instead staged here, chunk by chunk, through
+   * a page-locked buffer that host threads fill in parallel, each chunk then copied at the link's
+   * speed. (A copy from page-locked memory is synchronous with the host, so the buffer is free
+   * again when it returns.)
+   */
+  private synchronized void copyToDevice(MemorySegment src, long dst, long bytes) {
+    if (bytes >= STAGED_FROM && stage == null) {
+      stage = pinned.tryTake(STAGE_BYTES);
+    }
+    if (bytes < STAGED_FROM || stage == null) {
+      Driver.call(
+          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
+      return;
+    }
+    MemorySegment buffer = stage;
+    for (long at = 0; at < bytes; at += STAGE_BYTES) {
+      long chunk = Math.min(STAGE_BYTES, bytes - at);
+      long from = at;
+      int slices = (int) ((chunk + SLICE_BYTES - 1) / SLICE_BYTES);
+      java.util.stream.IntStream.range(0, slices)
+          .parallel()
+          .forEach(
+              i -> {
+                long offset = i * SLICE_BYTES;
+                long length = Math.min(SLICE_BYTES, chunk - offset);
+                MemorySegment.copy(src, from + offset, buffer, offset, length);
+              });
+      long to = dst + at;
+      Driver.call(
+          "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(to, buffer, chunk));
+    }
   }
 
   public Tensor download(Tensor t) {

@@ -44,6 +44,12 @@ public final class PinnedHostBuffers {
    * memory (the copy is then slower and waits, but never fails for want of pinned memory).
    */
   public MemorySegment take(long bytes) {
+    MemorySegment pinned = tryTake(bytes);
+    return pinned != null ? pinned : Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
+  }
+
+  /** A page-locked segment of at least {@code bytes}, or null when the driver refuses one. */
+  public MemorySegment tryTake(long bytes) {
     long size = sizeClass(Math.max(bytes, 1));
     releaseSurplus();
     Long ptr;
@@ -57,7 +63,7 @@ public final class PinnedHostBuffers {
     if (ptr == null) {
       ptr = allocate(size);
       if (ptr == null) {
-        return Arena.ofAuto().allocate(bytes, 64);
+        return null;
       }
       synchronized (this) {
         heldBytes += size;
@@ -66,7 +72,7 @@ public final class PinnedHostBuffers {
     long address = ptr;
     return MemorySegment.ofAddress(address)
         .reinterpret(size, Arena.ofAuto(), unused -> giveBack(address, size))
-        .asSlice(0, bytes);
+        .asSlice(0, Math.max(bytes, 1));
   }
 
   /** Page-locked bytes allocated from the driver and not yet released. */

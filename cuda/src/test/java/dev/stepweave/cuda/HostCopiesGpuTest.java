@@ -11,12 +11,14 @@ import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
 
 /**
- * A queued download (what recovery checkpoints use) gives, once the device synchronises, the very
- * elements a synchronous download gives, in the tensor's own dtype — for whole tensors and strided
- * views, also when the stream has more work queued behind the copy.
+ * Copies between host and device. A big upload staged through page-locked memory in parallel slices
+ * lands whole, across chunk boundaries. A queued download (what recovery checkpoints use) gives,
+ * once the device synchronises, the very elements a synchronous download gives, in the tensor's own
+ * dtype — for whole tensors and strided views, also when the stream has more work queued behind the
+ * copy.
  */
 @Tag("gpu")
-class QueuedDownloadGpuTest {
+class HostCopiesGpuTest {
   @Test
   void aQueuedCopyHoldsTheTensorOnceTheDeviceSynchronises() {
     CudaBackend gpu = Gpu.backend();
@@ -41,6 +43,21 @@ class QueuedDownloadGpuTest {
       assertArrayEquals(
           gpu.download(view).toFloatArray(), strided.toFloatArray(), dtype + " strided view");
       assertEquals(gpu.download(later).numel(), whole.numel());
+    }
+  }
+
+  @Test
+  void aStagedUploadLandsWholeAcrossItsChunks() {
+    CudaBackend gpu = Gpu.backend();
+    // 150 MiB of F32 (three 64 MiB staging chunks, the last partial), and one just over the
+    // threshold (4 MiB + 4 bytes), each element its own index so a misplaced slice shows.
+    for (int n : new int[] {150 * (1 << 18) + 3, (1 << 20) + 1}) {
+      float[] values = new float[n];
+      for (int i = 0; i < n; i++) {
+        values[i] = i;
+      }
+      Tensor back = gpu.download(gpu.upload(Tensor.of(values, n), DType.F32));
+      assertArrayEquals(values, back.toFloatArray(), n + " elements");
     }
   }
 }
