@@ -103,13 +103,13 @@ if [ -n "${PIPELINE:-}" ]; then
         start=$(date +%s.%N)
         timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \
           "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" --frames "$frames" \
-          --steps "$steps" --guidance 5 --seed 42 -o "/tmp/out-$frames.mp4"
+          --steps "$steps" --guidance 5 --seed 42 --force -o "/tmp/out-$frames.mp4"
         echo "OURS generate $spec process $run exit $? wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s"
       done
       timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
         bench generate "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" \
         --frames "$frames" --steps "$steps" --guidance 5 --seed 42 --repeat "${PIPELINE_RUNS:-3}" \
-        -o "/tmp/bench-$frames.mp4"
+        --force -o "/tmp/bench-$frames.mp4"
       echo "OURS bench generate $spec exit $?"
     done
   } 2>&1 | tee "$out/pipeline.log"

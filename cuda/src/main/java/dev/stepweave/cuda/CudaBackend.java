@@ -294,6 +294,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public void synchronize() {
     context.synchronize();
+    tensors.awaitDownloads();
   }
 
   @Override

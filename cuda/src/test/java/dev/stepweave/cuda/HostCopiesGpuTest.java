@@ -47,7 +47,7 @@ class HostCopiesGpuTest {
   }
 
   @Test
-  void aStagedUploadLandsWholeAcrossItsChunks() {
+  void stagedCopiesLandWholeAcrossTheirChunks() {
     CudaBackend gpu = Gpu.backend();
     // 150 MiB of F32 (three 64 MiB staging chunks, the last partial), and one just over the
     // threshold (4 MiB + 4 bytes), each element its own index so a misplaced slice shows.

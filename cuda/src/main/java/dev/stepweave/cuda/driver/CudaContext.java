@@ -184,6 +184,34 @@ public final class CudaContext implements AutoCloseable {
   }
 
   /**
+   * An event recorded on the stream now, behind the work queued so far ({@link #awaitEvent} waits
+   * for it and destroys it). Created without timing, the cheaper kind.
+   */
+  public long recordEvent() {
+    try (Arena arena = Arena.ofConfined()) {
+      MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
+      call(
+          "cuEventCreate",
+          () -> (int) Driver.cuEventCreate.invokeExact(out, CU_EVENT_DISABLE_TIMING));
+      long event = out.get(ValueLayout.JAVA_LONG, 0);
+      call("cuEventRecord", () -> (int) Driver.cuEventRecord.invokeExact(event, stream));
+      return event;
+    }
+  }
+
+  /** Waits for {@code event} (from {@link #recordEvent}, on any thread), then destroys it. */
+  public void awaitEvent(long event) {
+    bind();
+    try {
+      call("cuEventSynchronize", () -> (int) Driver.cuEventSynchronize.invokeExact(event));
+    } finally {
+      call("cuEventDestroy_v2", () -> (int) Driver.cuEventDestroy_v2.invokeExact(event));
+    }
+  }
+
+  private static final int CU_EVENT_DISABLE_TIMING = 2;
+
+  /**
    * After a sticky error: destroys the primary context with everything allocated in it, without
    * waiting for the stream (waiting would only fail again), so that the next {@link #open} of this
    * device creates a fresh one.

@@ -23,6 +23,7 @@ public final class DeviceTensors {
   private final ComponentPools pools;
   private final Kernels kernels;
   private final PinnedHostBuffers pinned;
+  private final QueuedDownloads queued;
 
   public DeviceTensors(
       CudaContext context, DeviceAllocator allocator, ComponentPools pools, Kernels kernels) {
@@ -32,6 +33,7 @@ public final class DeviceTensors {
     this.pools = pools;
     this.kernels = kernels;
     this.pinned = new PinnedHostBuffers(context);
+    this.queued = new QueuedDownloads(context, pinned);
   }
 
   public CudaContext context() {
@@ -183,31 +185,61 @@ public final class DeviceTensors {
    * again when it returns.)
    */
   private synchronized void copyToDevice(MemorySegment src, long dst, long bytes) {
-    if (bytes >= STAGED_FROM && stage == null) {
-      stage = pinned.tryTake(STAGE_BYTES);
-    }
-    if (bytes < STAGED_FROM || stage == null) {
+    MemorySegment buffer = stage(bytes);
+    if (buffer == null) {
       Driver.call(
           "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(dst, src, bytes));
       return;
     }
-    MemorySegment buffer = stage;
     for (long at = 0; at < bytes; at += STAGE_BYTES) {
       long chunk = Math.min(STAGE_BYTES, bytes - at);
-      long from = at;
-      int slices = (int) ((chunk + SLICE_BYTES - 1) / SLICE_BYTES);
-      java.util.stream.IntStream.range(0, slices)
-          .parallel()
-          .forEach(
-              i -> {
-                long offset = i * SLICE_BYTES;
-                long length = Math.min(SLICE_BYTES, chunk - offset);
-                MemorySegment.copy(src, from + offset, buffer, offset, length);
-              });
+      parallelCopy(src, at, buffer, 0, chunk);
       long to = dst + at;
       Driver.call(
           "cuMemcpyHtoD_v2", () -> (int) Driver.cuMemcpyHtoD_v2.invokeExact(to, buffer, chunk));
     }
+  }
+
+  /** {@link #copyToDevice}'s mirror: device address {@code src} to host memory, staged if big. */
+  private synchronized void copyToHost(long src, MemorySegment dst, long bytes) {
+    MemorySegment buffer = stage(bytes);
+    if (buffer == null) {
+      Driver.call(
+          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
+      return;
+    }
+    for (long at = 0; at < bytes; at += STAGE_BYTES) {
+      long chunk = Math.min(STAGE_BYTES, bytes - at);
+      long from = src + at;
+      Driver.call(
+          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(buffer, from, chunk));
+      parallelCopy(buffer, 0, dst, at, chunk);
+    }
+  }
+
+  /** The staging buffer for a copy of {@code bytes}, or null to copy directly. */
+  private MemorySegment stage(long bytes) {
+    if (bytes < STAGED_FROM) {
+      return null;
+    }
+    if (stage == null) {
+      stage = pinned.borrow(STAGE_BYTES); // kept for the backend's life
+    }
+    return stage;
+  }
+
+  /** Host memory copied by several threads, {@link #SLICE_BYTES} each. */
+  private static void parallelCopy(
+      MemorySegment src, long srcAt, MemorySegment dst, long dstAt, long bytes) {
+    int slices = (int) ((bytes + SLICE_BYTES - 1) / SLICE_BYTES);
+    java.util.stream.IntStream.range(0, slices)
+        .parallel()
+        .forEach(
+            i -> {
+              long offset = i * SLICE_BYTES;
+              long length = Math.min(SLICE_BYTES, bytes - offset);
+              MemorySegment.copy(src, srcAt + offset, dst, dstAt + offset, length);
+            });
   }
 
   public Tensor download(Tensor t) {
@@ -227,20 +259,17 @@ public final class DeviceTensors {
     Tensor dense = contiguous(t);
     Tensor host = Tensor.zeros(dense.dtype(), dense.shape());
     if (host.byteSize() > 0) {
-      MemorySegment dst = host.segment();
-      long src = address(dense);
-      long bytes = host.byteSize();
-      Driver.call(
-          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(dst, src, bytes));
+      copyToHost(address(dense), host.segment(), host.byteSize());
     }
     return host;
   }
 
   /**
-   * {@code t}'s elements in its own dtype as a contiguous host tensor over page-locked memory,
-   * copied on the stream behind the work queued so far: valid after the next synchronisation. The
-   * source's memory is safe meanwhile: the allocator reuses a freed block only for work queued
-   * later on the same stream, and gives blocks back to the driver only after a synchronisation.
+   * {@code t}'s elements in its own dtype as a contiguous host tensor, copied on the stream behind
+   * the work queued so far and landed by {@link QueuedDownloads}: valid after the next {@link
+   * #awaitDownloads}. The source's memory is safe meanwhile: the allocator reuses a freed block
+   * only for work queued later on the same stream, and gives blocks back to the driver only after a
+   * synchronisation.
    */
   public Tensor downloadQueued(Tensor t) {
     if (!isHere(t)) {
@@ -253,13 +282,14 @@ public final class DeviceTensors {
     if (bytes == 0) {
       return Tensor.zeros(dense.dtype(), dense.shape());
     }
-    MemorySegment dst = pinned.take(bytes);
-    long src = address(dense);
-    long stream = context.stream();
-    Driver.call(
-        "cuMemcpyDtoHAsync_v2",
-        () -> (int) Driver.cuMemcpyDtoHAsync_v2.invokeExact(dst, src, bytes, stream));
-    return Tensor.contiguousOver(new Storage(dst, Device.CPU), dense.dtype(), dense.shape());
+    return queued.queue(address(dense), dense.dtype(), dense.shape(), bytes);
+  }
+
+  /**
+   * Returns once every {@link #downloadQueued} copy so far has landed (after the stream's work).
+   */
+  public void awaitDownloads() {
+    queued.awaitAll();
   }
 
   public Tensor contiguous(Tensor t) {

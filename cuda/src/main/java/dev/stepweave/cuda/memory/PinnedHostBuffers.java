@@ -7,77 +7,63 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.util.ArrayDeque;
-import java.util.ArrayList;
 import java.util.HashMap;
-import java.util.List;
 import java.util.Map;
 
 /**
- * Page-locked host buffers for queued device→host copies ({@link DeviceTensors#downloadQueued}): a
- * copy into pageable memory makes the driver stage it and wait, a copy into one of these runs on
- * the stream while the host goes on.
+ * Page-locked host buffers that stage copies between host and device: a copy through pageable
+ * memory makes the driver stage it through small buffers and wait, a copy through one of these runs
+ * at the link's speed, and a device→host one runs on the stream while the host goes on.
  *
- * <p>A buffer is handed out as a segment of an automatic arena; when the garbage collector finds
- * the segment unreachable its buffer comes back here for reuse (no driver call on the collector's
- * thread). Buffers come in size classes (powers of two up to 2 MiB, then multiples of 2 MiB), so a
- * run's captures of equal shapes reuse each other's. What is kept free beyond {@link #KEEP_BYTES}
- * is given back to the driver at the next {@link #take}, on a thread that has the context.
+ * <p>Buffers are lent and given back explicitly and never leave the backend (what a caller gets is
+ * ordinary memory the staging copied into), so page-locked memory is never held by a tensor the
+ * garbage collector has yet to find. They come in size classes (powers of two up to 2 MiB, then
+ * multiples of 2 MiB) so equal copies reuse each other's; free buffers beyond {@link #KEEP_BYTES}
+ * go back to the driver. Thread-safe.
  */
 public final class PinnedHostBuffers {
   /** Free page-locked memory kept for reuse; more is released (page-locked memory is scarce). */
-  static final long KEEP_BYTES = 1L << 30;
+  static final long KEEP_BYTES = 512L << 20;
 
   private static final long MIB2 = 2L << 20;
 
   private final CudaContext context;
-  private final Map<Long, ArrayDeque<Long>> free = new HashMap<>();
-  private final List<long[]> toRelease = new ArrayList<>();
+  private final Map<Long, ArrayDeque<MemorySegment>> free = new HashMap<>();
   private long freeBytes;
-  private long heldBytes;
 
   public PinnedHostBuffers(CudaContext context) {
     this.context = context;
   }
 
   /**
-   * A segment of at least {@code bytes}: page-locked when the driver grants it, else ordinary
-   * memory (the copy is then slower and waits, but never fails for want of pinned memory).
+   * A page-locked buffer of at least {@code bytes} (its size is its class's), or null when the
+   * driver refuses one; give it back with {@link #giveBack}.
    */
-  public MemorySegment take(long bytes) {
-    MemorySegment pinned = tryTake(bytes);
-    return pinned != null ? pinned : Arena.ofAuto().allocate(Math.max(bytes, 1), 64);
-  }
-
-  /** A page-locked segment of at least {@code bytes}, or null when the driver refuses one. */
-  public MemorySegment tryTake(long bytes) {
+  public MemorySegment borrow(long bytes) {
     long size = sizeClass(Math.max(bytes, 1));
-    releaseSurplus();
-    Long ptr;
     synchronized (this) {
-      ArrayDeque<Long> blocks = free.get(size);
-      ptr = blocks == null ? null : blocks.poll();
-      if (ptr != null) {
+      ArrayDeque<MemorySegment> blocks = free.get(size);
+      MemorySegment reused = blocks == null ? null : blocks.poll();
+      if (reused != null) {
         freeBytes -= size;
+        return reused;
       }
     }
-    if (ptr == null) {
-      ptr = allocate(size);
-      if (ptr == null) {
-        return null;
-      }
-      synchronized (this) {
-        heldBytes += size;
-      }
-    }
-    long address = ptr;
-    return MemorySegment.ofAddress(address)
-        .reinterpret(size, Arena.ofAuto(), unused -> giveBack(address, size))
-        .asSlice(0, Math.max(bytes, 1));
+    return allocate(size);
   }
 
-  /** Page-locked bytes allocated from the driver and not yet released. */
-  public synchronized long heldBytes() {
-    return heldBytes;
+  /** Returns a buffer from {@link #borrow}; the caller no longer touches it. */
+  public void giveBack(MemorySegment buffer) {
+    long size = buffer.byteSize();
+    synchronized (this) {
+      if (freeBytes + size <= KEEP_BYTES) {
+        free.computeIfAbsent(size, k -> new ArrayDeque<>()).push(buffer);
+        freeBytes += size;
+        return;
+      }
+    }
+    context.bind();
+    Driver.call("cuMemFreeHost", () -> (int) Driver.cuMemFreeHost.invokeExact(buffer));
   }
 
   static long sizeClass(long bytes) {
@@ -87,36 +73,7 @@ public final class PinnedHostBuffers {
     return Math.max(4096, Long.highestOneBit(bytes - 1) << 1);
   }
 
-  /** Called by the collector's cleaner: no driver call here. */
-  private synchronized void giveBack(long address, long size) {
-    if (freeBytes + size > KEEP_BYTES) {
-      toRelease.add(new long[] {address, size});
-      return;
-    }
-    free.computeIfAbsent(size, k -> new ArrayDeque<>()).push(address);
-    freeBytes += size;
-  }
-
-  private void releaseSurplus() {
-    List<long[]> release;
-    synchronized (this) {
-      if (toRelease.isEmpty()) {
-        return;
-      }
-      release = new ArrayList<>(toRelease);
-      toRelease.clear();
-    }
-    context.bind();
-    for (long[] block : release) {
-      MemorySegment p = MemorySegment.ofAddress(block[0]);
-      Driver.call("cuMemFreeHost", () -> (int) Driver.cuMemFreeHost.invokeExact(p));
-      synchronized (this) {
-        heldBytes -= block[1];
-      }
-    }
-  }
-
-  private Long allocate(long size) {
+  private MemorySegment allocate(long size) {
     context.bind();
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
@@ -126,7 +83,7 @@ public final class PinnedHostBuffers {
       } catch (Throwable t) {
         throw Ffm.rethrow("cuMemHostAlloc", t);
       }
-      return status == 0 ? out.get(ValueLayout.ADDRESS, 0).address() : null;
+      return status == 0 ? out.get(ValueLayout.ADDRESS, 0).reinterpret(size) : null;
     }
   }
 }
