@@ -99,12 +99,12 @@ final class GenerateBench implements Callable<Integer> {
         }
         Map<WorkKind, Long> before = stepNanos(engine.profiler());
         long t0 = System.nanoTime();
-        GenerationResult result = GenerateCommand.run(engine, request, err);
+        GenerationOptions.Job thisJob =
+            new GenerationOptions.Job(1, job.entry(), job.seed(), request, job.target());
+        FrameStream frames = FrameStream.forJob(thisJob);
+        GenerationResult result = GenerateCommand.run(engine, request, err, frames);
         long t1 = System.nanoTime();
-        generate.writeOutputs(
-            result,
-            new GenerationOptions.Job(1, job.entry(), job.seed(), request, job.target()),
-            wan.samplerFor(request));
+        generate.writeOutputs(result, thisJob, wan.samplerFor(request), frames);
         long t2 = System.nanoTime();
         if (i == 0) {
           firstWritten = sinceProcessStart();

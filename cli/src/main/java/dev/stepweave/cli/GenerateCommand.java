@@ -65,8 +65,9 @@ final class GenerateCommand implements Callable<Integer> {
         }
         printRequest(out, wan, engine, request);
         options.imageSummary(request).ifPresent(out::println);
-        GenerationResult result = run(engine, request, err);
-        options.writeOutputs(result, job, wan.samplerFor(request));
+        FrameStream frames = FrameStream.forJob(job);
+        GenerationResult result = run(engine, request, err, frames);
+        options.writeOutputs(result, job, wan.samplerFor(request), frames);
         result
             .loopTimings()
             .forEach(
@@ -88,7 +89,16 @@ final class GenerateCommand implements Callable<Integer> {
    * next step boundary.
    */
   static GenerationResult run(Engine engine, Request request, PrintWriter err) throws Exception {
-    RequestHandle handle = engine.submit(request);
+    return run(engine, request, err, null);
+  }
+
+  /** {@link #run(Engine, Request, PrintWriter)}, its frames also coded into {@code frames}. */
+  static GenerationResult run(Engine engine, Request request, PrintWriter err, FrameStream frames)
+      throws Exception {
+    RequestHandle handle = engine.submit(frames == null ? request : FrameStream.asking(request));
+    if (frames != null) {
+      handle.events().subscribe(frames);
+    }
     Thread cancelOnInterrupt =
         new Thread(
             () -> {

@@ -455,6 +455,15 @@ final class GenerationOptions {
    * where {@link #plan} checked they can go.
    */
   void writeOutputs(GenerationResult result, Job job, String sampler) throws IOException {
+    writeOutputs(result, job, sampler, null);
+  }
+
+  /**
+   * {@link #writeOutputs(GenerationResult, Job, String)}, finishing the MP4 {@code frames} coded
+   * while the video decoded when it holds every frame (else, or when null, coding it here).
+   */
+  void writeOutputs(GenerationResult result, Job job, String sampler, FrameStream streamed)
+      throws IOException {
     Request request = job.request();
     Tensor frames;
     Provenance provenance;
@@ -471,10 +480,12 @@ final class GenerationOptions {
       videoFps = video.fps();
     }
     OutputTarget target = job.target();
-    target
-        .format()
-        .write(
-            target.file(), frames, videoFps, GenerationMetadata.of(request, provenance, sampler));
+    String metadata = GenerationMetadata.of(request, provenance, sampler);
+    if (streamed != null && streamed.mp4().awaitFrames(frames.dim(0), STREAM_GRACE)) {
+      streamed.mp4().finish(target.file(), videoFps, metadata);
+    } else {
+      target.format().write(target.file(), frames, videoFps, metadata);
+    }
     if (saveFrames != null) {
       PngWriter.writeFrames(saveFrames, frames);
     }
@@ -491,6 +502,12 @@ final class GenerationOptions {
   }
 
   private static final ObjectMapper JSON = new ObjectMapper();
+
+  /**
+   * How long a finished request's last frame events may still be on their way to the stream (they
+   * are delivered on another thread); past it the video is coded from the result instead.
+   */
+  private static final java.time.Duration STREAM_GRACE = java.time.Duration.ofSeconds(5);
 
   /** --cache and --cache-set as the request's plugin parameters. */
   private Map<String, Map<String, String>> pluginParams() {

@@ -40,9 +40,9 @@ class ArchitectureTest {
   /**
    * What the runtime may ask of a backend: where it runs, how much memory it has, a tensor back on
    * the host, at once or queued behind the device's work (checkpoints), whether a step's output is
-   * finite (the non-finite check) and to wait for the device (to time a call), and what a step's
-   * failure means for the pool (to rebuild it or retry smaller). Every other method computes, and
-   * computing is the model's business.
+   * finite (the non-finite check) and to wait for the device (to time a call), to give back cached
+   * device memory once a request is done, and what a step's failure means for the pool (to rebuild
+   * it or retry smaller). Every other method computes, and computing is the model's business.
    */
   static final Set<String> BACKEND_CALLS_OF_THE_RUNTIME =
       Set.of(
@@ -54,6 +54,7 @@ class ArchitectureTest {
           "isFinite",
           "isFiniteOnHost",
           "synchronize",
+          "trim",
           "classify");
 
   private static JavaClasses core;

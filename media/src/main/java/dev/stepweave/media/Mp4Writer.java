@@ -7,6 +7,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.function.IntFunction;
 import java.util.stream.IntStream;
 import org.jcodec.codecs.h264.H264Encoder;
 import org.jcodec.common.Codec;
@@ -114,12 +115,24 @@ public final class Mp4Writer {
             .mapToObj(
                 g ->
                     encodeGroup(
-                        frames,
+                        f -> RgbFrames.frame(frames, f),
                         g * KEY_FRAME_INTERVAL,
                         Math.min(count, (g + 1) * KEY_FRAME_INTERVAL),
-                        height,
-                        width))
+                        sourceHeight,
+                        sourceWidth))
             .toList();
+    mux(file, coded, fps, metadataJson, height, width);
+  }
+
+  /** Writes coded groups, in order, as the MP4 {@code file}. */
+  static void mux(
+      Path file,
+      List<List<EncodedFrame>> coded,
+      int fps,
+      String metadataJson,
+      int height,
+      int width)
+      throws IOException {
     try (FileChannelWrapper channel = NIOUtils.writableChannel(file.toFile())) {
       MP4Muxer muxer = MP4Muxer.createMP4MuxerToChannel(channel);
       MuxerTrack track =
@@ -154,9 +167,14 @@ public final class Mp4Writer {
     }
   }
 
-  /** Frames {@code from} to {@code to - 1} (a key frame first) coded by an encoder of their own. */
-  private static List<EncodedFrame> encodeGroup(
-      Tensor frames, int from, int to, int height, int width) {
+  /**
+   * Frames {@code from} to {@code to - 1} (a key frame first), each {@code frameAt(f)} an RGB frame
+   * of {@code sourceHeight × sourceWidth}, coded by an encoder of their own.
+   */
+  static List<EncodedFrame> encodeGroup(
+      IntFunction<float[]> frameAt, int from, int to, int sourceHeight, int sourceWidth) {
+    int height = sourceHeight & ~1;
+    int width = sourceWidth & ~1;
     H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
     encoder.setKeyInterval(KEY_FRAME_INTERVAL);
     // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
@@ -164,7 +182,7 @@ public final class Mp4Writer {
     ByteBuffer out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
     List<EncodedFrame> coded = new ArrayList<>(to - from);
     for (int f = from; f < to; f++) {
-      float[] rgb = cropToEven(RgbFrames.frame(frames, f), frames.dim(1), frames.dim(2));
+      float[] rgb = cropToEven(frameAt.apply(f), sourceHeight, sourceWidth);
       out.clear();
       EncodedFrame encoded = encoder.encodeFrame(Bt709.toYuv420(rgb, height, width), out);
       ByteBuffer data = encoded.getData();

@@ -268,6 +268,10 @@ final class ApiJson {
         o.put("name", a.artifact().name());
         o.put("kind", kind(a.artifact()));
       }
+      case RequestEvent.FramesDecoded f -> {
+        o.put("first_frame", f.first());
+        o.put("frames", f.frames().dim(0));
+      }
       case RequestEvent.MediaPreview m -> {
         o.put("step", m.step());
         o.put("width", m.preview().dim(1));

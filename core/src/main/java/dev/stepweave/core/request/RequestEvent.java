@@ -62,6 +62,20 @@ public sealed interface RequestEvent {
   }
 
   /**
+   * Final frames as the decoder completes them (only when the request's output asks, {@link
+   * OutputSpec#frames}): chunks arrive in order and together make the main artifact's frames.
+   *
+   * @param first the index of the chunk's first frame in the video
+   * @param frames {@code [n, H, W, 3]} in [0, 1], the main artifact's values
+   */
+  record FramesDecoded(String requestId, int first, dev.stepweave.tensor.Tensor frames)
+      implements RequestEvent {
+    public String type() {
+      return "media.frames";
+    }
+  }
+
+  /**
    * A cheap preview of the current latents (a latent-space RGB projection, not a VAE decode).
    *
    * @param preview {@code [H', W', 3]} in [0, 1]

@@ -474,6 +474,10 @@ final class EngineCore {
     extensions.metrics().record(run.report());
     run.handle.emit(new RequestEvent.Completed(run.id(), run.elapsed()));
     run.handle.finish(run.result());
+    // A finished request may leave a peak's worth of cached device memory behind (a VAE decode:
+    // tens of GB at 480p×81). Given back here, after its result is out, so the freeing (a driver
+    // call per cached block, a few hundred ms) is not part of the request's latency.
+    model.backend().trim();
   }
 
   private void stop(ProgramRun run, RuntimeException why) {

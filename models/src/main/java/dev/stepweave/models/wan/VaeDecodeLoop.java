@@ -17,7 +17,9 @@ import dev.stepweave.core.loop.StepResult;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.InvalidRequestException;
+import dev.stepweave.core.request.OutputSpec;
 import dev.stepweave.core.request.Request;
+import dev.stepweave.core.request.RequestEvent;
 import dev.stepweave.models.wan.vae.DecodeState;
 import dev.stepweave.models.wan.vae.DecodeTiling;
 import dev.stepweave.models.wan.vae.WanVae;
@@ -50,8 +52,11 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   /**
    * @param latents raw (de-normalised) latents {@code [1, z, F, H, W]}
    * @param decode the decode in progress
+   * @param frames where completed frames go when the request streams them ({@link
+   *     OutputSpec#frames}), else null
    */
-  record State(Tensor latents, DecodeState decode, Request request, CancelScope scope)
+  record State(
+      Tensor latents, DecodeState decode, Request request, CancelScope scope, FrameEvents frames)
       implements LoopState {
     @Override
     public int stepsDone() {
@@ -75,7 +80,57 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     WanVae vae = model.vae();
     Tensor latents = vae.denormalize(denoised.tensor(DenoiseLoop.LATENTS));
     return new State(
-        latents, vae.startDecode(latents, tiling(request, vae)), request, ctx.cancelScope());
+        latents,
+        vae.startDecode(latents, tiling(request, vae)),
+        request,
+        ctx.cancelScope(),
+        FrameEvents.of(request, ctx, List.of()));
+  }
+
+  /**
+   * Emits each latent frame's decoded chunk, post-processed as {@link #finalize} does the whole
+   * video, as a {@link RequestEvent.FramesDecoded}. It counts what it sent, so a resumed decode
+   * (which starts from a later chunk) sends only what follows; a consumer that missed the start
+   * sees a gap in the indices.
+   */
+  static final class FrameEvents {
+    private final String requestId;
+    private final java.util.function.Consumer<RequestEvent> emit;
+    private int chunks;
+    private int frames;
+
+    private FrameEvents(
+        String requestId, java.util.function.Consumer<RequestEvent> emit, List<Tensor> sent) {
+      this.requestId = requestId;
+      this.emit = emit;
+      this.chunks = sent.size();
+      for (Tensor chunk : sent) {
+        frames += chunk.dim(2);
+      }
+    }
+
+    /** Null unless the request streams frames; the chunks {@code sent} are not sent again. */
+    static FrameEvents of(Request request, LoopContext ctx, List<Tensor> sent) {
+      return request.output().frames() ? new FrameEvents(request.id(), ctx::emit, sent) : null;
+    }
+
+    void sendCompleted(Backend ops, DecodeState decode) {
+      List<Tensor> decoded = decode.decoded();
+      for (; chunks < decoded.size(); chunks++) {
+        Tensor host = postprocessed(ops, decoded.get(chunks));
+        emit.accept(new RequestEvent.FramesDecoded(requestId, frames, host));
+        frames += host.dim(0);
+      }
+    }
+  }
+
+  /**
+   * WanPipeline's postprocess of {@code [1, 3, F, H, W]} in [-1, 1]: x/2 + 0.5 in [0, 1], channels
+   * last, on the host.
+   */
+  private static Tensor postprocessed(Backend ops, Tensor video) {
+    Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
+    return ops.download(ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0)));
   }
 
   /** The tiling a request asks for, or null to decode whole frames. */
@@ -156,18 +211,18 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   /** Adopts the decode state the step computed (the previous one is spent, see WanVae#stepped). */
   @Override
   public State advance(State s, StepResult result) {
-    return new State(s.latents(), result.update(DecodeState.class), s.request(), s.scope());
+    DecodeState next = result.update(DecodeState.class);
+    if (s.frames() != null) {
+      s.frames().sendCompleted(model.backend(), next);
+    }
+    return new State(s.latents(), next, s.request(), s.scope(), s.frames());
   }
 
   @Override
   public LoopResult finalize(State s) {
     Backend ops = model.backend();
-    Tensor video = model.vae().finish(s.decode()); // [1, 3, F, H, W] in [-1, 1]
-    // WanPipeline's postprocess: x/2 + 0.5, clamped to [0, 1], channels last.
-    Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
-    Tensor host = ops.download(ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0)));
-    // The decode's peak (tens of GB at 480p×81 on a GPU) is over: give back what it left cached.
-    ops.trim();
+    Tensor host = postprocessed(ops, model.vae().finish(s.decode()));
+    // What the decode's peak left cached is given back by the engine once the request is done.
     var provenance = WanProvenance.of(model, s.request(), id());
     Artifact artifact =
         s.request().task() == TaskType.T2I
@@ -203,10 +258,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     StateJson.parse(data.json(), id())
         .properties()
         .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
+    DecodeState decode =
+        model.vae().restoreDecode(latents, tiling(request, model.vae()), tensors, scalars);
     return new State(
         latents,
-        model.vae().restoreDecode(latents, tiling(request, model.vae()), tensors, scalars),
+        decode,
         request,
-        ctx.cancelScope());
+        ctx.cancelScope(),
+        FrameEvents.of(request, ctx, decode.decoded()));
   }
 }
