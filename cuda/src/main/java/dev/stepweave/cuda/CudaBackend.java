@@ -325,7 +325,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
-  public Tensor downloadQueued(Tensor t) {
+  public java.util.function.Supplier<Tensor> downloadQueued(Tensor t) {
     return tensors.downloadQueued(t);
   }
 

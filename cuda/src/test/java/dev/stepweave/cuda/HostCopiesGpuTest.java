@@ -2,6 +2,7 @@ package dev.stepweave.cuda;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertSame;
 
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
@@ -32,17 +33,19 @@ class HostCopiesGpuTest {
     for (DType dtype : new DType[] {DType.F32, DType.BF16}) {
       Tensor device = gpu.upload(Tensor.of(values, rows, cols), dtype);
       Tensor view = device.transpose(0, 1).slice(0, 1, cols);
-      Tensor whole = gpu.downloadQueued(device);
-      Tensor strided = gpu.downloadQueued(view);
+      var whole = gpu.downloadQueued(device);
+      var strided = gpu.downloadQueued(view);
       // Work queued behind the copies, which must not change what they copied.
       Tensor later = gpu.affine(device, 3f, 1f);
       gpu.synchronize();
-      assertEquals(Device.Kind.CPU, whole.device().kind());
-      assertEquals(dtype, whole.dtype(), "the tensor's own dtype");
-      assertArrayEquals(gpu.download(device).toFloatArray(), whole.toFloatArray(), dtype + "");
+      assertEquals(Device.Kind.CPU, whole.get().device().kind());
+      assertEquals(dtype, whole.get().dtype(), "the tensor's own dtype");
       assertArrayEquals(
-          gpu.download(view).toFloatArray(), strided.toFloatArray(), dtype + " strided view");
-      assertEquals(gpu.download(later).numel(), whole.numel());
+          gpu.download(device).toFloatArray(), whole.get().toFloatArray(), dtype + "");
+      assertArrayEquals(
+          gpu.download(view).toFloatArray(), strided.get().toFloatArray(), dtype + " strided view");
+      assertEquals(gpu.download(later).numel(), whole.get().numel());
+      assertSame(whole.get(), whole.get(), "one host tensor");
     }
   }
 

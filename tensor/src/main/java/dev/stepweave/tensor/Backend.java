@@ -59,17 +59,21 @@ public interface Backend {
   Tensor download(Tensor t);
 
   /**
-   * A contiguous CPU copy of {@code t} in its own dtype, queued behind the work issued so far: its
-   * contents are valid once {@link #synchronize} next returns, not before. A device backend copies
-   * on its stream into page-locked memory without waiting, so a step's state goes to the host while
-   * the next step computes; the default copies at once.
+   * A contiguous CPU copy of {@code t} in its own dtype, queued behind the work issued so far: the
+   * supplier's tensor may be read once {@link #synchronize} next returns, not before (the same
+   * tensor each time). A device backend copies on its stream and makes the host tensor off the
+   * caller's thread, so a step's state goes to the host while the next step computes; the default
+   * copies at once.
    */
-  default Tensor downloadQueued(Tensor t) {
+  default java.util.function.Supplier<Tensor> downloadQueued(Tensor t) {
+    Tensor host;
     if (t.device().kind() == Device.Kind.CPU) {
-      return t.toHost(t.dtype());
+      host = t.toHost(t.dtype());
+    } else {
+      Tensor f32 = download(t);
+      host = t.dtype().isFloating() && t.dtype() != f32.dtype() ? f32.toHost(t.dtype()) : f32;
     }
-    Tensor host = download(t);
-    return t.dtype().isFloating() && t.dtype() != host.dtype() ? host.toHost(t.dtype()) : host;
+    return () -> host;
   }
 
   /** A contiguous copy (or {@code t} itself when already contiguous). */

@@ -33,8 +33,8 @@ final class HostCheckpoints {
   /** Assumed device→host rate before anything was measured: a pageable copy over PCIe. */
   private static final double DEFAULT_BYTES_PER_SECOND = 4e9;
 
-  private Map<Tensor, Tensor> copies = new IdentityHashMap<>();
-  private Map<Tensor, Tensor> confirmed = copies;
+  private Map<Tensor, Supplier<Tensor>> copies = new IdentityHashMap<>();
+  private Map<Tensor, Supplier<Tensor>> confirmed = copies;
   private double measuredRate; // bytes per second; 0 until a capture measured it
   private long queuedBytes;
   private long bytesCopied;
@@ -73,37 +73,70 @@ final class HostCheckpoints {
   }
 
   /**
-   * Where the run stands, all of it in host memory (what a checkpoint file or a resume needs) once
-   * the device next synchronises; {@link #queued} says whether it is waiting for that.
+   * Where the run stands, all of it in host memory (what a checkpoint file or a resume needs),
+   * readable once the device next synchronises ({@link #queued} says whether it is waiting for
+   * that): the host tensors are made and filled off the scheduler thread.
    */
-  ProgramCheckpoint capture(
+  Supplier<ProgramCheckpoint> capture(
       String requestId,
       Map<String, LoopResult> finished,
       SerializedState current,
       Supplier<Backend> backend) {
     long started = System.nanoTime();
-    Map<Tensor, Tensor> next = new IdentityHashMap<>();
-    Map<String, LoopResult> hostFinished = new LinkedHashMap<>();
+    Map<Tensor, Supplier<Tensor>> next = new IdentityHashMap<>();
+    Map<String, Map<String, Supplier<Tensor>>> finishedCopies = new LinkedHashMap<>();
     finished.forEach(
-        (loop, result) ->
-            hostFinished.put(
-                loop,
-                new LoopResult(
-                    onHost(result.tensors(), backend, next), result.artifacts(), result.report())));
-    SerializedState hostCurrent =
-        new SerializedState(
-            current.loopId(), onHost(current.tensors(), backend, next), current.json());
+        (loop, result) -> finishedCopies.put(loop, onHost(result.tensors(), backend, next)));
+    Map<String, Supplier<Tensor>> currentCopies = onHost(current.tensors(), backend, next);
     copies = next;
     captures++;
+    Supplier<ProgramCheckpoint> checkpoint =
+        memoized(
+            () -> {
+              Map<String, LoopResult> hostFinished = new LinkedHashMap<>();
+              finished.forEach(
+                  (loop, result) ->
+                      hostFinished.put(
+                          loop,
+                          new LoopResult(
+                              resolved(finishedCopies.get(loop)),
+                              result.artifacts(),
+                              result.report())));
+              return new ProgramCheckpoint(
+                  requestId,
+                  hostFinished,
+                  new SerializedState(current.loopId(), resolved(currentCopies), current.json()));
+            });
     if (queuedBytes > 0 && measuredRate == 0) {
       long t0 = System.nanoTime();
       backend.get().synchronize();
+      checkpoint.get();
       long done = System.nanoTime();
       copyNanos += done - t0;
       measuredRate = queuedBytes / Math.max(1e-9, (done - started) / 1e9);
       confirm();
     }
-    return new ProgramCheckpoint(requestId, hostFinished, hostCurrent);
+    return checkpoint;
+  }
+
+  private static Map<String, Tensor> resolved(Map<String, Supplier<Tensor>> copies) {
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    copies.forEach((name, t) -> out.put(name, t.get()));
+    return out;
+  }
+
+  private static <T> Supplier<T> memoized(Supplier<T> make) {
+    return new Supplier<>() {
+      private T value;
+
+      @Override
+      public synchronized T get() {
+        if (value == null) {
+          value = make.get();
+        }
+        return value;
+      }
+    };
   }
 
   /** Whether the last capture's copies are still queued on the device. */
@@ -129,18 +162,19 @@ final class HostCheckpoints {
         captures, bytesCopied, bytesReused, java.time.Duration.ofNanos(copyNanos));
   }
 
-  private Map<String, Tensor> onHost(
-      Map<String, Tensor> tensors, Supplier<Backend> backend, Map<Tensor, Tensor> next) {
-    Map<String, Tensor> out = new LinkedHashMap<>();
+  private Map<String, Supplier<Tensor>> onHost(
+      Map<String, Tensor> tensors, Supplier<Backend> backend, Map<Tensor, Supplier<Tensor>> next) {
+    Map<String, Supplier<Tensor>> out = new LinkedHashMap<>();
     tensors.forEach((name, t) -> out.put(name, onHost(t, backend, next)));
     return out;
   }
 
-  private Tensor onHost(Tensor t, Supplier<Backend> backend, Map<Tensor, Tensor> next) {
+  private Supplier<Tensor> onHost(
+      Tensor t, Supplier<Backend> backend, Map<Tensor, Supplier<Tensor>> next) {
     if (t.device().kind() == Device.Kind.CPU) {
-      return t;
+      return () -> t;
     }
-    Tensor host = copies.get(t);
+    Supplier<Tensor> host = copies.get(t);
     if (host == null) {
       host = next.get(t);
     }

@@ -49,7 +49,7 @@ final class ProgramRun {
   private RequestScheduler.Entry<ProgramRun> entry;
   private ProgramCheckpoint resumeFrom;
   private ProgramCheckpoint lastCheckpoint;
-  private ProgramCheckpoint queuedCheckpoint; // taken, its copies still queued on the device
+  private Supplier<ProgramCheckpoint> queuedCheckpoint; // taken, its copies still on their way
   private final HostCheckpoints capture = new HostCheckpoints();
   private Duration workSinceCapture = Duration.ZERO;
   private LoopStepper<?> stepper;
@@ -187,11 +187,11 @@ final class ProgramRun {
     boolean keep =
         policy.enabled() && policy.due(workSinceCapture, capture.predictedSeconds(finished, state));
     if (keep || options.sink() != null) {
-      ProgramCheckpoint cp = checkpoint(state, backend);
+      Supplier<ProgramCheckpoint> cp = checkpoint(state, backend);
       if (options.sink() != null) {
         // A sink writes the checkpoint elsewhere at once: it must be complete.
         complete(backend);
-        options.sink().accept(cp);
+        options.sink().accept(cp.get());
       }
       if (keep) {
         keepCapture(cp);
@@ -200,18 +200,18 @@ final class ProgramRun {
   }
 
   /** Keeps {@code cp} as the recovery point: now if complete, else once the device synchronises. */
-  private void keepCapture(ProgramCheckpoint cp) {
+  private void keepCapture(Supplier<ProgramCheckpoint> cp) {
     if (capture.queued()) {
       queuedCheckpoint = cp;
     } else {
-      lastCheckpoint = cp;
+      lastCheckpoint = cp.get();
     }
   }
 
   private void confirmQueued() {
     capture.confirm();
     if (queuedCheckpoint != null) {
-      lastCheckpoint = queuedCheckpoint;
+      lastCheckpoint = queuedCheckpoint.get();
       queuedCheckpoint = null;
     }
   }
@@ -225,7 +225,7 @@ final class ProgramRun {
   }
 
   /** Where the run stands now, in host memory (device tensors copied once, see HostCheckpoints). */
-  private ProgramCheckpoint checkpoint(SerializedState state, Supplier<Backend> backend) {
+  private Supplier<ProgramCheckpoint> checkpoint(SerializedState state, Supplier<Backend> backend) {
     workSinceCapture = Duration.ZERO;
     return capture.capture(request.id(), finished, state, backend);
   }
@@ -266,9 +266,9 @@ final class ProgramRun {
   /** Checkpoints where the run stands now (a step boundary) and drops its device state. */
   void suspend(Supplier<Backend> backend) {
     if (stepper != null) {
-      ProgramCheckpoint cp = checkpoint(stepper.serialize(), backend);
+      Supplier<ProgramCheckpoint> cp = checkpoint(stepper.serialize(), backend);
       complete(backend);
-      lastCheckpoint = cp;
+      lastCheckpoint = cp.get();
     }
     rewind();
   }

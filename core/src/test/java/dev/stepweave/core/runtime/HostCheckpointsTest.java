@@ -64,7 +64,7 @@ class HostCheckpointsTest {
                   });
     }
 
-    private Tensor queue(Tensor t) {
+    private java.util.function.Supplier<Tensor> queue(Tensor t) {
       downloaded.add(t);
       Tensor source =
           new Tensor(
@@ -76,7 +76,7 @@ class HostCheckpointsTest {
       Tensor host = Tensor.full(Float.NaN, t.shape()).toHost(t.dtype());
       pending.add(
           () -> host.storage().segment().copyFrom(source.toHost(t.dtype()).storage().segment()));
-      return host;
+      return () -> host;
     }
   }
 
@@ -92,11 +92,13 @@ class HostCheckpointsTest {
         Map.of("text_encode", new LoopResult(Map.of("embeds", text), List.of()));
 
     ProgramCheckpoint first =
-        capture.capture(
-            "r",
-            finished,
-            new SerializedState("denoise", Map.of("latents", latents1), "{}"),
-            () -> gpu);
+        capture
+            .capture(
+                "r",
+                finished,
+                new SerializedState("denoise", Map.of("latents", latents1), "{}"),
+                () -> gpu)
+            .get();
     assertEquals(List.of(text, latents1), sortedLike(downloaded, text, latents1));
     assertEquals(1, device.synchronizations, "the run's first capture waits: it measures the rate");
     assertFalse(capture.queued());
@@ -110,15 +112,15 @@ class HostCheckpointsTest {
     Tensor latents2 = onDevice(DType.F32, 0.75f, 1f);
     SerializedState second = new SerializedState("denoise", Map.of("latents", latents2), "{}");
     assertTrue(capture.predictedSeconds(finished, second) > 0, "the new latents need a copy");
-    ProgramCheckpoint next = capture.capture("r", finished, second, () -> gpu);
+    var next = capture.capture("r", finished, second, () -> gpu);
     assertEquals(List.of(latents2), downloaded, "only what changed is copied");
     assertEquals(1, device.synchronizations, "later captures do not wait");
     assertTrue(capture.queued(), "its copy is still queued");
     gpu.synchronize();
     capture.confirm();
     assertArrayEquals(
-        new float[] {0.75f, 1f}, next.current().tensors().get("latents").toFloatArray());
-    assertSame(hostText, next.finished().get("text_encode").tensors().get("embeds"));
+        new float[] {0.75f, 1f}, next.get().current().tensors().get("latents").toFloatArray());
+    assertSame(hostText, next.get().finished().get("text_encode").tensors().get("embeds"));
     assertEquals((3 + 2 + 2) * 4L, capture.stats().bytesCopied());
     assertEquals(2, capture.stats().captures());
     assertEquals(3 * 4L, capture.stats().bytesReused());

@@ -10,6 +10,7 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
+import java.util.function.Supplier;
 
 /**
  * The device tensors of one backend: where a new one's memory comes from (the caching allocator, or
@@ -266,21 +267,23 @@ public final class DeviceTensors {
 
   /**
    * {@code t}'s elements in its own dtype as a contiguous host tensor, copied on the stream behind
-   * the work queued so far and landed by {@link QueuedDownloads}: valid after the next {@link
+   * the work queued so far and landed by {@link QueuedDownloads}: readable after the next {@link
    * #awaitDownloads}. The source's memory is safe meanwhile: the allocator reuses a freed block
    * only for work queued later on the same stream, and gives blocks back to the driver only after a
    * synchronisation.
    */
-  public Tensor downloadQueued(Tensor t) {
+  public Supplier<Tensor> downloadQueued(Tensor t) {
     if (!isHere(t)) {
-      return t.toHost(t.dtype());
+      Tensor host = t.toHost(t.dtype());
+      return () -> host;
     }
     context.refuseDuringCapture("a download of " + t);
     context.bind();
     Tensor dense = contiguous(t);
     long bytes = dense.byteSize();
     if (bytes == 0) {
-      return Tensor.zeros(dense.dtype(), dense.shape());
+      Tensor empty = Tensor.zeros(dense.dtype(), dense.shape());
+      return () -> empty;
     }
     return queued.queue(address(dense), dense.dtype(), dense.shape(), bytes);
   }

@@ -8,15 +8,18 @@ import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 
 /**
  * Device→host copies that do not stop the host: each is queued on the stream into a page-locked
- * staging buffer, and a landing thread waits for it there and copies it into the ordinary host
- * tensor the caller already holds, then gives the buffer back. {@link #awaitAll} (part of the
- * backend's synchronisation) returns once every copy queued so far has landed.
+ * staging buffer, and a landing thread waits for it there, makes an ordinary host tensor of it (the
+ * allocation and its zeroing too are off the caller's thread) and gives the buffer back. {@link
+ * #awaitAll} (part of the backend's synchronisation) returns once every copy queued so far has
+ * landed.
  */
 final class QueuedDownloads {
   private final CudaContext context;
@@ -28,7 +31,7 @@ final class QueuedDownloads {
             t.setDaemon(true);
             return t;
           });
-  private final List<CompletableFuture<Void>> inFlight = new ArrayList<>();
+  private final List<CompletableFuture<Tensor>> inFlight = new ArrayList<>();
 
   QueuedDownloads(CudaContext context, PinnedHostBuffers pinned) {
     this.context = context;
@@ -36,31 +39,33 @@ final class QueuedDownloads {
   }
 
   /**
-   * A contiguous host tensor of {@code dtype} and {@code shape} that receives the {@code bytes} at
-   * device address {@code src} once the work queued so far has run; the source must stay allocated
+   * The contiguous host tensor of {@code dtype} and {@code shape} that the {@code bytes} at device
+   * address {@code src} become once the work queued so far has run; the source must stay allocated
    * until then (stream order guarantees it: see {@link DeviceTensors#downloadQueued}).
    */
-  Tensor queue(long src, DType dtype, int[] shape, long bytes) {
-    Tensor host = Tensor.zeros(dtype, shape);
-    MemorySegment target = host.segment();
+  Supplier<Tensor> queue(long src, DType dtype, int[] shape, long bytes) {
     MemorySegment staging = pinned.borrow(bytes);
     if (staging == null) {
       // No page-locked memory: an ordinary copy, which waits.
+      Tensor host = Tensor.zeros(dtype, shape);
+      MemorySegment target = host.segment();
       Driver.call(
           "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(target, src, bytes));
-      return host;
+      return () -> host;
     }
     long stream = context.stream();
     Driver.call(
         "cuMemcpyDtoHAsync_v2",
         () -> (int) Driver.cuMemcpyDtoHAsync_v2.invokeExact(staging, src, bytes, stream));
     long event = context.recordEvent();
-    CompletableFuture<Void> landed =
-        CompletableFuture.runAsync(
+    CompletableFuture<Tensor> landed =
+        CompletableFuture.supplyAsync(
             () -> {
               try {
                 context.awaitEvent(event);
-                MemorySegment.copy(staging, 0, target, 0, bytes);
+                Tensor host = Tensor.zeros(dtype, shape);
+                MemorySegment.copy(staging, 0, host.segment(), 0, bytes);
+                return host;
               } finally {
                 pinned.giveBack(staging);
               }
@@ -69,12 +74,18 @@ final class QueuedDownloads {
     synchronized (inFlight) {
       inFlight.add(landed);
     }
-    return host;
+    return () -> {
+      try {
+        return landed.join();
+      } catch (CompletionException e) {
+        throw e.getCause() instanceof RuntimeException r ? r : e;
+      }
+    };
   }
 
   /** Waits until every copy queued so far has landed; a failed one throws here. */
   void awaitAll() {
-    List<CompletableFuture<Void>> waiting;
+    List<CompletableFuture<Tensor>> waiting;
     synchronized (inFlight) {
       if (inFlight.isEmpty()) {
         return;
@@ -82,7 +93,7 @@ final class QueuedDownloads {
       waiting = new ArrayList<>(inFlight);
       inFlight.clear();
     }
-    for (CompletableFuture<Void> f : waiting) {
+    for (CompletableFuture<Tensor> f : waiting) {
       try {
         f.get();
       } catch (InterruptedException e) {
