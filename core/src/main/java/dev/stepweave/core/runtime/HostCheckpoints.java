@@ -84,8 +84,10 @@ final class HostCheckpoints {
       Supplier<Backend> backend) {
     long started = System.nanoTime();
     Map<Tensor, Supplier<Tensor>> next = new IdentityHashMap<>();
+    // Taken now: the run's maps change before the checkpoint is resolved.
+    Map<String, LoopResult> finishedNow = new LinkedHashMap<>(finished);
     Map<String, Map<String, Supplier<Tensor>>> finishedCopies = new LinkedHashMap<>();
-    finished.forEach(
+    finishedNow.forEach(
         (loop, result) -> finishedCopies.put(loop, onHost(result.tensors(), backend, next)));
     Map<String, Supplier<Tensor>> currentCopies = onHost(current.tensors(), backend, next);
     copies = next;
@@ -94,7 +96,7 @@ final class HostCheckpoints {
         memoized(
             () -> {
               Map<String, LoopResult> hostFinished = new LinkedHashMap<>();
-              finished.forEach(
+              finishedNow.forEach(
                   (loop, result) ->
                       hostFinished.put(
                           loop,

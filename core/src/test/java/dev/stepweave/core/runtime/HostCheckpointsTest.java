@@ -128,6 +128,24 @@ class HostCheckpointsTest {
   }
 
   @Test
+  void aQueuedCaptureIsWhereTheRunStoodWhenItWasTaken() {
+    QueuedCopies device = new QueuedCopies();
+    Backend gpu = device.backend();
+    HostCheckpoints capture = new HostCheckpoints();
+    Map<String, LoopResult> finished = new java.util.LinkedHashMap<>();
+    finished.put(
+        "text_encode", new LoopResult(Map.of("embeds", onDevice(DType.F32, 1f)), List.of()));
+    SerializedState state =
+        new SerializedState("denoise", Map.of("x", onDevice(DType.F32, 2f)), "{}");
+    capture.capture("r", finished, state, () -> gpu).get(); // the first waits
+    var queued = capture.capture("r", finished, state, () -> gpu);
+    // The run moves on before the capture is resolved: another loop finishes.
+    finished.put("denoise", new LoopResult(Map.of("latents", onDevice(DType.F32, 3f)), List.of()));
+    gpu.synchronize();
+    assertEquals(List.of("text_encode"), List.copyOf(queued.get().finished().keySet()));
+  }
+
+  @Test
   void aCaptureNeverConfirmedLeavesNoCopyToReuse() {
     QueuedCopies device = new QueuedCopies();
     Backend gpu = device.backend();
