@@ -75,6 +75,14 @@ public final class PinnedHostBuffers {
 
   private MemorySegment allocate(long size) {
     context.bind();
+    return hostAlloc(size);
+  }
+
+  /**
+   * {@code cuMemHostAlloc} of {@code size} bytes (the context current on this thread), or null when
+   * the driver refuses.
+   */
+  static MemorySegment hostAlloc(long size) {
     try (Arena arena = Arena.ofConfined()) {
       MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
       int status;

@@ -2,7 +2,6 @@ package dev.stepweave.cuda.memory;
 
 import dev.stepweave.cuda.driver.CudaContext;
 import dev.stepweave.cuda.driver.Driver;
-import dev.stepweave.cuda.driver.Ffm;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -165,18 +164,10 @@ public final class VirtualMemoryPool implements AutoCloseable {
    */
   private MemorySegment parkingSpace(long bytes) {
     if (bytes > 0) {
-      try (Arena arena = Arena.ofConfined()) {
-        MemorySegment out = arena.allocate(ValueLayout.ADDRESS);
-        int status;
-        try {
-          status = (int) Driver.cuMemHostAlloc.invokeExact(out, bytes, 0);
-        } catch (Throwable t) {
-          throw Ffm.rethrow("cuMemHostAlloc", t);
-        }
-        if (status == 0) {
-          parkedPinned = true;
-          return out.get(ValueLayout.ADDRESS, 0).reinterpret(bytes);
-        }
+      MemorySegment pinned = PinnedHostBuffers.hostAlloc(bytes);
+      if (pinned != null) {
+        parkedPinned = true;
+        return pinned;
       }
     }
     parkedPinned = false;
