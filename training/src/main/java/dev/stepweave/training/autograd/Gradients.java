@@ -30,10 +30,38 @@ public final class Gradients {
         buffer[base + i] += grad[i];
       }
     } else {
-      for (int i = 0; i < n; i++) {
-        buffer[(int) target.elementOffset(i)] += grad[i];
+      // Row by row along the last dimension, in row-major element order (the same additions, in
+      // the same order, as addressing element i through Tensor.elementOffset(i)).
+      int[] shape = target.shape();
+      long[] strides = target.strides();
+      int rank = shape.length;
+      int inner = shape[rank - 1];
+      int step = (int) strides[rank - 1];
+      int[] index = new int[rank];
+      long row = target.offset();
+      for (int i = 0; i < n; i += inner) {
+        int at = (int) row;
+        for (int j = 0; j < inner; j++, at += step) {
+          buffer[at] += grad[i + j];
+        }
+        row = nextRow(index, shape, strides, row);
       }
     }
+  }
+
+  /**
+   * Advances {@code index} (over every dimension but the last) to the next row in row-major order
+   * and returns that row's first element offset, given the current one.
+   */
+  private static long nextRow(int[] index, int[] shape, long[] strides, long row) {
+    for (int d = shape.length - 2; d >= 0; d--) {
+      if (++index[d] < shape[d]) {
+        return row + strides[d];
+      }
+      row -= (long) (shape[d] - 1) * strides[d];
+      index[d] = 0;
+    }
+    return row;
   }
 
   /** The gradient of {@code t}'s elements in row-major order, or null when none reached it. */
@@ -47,8 +75,19 @@ public final class Gradients {
     if (t.isContiguous()) {
       System.arraycopy(buffer, (int) t.offset(), out, 0, n);
     } else {
-      for (int i = 0; i < n; i++) {
-        out[i] = buffer[(int) t.elementOffset(i)];
+      int[] shape = t.shape();
+      long[] strides = t.strides();
+      int rank = shape.length;
+      int inner = shape[rank - 1];
+      int step = (int) strides[rank - 1];
+      int[] index = new int[rank];
+      long row = t.offset();
+      for (int i = 0; i < n; i += inner) {
+        int at = (int) row;
+        for (int j = 0; j < inner; j++, at += step) {
+          out[i + j] = buffer[at];
+        }
+        row = nextRow(index, shape, strides, row);
       }
     }
     return out;

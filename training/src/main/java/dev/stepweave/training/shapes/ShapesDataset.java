@@ -36,9 +36,8 @@ public record ShapesDataset(long seed, int width, int height, int frames) {
               + "x"
               + height);
     }
-    if (frames < 2) {
-      throw new IllegalArgumentException(
-          "shapes clips move: they need 2 frames or more, got " + frames);
+    if (frames < 1) {
+      throw new IllegalArgumentException("shapes clips need 1 frame or more, got " + frames);
     }
   }
 

@@ -122,14 +122,28 @@ class ShapesDatasetTest {
   }
 
   @Test
+  void aOneFrameClipIsTheFirstFrameOfTheMovingClip() {
+    ShapesDataset stills = new ShapesDataset(3, 64, 64, 1);
+    ShapesDataset clips = new ShapesDataset(3, 64, 64, 9);
+    for (int i = 0; i < 20; i++) {
+      ShapeSample still = stills.sample(i);
+      ShapeSample clip = clips.sample(i);
+      assertEquals(1, still.clip().frames());
+      assertEquals(clip.caption(), still.caption());
+      byte[] first = java.util.Arrays.copyOf(clip.clip().bytes(), 64 * 64 * 3);
+      assertTrue(java.util.Arrays.equals(first, still.clip().bytes()), "clip " + i);
+    }
+  }
+
+  @Test
   void badSettingsAreRefusedInOneLine() {
     assertEquals(
         "shapes clips are at least 64x64, got 48x64",
         assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 48, 64, 9))
             .getMessage());
     assertEquals(
-        "shapes clips move: they need 2 frames or more, got 1",
-        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 1))
+        "shapes clips need 1 frame or more, got 0",
+        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 0))
             .getMessage());
     assertEquals(
         "clip index must be 0 or more, got -1",
