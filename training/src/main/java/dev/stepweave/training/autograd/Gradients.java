@@ -32,20 +32,34 @@ public final class Gradients {
     } else {
       // Row by row along the last dimension, in row-major element order (the same additions, in
       // the same order, as addressing element i through Tensor.elementOffset(i)).
-      int[] shape = target.shape();
-      long[] strides = target.strides();
-      int rank = shape.length;
-      int inner = shape[rank - 1];
-      int step = (int) strides[rank - 1];
-      int[] index = new int[rank];
-      long row = target.offset();
-      for (int i = 0; i < n; i += inner) {
-        int at = (int) row;
-        for (int j = 0; j < inner; j++, at += step) {
-          buffer[at] += grad[i + j];
-        }
-        row = nextRow(index, shape, strides, row);
-      }
+      forEachRow(
+          target,
+          (first, at, step, length) -> {
+            for (int j = 0; j < length; j++, at += step) {
+              buffer[at] += grad[first + j];
+            }
+          });
+    }
+  }
+
+  /** A row of a strided view: elements {@code first ..} (row-major) at {@code at + j·step}. */
+  private interface Row {
+    void visit(int first, int at, int step, int length);
+  }
+
+  /** Visits the rows along {@code t}'s last dimension in row-major order. */
+  private static void forEachRow(Tensor t, Row row) {
+    int[] shape = t.shape();
+    long[] strides = t.strides();
+    int rank = shape.length;
+    int inner = shape[rank - 1];
+    int step = (int) strides[rank - 1];
+    int[] index = new int[rank];
+    long offset = t.offset();
+    long n = t.numel();
+    for (int i = 0; i < n; i += inner) {
+      row.visit(i, (int) offset, step, inner);
+      offset = nextRow(index, shape, strides, offset);
     }
   }
 
@@ -75,20 +89,13 @@ public final class Gradients {
     if (t.isContiguous()) {
       System.arraycopy(buffer, (int) t.offset(), out, 0, n);
     } else {
-      int[] shape = t.shape();
-      long[] strides = t.strides();
-      int rank = shape.length;
-      int inner = shape[rank - 1];
-      int step = (int) strides[rank - 1];
-      int[] index = new int[rank];
-      long row = t.offset();
-      for (int i = 0; i < n; i += inner) {
-        int at = (int) row;
-        for (int j = 0; j < inner; j++, at += step) {
-          out[i + j] = buffer[at];
-        }
-        row = nextRow(index, shape, strides, row);
-      }
+      forEachRow(
+          t,
+          (first, at, step, length) -> {
+            for (int j = 0; j < length; j++, at += step) {
+              out[first + j] = buffer[at];
+            }
+          });
     }
     return out;
   }
