@@ -14,6 +14,7 @@ import dev.stepweave.cuda.memory.MemoryScope;
 import dev.stepweave.cuda.memory.VirtualMemoryPool;
 import dev.stepweave.cuda.ops.CudaOps;
 import dev.stepweave.cuda.ops.LowRankOps;
+import dev.stepweave.cuda.ops.MatrixOps;
 import dev.stepweave.cuda.ops.RateProbe;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
@@ -24,6 +25,7 @@ import dev.stepweave.tensor.Fault;
 import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Precision;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.nio.file.Path;
@@ -341,6 +343,12 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.matrix().linear(x, w, bias, false);
   }
 
+  /** One strided-batched GEMM for all the layers (see {@link MatrixOps#linearStacked}). */
+  @Override
+  public List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
+    return ops.matrix().linearStacked(x, w, bias);
+  }
+
   /** Every row's updates in a few launches for all rows (see {@link LowRankOps}). */
   @Override
   public Tensor addLowRank(Tensor y, Tensor x, List<List<LowRank>> rows) {
@@ -475,6 +483,22 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
     return ops.elementwise().gatedResidual(x, y, gate);
+  }
+
+  @Override
+  public ResidualNorm residualLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor weight, Tensor bias, float eps) {
+    return ops.norms().fusesResidual(x, y)
+        ? ops.norms().residualLayerNorm(x, y, gate, weight, bias, null, null, eps)
+        : Backend.super.residualLayerNorm(x, y, gate, weight, bias, eps);
+  }
+
+  @Override
+  public ResidualNorm residualModulatedLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor shift, Tensor scale, float eps) {
+    return ops.norms().fusesResidual(x, y)
+        ? ops.norms().residualLayerNorm(x, y, gate, null, null, shift, scale, eps)
+        : Backend.super.residualModulatedLayerNorm(x, y, gate, shift, scale, eps);
   }
 
   @Override

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.RandomWeights;
@@ -130,6 +131,117 @@ class FusedOpsGpuTest {
           gpu,
           DType.F32,
           b -> b.gatedResidual(f32(b, x), act(b, y), f32(b, table).slice(1, 5, 6)));
+    }
+  }
+
+  /** A fused residual norm and its composition of unfused ops, over one backend's operands. */
+  private record ResidualCase(
+      String name,
+      Function<Backend, ResidualNorm> fused,
+      Function<Backend, ResidualNorm> unfused) {}
+
+  /**
+   * The fused residual update and norm against the CPU's composition (the updated stream, and in
+   * the F32 mode the norm too), and bit for bit against the same GPU's unfused kernels in both
+   * modes (so the BF16 norm reads the stream exactly as stored).
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {96, 94})
+  void residualLayerNormMatchesTheUnfusedKernels(int width) {
+    Tensor x = rand(31, 2f, 2, 37, width), y = rand(32, 2f, 2, 37, width);
+    Tensor table = rand(33, 0.5f, 2, 6, width);
+    Tensor nw = rand(34, 1f, width), nb = rand(35, 1f, width);
+    // A block's case: gate, shift and scale are slices of one modulation tensor.
+    Function<Backend, Tensor> gate = b -> f32(b, table).slice(1, 2, 3);
+    Function<Backend, Tensor> shift = b -> f32(b, table).slice(1, 3, 4);
+    Function<Backend, Tensor> scale = b -> f32(b, table).slice(1, 4, 5);
+    List<ResidualCase> cases =
+        List.of(
+            new ResidualCase(
+                "gated, modulated",
+                b ->
+                    b.residualModulatedLayerNorm(
+                        act(b, x), act(b, y), gate.apply(b), shift.apply(b), scale.apply(b), 1e-6f),
+                b -> {
+                  Tensor r = b.gatedResidual(act(b, x), act(b, y), gate.apply(b));
+                  return new ResidualNorm(
+                      r, b.modulatedLayerNorm(r, shift.apply(b), scale.apply(b), 1e-6f));
+                }),
+            new ResidualCase(
+                "added, modulated",
+                b ->
+                    b.residualModulatedLayerNorm(
+                        act(b, x), act(b, y), null, shift.apply(b), scale.apply(b), 1e-6f),
+                b -> {
+                  Tensor r = b.add(act(b, x), act(b, y));
+                  return new ResidualNorm(
+                      r, b.modulatedLayerNorm(r, shift.apply(b), scale.apply(b), 1e-6f));
+                }),
+            new ResidualCase(
+                "gated, affine",
+                b ->
+                    b.residualLayerNorm(
+                        act(b, x), act(b, y), gate.apply(b), f32(b, nw), f32(b, nb), 1e-6f),
+                b -> {
+                  Tensor r = b.gatedResidual(act(b, x), act(b, y), gate.apply(b));
+                  return new ResidualNorm(r, b.layerNorm(r, f32(b, nw), f32(b, nb), 1e-6f));
+                }),
+            new ResidualCase(
+                "added, no affine",
+                b -> b.residualLayerNorm(act(b, x), act(b, y), null, null, null, 1e-6f),
+                b -> {
+                  Tensor r = b.add(act(b, x), act(b, y));
+                  return new ResidualNorm(r, b.layerNorm(r, null, null, 1e-6f));
+                }));
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      for (ResidualCase c : cases) {
+        String name = "residual norm (" + c.name() + ")";
+        same(name + ": stream", gpu, t, b -> c.fused().apply(b).residual());
+        if (t == DType.F32) {
+          same(name + ": norm", gpu, t, b -> c.fused().apply(b).normed());
+        }
+        ResidualNorm fused = c.fused().apply(gpu), unfused = c.unfused().apply(gpu);
+        String label = name + " (" + gpu.precision() + " mode)";
+        assertArrayEquals(
+            gpu.download(unfused.residual()).toFloatArray(),
+            gpu.download(fused.residual()).toFloatArray(),
+            label + ": stream differs from the unfused kernel's");
+        assertArrayEquals(
+            gpu.download(unfused.normed()).toFloatArray(),
+            gpu.download(fused.normed()).toFloatArray(),
+            label + ": norm differs from the unfused kernel's");
+      }
+    }
+  }
+
+  /**
+   * Stacked projections (q, k, v of one input) against the CPU's per-layer linears, with and
+   * without biases, at a width whose weight slices are not 256-byte aligned.
+   */
+  @ParameterizedTest
+  @ValueSource(ints = {64, 40})
+  void linearStackedMatchesEachLinear(int width) {
+    Tensor x = rand(36, 1f, 2, 37, width);
+    Tensor w = rand(37, 1f, 3, width, width), bias = rand(38, 1f, 3, width);
+    for (CudaBackend gpu : backends()) {
+      for (int i = 0; i < 3; i++) {
+        int layer = i;
+        same(
+            "linearStacked, layer " + i + ", width " + width,
+            gpu,
+            gpu.activationDType(),
+            b ->
+                b.linearStacked(act(b, x), b.upload(w, DType.BF16), b.upload(bias, DType.BF16))
+                    .get(layer));
+        same(
+            "linearStacked without bias, layer " + i + " of 2..3",
+            gpu,
+            gpu.activationDType(),
+            b ->
+                b.linearStacked(act(b, x), b.upload(w, DType.BF16).slice(0, 1, 3), null)
+                    .get(layer == 0 ? 0 : 1));
+      }
     }
   }
 

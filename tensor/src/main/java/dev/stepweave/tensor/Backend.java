@@ -206,6 +206,29 @@ public interface Backend {
     return geluTanh ? gelu(y, true) : y;
   }
 
+  /**
+   * Several linear layers of one input: {@code linear(x, w[i], bias[i])} for each {@code i}, in
+   * order — a block's query, key and value projections in one call, so a device backend runs them
+   * as one batched GEMM instead of three narrower ones. Each result equals that {@link #linear}
+   * (bit for bit on the CPU). This default is that loop.
+   *
+   * @param x {@code [..., K]}
+   * @param w {@code [G, N, K]}: the layers' weights, stacked
+   * @param bias {@code [G, N]} or null
+   * @return G tensors {@code [..., N]}
+   */
+  default List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
+    if (w.rank() != 3 || (bias != null && (bias.rank() != 2 || bias.dim(0) != w.dim(0)))) {
+      throw new IllegalArgumentException(
+          "stacked linear weights must be [G, out, in] with bias [G, out], got " + w + ", " + bias);
+    }
+    List<Tensor> out = new java.util.ArrayList<>(w.dim(0));
+    for (int i = 0; i < w.dim(0); i++) {
+      out.add(linear(x, w.select(0, i), bias == null ? null : bias.select(0, i)));
+    }
+    return out;
+  }
+
   /** Batched matrix product {@code [..., M, K] @ [..., K, N] -> [..., M, N]} (broadcast batch). */
   Tensor matmul(Tensor a, Tensor b);
 
@@ -327,6 +350,29 @@ public interface Backend {
    */
   default Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
     return add(x, mul(y, gate));
+  }
+
+  /**
+   * A residual update and the LayerNorm that reads its result: {@code r = gatedResidual(x, y,
+   * gate)} ({@code add(x, y)} when gate is null), then {@code layerNorm(r, weight, bias, eps)} —
+   * one pass over the stream instead of two. Results equal that composition (bit for bit on the CPU
+   * and, on a device, with its unfused kernels).
+   */
+  default ResidualNorm residualLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor weight, Tensor bias, float eps) {
+    Tensor r = gate == null ? add(x, y) : gatedResidual(x, y, gate);
+    return new ResidualNorm(r, layerNorm(r, weight, bias, eps));
+  }
+
+  /**
+   * Like {@link #residualLayerNorm}, with the adaptive norm that reads the result: {@code r =
+   * gatedResidual(x, y, gate)} (or {@code add(x, y)}), then {@code modulatedLayerNorm(r, shift,
+   * scale, eps)}.
+   */
+  default ResidualNorm residualModulatedLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor shift, Tensor scale, float eps) {
+    Tensor r = gate == null ? add(x, y) : gatedResidual(x, y, gate);
+    return new ResidualNorm(r, modulatedLayerNorm(r, shift, scale, eps));
   }
 
   /**

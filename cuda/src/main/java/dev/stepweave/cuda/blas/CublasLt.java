@@ -28,6 +28,7 @@ final class CublasLt {
   static final int CUBLASLT_MATMUL_DESC_TRANSB = 4;
   static final int CUBLASLT_MATMUL_DESC_EPILOGUE = 7;
   static final int CUBLASLT_MATMUL_DESC_BIAS_POINTER = 8;
+  static final int CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE = 10;
   static final int CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE = 26;
   // cublasLtEpilogue_t
   static final int CUBLASLT_EPILOGUE_DEFAULT = 1;
@@ -39,6 +40,10 @@ final class CublasLt {
   static final int CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET = 6;
   // cublasLtMatmulPreferenceAttributes_t
   static final int CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES = 1;
+  static final int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES = 5;
+  static final int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES = 6;
+  static final int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES = 7;
+  static final int CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES = 8;
 
   /** sizeof(cublasLtMatmulHeuristicResult_t): a 64-byte algo, size_t, int, float, int[4]. */
   static final long HEURISTIC_RESULT_BYTES = 96;

@@ -35,8 +35,10 @@ public final class Gemm implements AutoCloseable {
 
   /**
    * One GEMM's shape. A is stored row-major as [M,K] (or [K,M] when transposed) with leading
-   * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided. A and
-   * B are BF16 when {@code bf16}, else F32; C is BF16 when {@code bf16Out} (BF16 inputs only).
+   * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided (a
+   * stride of 0 shares the operand across the batch); the bias too, by {@code strideBias} (0: one
+   * vector for every batch). A and B are BF16 when {@code bf16}, else F32; C is BF16 when {@code
+   * bf16Out} (BF16 inputs only).
    */
   public record Shape(
       int m,
@@ -51,6 +53,7 @@ public final class Gemm implements AutoCloseable {
       long strideA,
       long strideB,
       long strideC,
+      long strideBias,
       boolean bf16,
       boolean bf16Out,
       Epilogue epilogue) {
@@ -61,13 +64,20 @@ public final class Gemm implements AutoCloseable {
     }
   }
 
+  /**
+   * A plan is chosen for a shape and the alignment (bytes, a power of two up to 256) of each
+   * operand's every batch: cuBLASLt's heuristic assumes 256-byte aligned buffers unless told less,
+   * and a view at an offset (a slice of a stacked weight) may be less aligned than that.
+   */
+  private record PlanKey(Shape shape, int alignA, int alignB, int alignC) {}
+
   private record Plan(long desc, long aLayout, long bLayout, long cLayout, MemorySegment algo) {}
 
   private final CudaContext context;
   private final long handle;
   private final long workspace;
   private final Arena arena = Arena.ofShared();
-  private final Map<Shape, Plan> plans = new HashMap<>();
+  private final Map<PlanKey, Plan> plans = new HashMap<>();
   private final MemorySegment one;
   private final MemorySegment zero;
 
@@ -107,7 +117,15 @@ public final class Gemm implements AutoCloseable {
 
   private void matmul(
       Shape s, MemorySegment alpha, MemorySegment beta, long a, long b, long c, long bias) {
-    Plan p = plans.computeIfAbsent(s, this::plan);
+    int element = s.bf16() ? 2 : 4;
+    int outElement = s.bf16Out() ? 2 : 4;
+    PlanKey key =
+        new PlanKey(
+            s,
+            alignment(a, s.batch() == 1 ? 0 : s.strideA() * element),
+            alignment(b, s.batch() == 1 ? 0 : s.strideB() * element),
+            alignment(c, s.batch() == 1 ? 0 : s.strideC() * outElement));
+    Plan p = plans.computeIfAbsent(key, this::plan);
     if (s.epilogue().hasBias()) {
       try (Arena tmp = Arena.ofConfined()) {
         MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
@@ -141,7 +159,14 @@ public final class Gemm implements AutoCloseable {
                     stream));
   }
 
-  private Plan plan(Shape s) {
+  /** The largest power of two up to 256 dividing the address and the batch stride (bytes). */
+  private static int alignment(long address, long strideBytes) {
+    long bits = address | strideBytes | 256;
+    return (int) Long.lowestOneBit(bits);
+  }
+
+  private Plan plan(PlanKey key) {
+    Shape s = key.shape();
     int inType = s.bf16() ? CublasLt.CUDA_R_16BF : CublasLt.CUDA_R_32F;
     MemorySegment out = arena.allocate(ValueLayout.JAVA_LONG);
     call(
@@ -177,6 +202,12 @@ public final class Gemm implements AutoCloseable {
           desc,
           CublasLt.CUBLASLT_MATMUL_DESC_BIAS_DATA_TYPE,
           arena.allocateFrom(ValueLayout.JAVA_INT, outType));
+      if (s.batch() > 1 && s.strideBias() != 0) {
+        setDesc(
+            desc,
+            CublasLt.CUBLASLT_MATMUL_DESC_BIAS_BATCH_STRIDE,
+            arena.allocateFrom(ValueLayout.JAVA_LONG, s.strideBias()));
+      }
     }
     // cuBLAS-B layout (our B): rows x cols as stored column-major.
     long bLayout =
@@ -204,6 +235,11 @@ public final class Gemm implements AutoCloseable {
             (int)
                 CublasLt.cublasLtMatmulPreferenceSetAttribute.invokeExact(
                     preference, CublasLt.CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, wsBytes, 8L));
+    // cuBLAS-A is our B, cuBLAS-B our A; C and D are one buffer (our C).
+    setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, key.alignB());
+    setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignA());
+    setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignC());
+    setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignC());
     MemorySegment result = arena.allocate(CublasLt.HEURISTIC_RESULT_BYTES, 8);
     MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
     call(
@@ -254,6 +290,16 @@ public final class Gemm implements AutoCloseable {
             (int)
                 CublasLt.cublasLtMatrixLayoutSetAttribute.invokeExact(
                     layout, CublasLt.CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, offset, 8L));
+  }
+
+  private void setPreference(long preference, int attribute, int value) {
+    MemorySegment v = arena.allocateFrom(ValueLayout.JAVA_INT, value);
+    call(
+        "cublasLtMatmulPreferenceSetAttribute",
+        () ->
+            (int)
+                CublasLt.cublasLtMatmulPreferenceSetAttribute.invokeExact(
+                    preference, attribute, v, 4L));
   }
 
   private static void setDesc(long desc, int attribute, MemorySegment value) {

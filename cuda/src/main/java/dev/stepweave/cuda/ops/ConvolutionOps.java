@@ -68,7 +68,7 @@ public final class ConvolutionOps {
         int n = Math.toIntExact(to * plane);
         gemm.run(
             new Gemm.Shape(
-                o, n, kk, false, kk, false, n, n, 1, 0, 0, 0, false, false, Gemm.Epilogue.NONE),
+                o, n, kk, false, kk, false, n, n, 1, 0, 0, 0, 0L, false, false, Gemm.Epilogue.NONE),
             addr(wf),
             xb,
             ob,
@@ -116,6 +116,7 @@ public final class ConvolutionOps {
                 0,
                 0,
                 0,
+                0L,
                 false,
                 false,
                 Gemm.Epilogue.NONE),

@@ -7,6 +7,8 @@ import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
+import java.util.ArrayList;
+import java.util.List;
 
 /** Matrix products: {@code linear} (with its fused bias and GELU epilogues) and {@code matmul}. */
 public final class MatrixOps {
@@ -81,7 +83,7 @@ public final class MatrixOps {
     long strideC = blocks == 1 ? 0 : (long) m * n;
     Gemm.Shape s =
         new Gemm.Shape(
-            m, n, k, false, k, true, k, n, blocks, strideA, strideB, strideC, bf16, bf16Out,
+            m, n, k, false, k, true, k, n, blocks, strideA, strideB, strideC, 0L, bf16, bf16Out,
             epilogue);
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     tensors.releaseDerived(xd, x);
@@ -96,6 +98,70 @@ public final class MatrixOps {
       return converted;
     }
     return out;
+  }
+
+  /**
+   * {@code linear(x, w[i], bias[i])} for each of the G stacked weights {@code w [G, N, K]} (bias
+   * {@code [G, N]}): one strided-batched GEMM that reads x once per batch with stride 0, writes the
+   * G results into one {@code [G, ..., N]} tensor and adds each its own bias vector. Returns that
+   * tensor's slices. Falls back to one {@link #linear} per weight where the batched GEMM does not
+   * apply (F32 weights, an F32 result of BF16 weights).
+   */
+  public List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
+    int g = w.dim(0), n = w.dim(1), k = w.dim(2);
+    Tensor first = w.select(0, 0);
+    int[] shape = OpShapes.linear(x, first, bias == null ? null : bias.select(0, 0));
+    long rows = Tensor.numel(shape) / Math.max(n, 1);
+    boolean batched =
+        g > 1
+            && rows > 0
+            && k > 0
+            && tensors.onDevice(w).dtype() == DType.BF16
+            && operands.keepsBf16(x);
+    if (!batched) {
+      List<Tensor> out = new ArrayList<>(g);
+      for (int i = 0; i < g; i++) {
+        out.add(linear(x, w.select(0, i), bias == null ? null : bias.select(0, i), false));
+      }
+      return out;
+    }
+    int m = Math.toIntExact(rows);
+    Tensor xd = operands.bf16(x);
+    Tensor wd = tensors.contiguous(w);
+    Tensor bd = bias == null ? null : operands.bf16(bias);
+    int[] stackedShape = new int[shape.length + 1];
+    stackedShape[0] = g;
+    System.arraycopy(shape, 0, stackedShape, 1, shape.length);
+    Tensor out = tensors.empty(DType.BF16, stackedShape);
+    Gemm.Shape s =
+        new Gemm.Shape(
+            m,
+            n,
+            k,
+            false,
+            k,
+            true,
+            k,
+            n,
+            g,
+            0L,
+            (long) n * k,
+            (long) m * n,
+            bd == null ? 0L : n,
+            true,
+            true,
+            bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS);
+    gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
+    tensors.releaseDerived(xd, x);
+    tensors.releaseDerived(wd, w);
+    if (bias != null) {
+      tensors.releaseDerived(bd, bias);
+    }
+    List<Tensor> parts = new ArrayList<>(g);
+    for (int i = 0; i < g; i++) {
+      parts.add(out.select(0, i));
+    }
+    return parts;
   }
 
   public Tensor matmul(Tensor a, Tensor b) {
@@ -123,6 +189,7 @@ public final class MatrixOps {
             (long) m * k,
             (long) k * n,
             (long) m * n,
+            0L,
             false,
             false,
             Gemm.Epilogue.NONE);

@@ -10,9 +10,12 @@ import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -79,6 +82,76 @@ public final class NormOps {
       mod.release(tensors, shift, scale);
     }
     return out;
+  }
+
+  /**
+   * Whether {@link #residualLayerNorm} runs as one kernel for these operands: x and y of one shape
+   * and one kernel dtype (BF16 both in the BF16 mode, else F32).
+   */
+  public boolean fusesResidual(Tensor x, Tensor y) {
+    return Arrays.equals(x.shape(), y.shape()) && operands.keepsBf16(x) == operands.keepsBf16(y);
+  }
+
+  /**
+   * {@code r = x + y · gate} (x + y for a null gate), then the layer norm of r with the affine
+   * {@code weight}/{@code bias} or the modulation {@code shift}/{@code scale} (either pair may be
+   * null), in one pass (norms.cu's residual_layer_norm): the values of gatedResidual (or add) then
+   * layerNorm / modulatedLayerNorm, bit for bit. Needs {@link #fusesResidual}.
+   */
+  public ResidualNorm residualLayerNorm(
+      Tensor x,
+      Tensor y,
+      Tensor gate,
+      Tensor weight,
+      Tensor bias,
+      Tensor shift,
+      Tensor scale,
+      float eps) {
+    if (!fusesResidual(x, y)) {
+      throw new IllegalArgumentException("residual layer norm of x " + x + " and y " + y);
+    }
+    int n = x.dim(-1);
+    Tensor w = optionalRowParam(weight, n, "layerNorm weight");
+    Tensor b = optionalRowParam(bias, n, "layerNorm bias");
+    Tensor xd = operands.activation(x), yd = operands.activation(y);
+    Tensor r = tensors.empty(xd.dtype(), x.shape());
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    // One row pattern for the gate and the modulation (a block's vectors are views of one tensor).
+    List<Tensor> vectors = new ArrayList<>();
+    if (shift != null) {
+      vectors.add(shift);
+      vectors.add(scale);
+    }
+    if (gate != null) {
+      vectors.add(gate);
+    }
+    RowVectors rv =
+        vectors.isEmpty() ? null : operands.rowVectors(x.shape(), vectors.toArray(Tensor[]::new));
+    if (rows(x) > 0) {
+      boolean packed = packable(n, xd, yd, r, out);
+      String kernel =
+          (packed ? "residual_layer_norm_packed_" : "residual_layer_norm_")
+              + DeviceTensors.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        MemorySegment m = l.arena().allocate(32, 8);
+        if (shift != null) {
+          m.set(ValueLayout.JAVA_LONG, 0, addr(rv.data().get(0)));
+          m.set(ValueLayout.JAVA_LONG, 8, addr(rv.data().get(1)));
+        }
+        m.set(ValueLayout.JAVA_LONG, 16, rv == null ? 0L : rv.groupStride());
+        m.set(ValueLayout.JAVA_LONG, 24, rv == null ? 1L : rv.rowsPerGroup());
+        long g = gate == null ? 0L : addr(rv.data().get(vectors.size() - 1));
+        l.ptr(addr(xd)).ptr(addr(yd)).ptr(g).ptr(addr(w)).ptr(addr(b)).struct(m);
+        l.ptr(addr(r)).ptr(addr(out)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), packed ? n / pack(xd) : n);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    tensors.releaseDerived(yd, y);
+    if (rv != null) {
+      rv.release(tensors, vectors.toArray(Tensor[]::new));
+    }
+    return new ResidualNorm(r, out);
   }
 
   public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {

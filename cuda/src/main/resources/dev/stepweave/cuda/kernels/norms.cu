@@ -17,31 +17,13 @@ __device__ __forceinline__ i64 modulation_base(const RowModulation& m, i64 row) 
   return m.scale ? idiv(row, m.rowsPerGroup) * m.groupStride : 0;
 }
 
-// W elements per access (1, or PACK(T) when the row length is a multiple of it and rows are
-// 16-byte aligned). Mean and variance come from one pass of sums of x and x² in double (one block
-// reduction instead of two; double keeps E[x²] − mean² exact enough for any F32 row).
+// The second pass of a layer norm: row (mean, inv) normalised, times w and plus b where given,
+// modulated where m has vectors (base: where row's start), stored as T. The modulation keeps the
+// separate roundings of the unfused mul and add (no FMA contraction).
 template <typename T, int W>
-__device__ void layer_norm(const T* x, const float* w, const float* b, RowModulation m, T* y,
-                           int n, float eps) {
-  const T* row = x + (i64)blockIdx.x * n;
-  T* out = y + (i64)blockIdx.x * n;
-  float v[W];
-  double s = 0.0, q = 0.0;
-  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
-    load_n<W>(row + i, v);
-#pragma unroll
-    for (int k = 0; k < W; ++k) {
-      s += v[k];
-      q += (double)v[k] * v[k];
-    }
-  }
-  block_sum2(s, q);
-  double mean64 = s / n;
-  float mean = (float)mean64;
-  float inv = (float)(1.0 / sqrt(fmax(q / n - mean64 * mean64, 0.0) + (double)eps));
-  i64 base = modulation_base(m, blockIdx.x);
-  // The modulation keeps the separate roundings of the unfused mul and add (no FMA contraction).
-  float scale[W], shift[W];
+__device__ void normalize_row(const T* row, const float* w, const float* b, RowModulation m,
+                              i64 base, T* out, int n, float mean, float inv) {
+  float v[W], scale[W], shift[W];
   for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
     load_n<W>(row + i, v);
 #pragma unroll
@@ -66,6 +48,83 @@ __device__ void layer_norm(const T* x, const float* w, const float* b, RowModula
     }
     store_n<W>(out + i, v);
   }
+}
+
+// Mean and 1/sqrt(variance + eps) of a row from its block's sums of x and x² (in double: one
+// block reduction instead of two, and E[x²] − mean² exact enough for any F32 row).
+__device__ __forceinline__ void row_statistics(double s, double q, int n, float eps, float& mean,
+                                               float& inv) {
+  block_sum2(s, q);
+  double mean64 = s / n;
+  mean = (float)mean64;
+  inv = (float)(1.0 / sqrt(fmax(q / n - mean64 * mean64, 0.0) + (double)eps));
+}
+
+// W elements per access (1, or PACK(T) when the row length is a multiple of it and rows are
+// 16-byte aligned).
+template <typename T, int W>
+__device__ void layer_norm(const T* x, const float* w, const float* b, RowModulation m, T* y,
+                           int n, float eps) {
+  const T* row = x + (i64)blockIdx.x * n;
+  float v[W];
+  double s = 0.0, q = 0.0;
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(row + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      s += v[k];
+      q += (double)v[k] * v[k];
+    }
+  }
+  float mean, inv;
+  row_statistics(s, q, n, eps, mean, inv);
+  normalize_row<T, W>(row, w, b, m, modulation_base(m, blockIdx.x), y + (i64)blockIdx.x * n, n,
+                      mean, inv);
+}
+
+// A value as stored in T and read back: what a norm of the stored row sees.
+__device__ __forceinline__ float as_stored(float v, const float*) { return v; }
+__device__ __forceinline__ float as_stored(float v, const bf16_t*) {
+  return __uint_as_float(bf16_bits(v) << 16);
+}
+
+// A residual update and the layer norm of its result in one pass over the stream: r = x + y·gate
+// (x + y without a gate), stored, then layer_norm of r as stored — the same values, sums and
+// order as gated_residual (or add) followed by layer_norm. The gate of row r starts where its
+// modulation vectors would (m's groupStride and rowsPerGroup; set for the gate alone when m has no
+// vectors).
+template <typename T, int W>
+__device__ void residual_layer_norm(const T* x, const T* y, const float* gate, const float* w,
+                                    const float* b, RowModulation m, T* r, T* out, int n,
+                                    float eps) {
+  i64 offset = (i64)blockIdx.x * n;
+  i64 base = idiv(blockIdx.x, m.rowsPerGroup) * m.groupStride;
+  float v[W], u[W], g[W];
+  double s = 0.0, q = 0.0;
+  for (int i = threadIdx.x * W; i < n; i += blockDim.x * W) {
+    load_n<W>(x + offset + i, v);
+    load_n<W>(y + offset + i, u);
+    if (gate) {
+      load_floats<W>(gate + base + i, g);
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] = __fadd_rn(v[k], __fmul_rn(u[k], g[k]));
+    } else {
+#pragma unroll
+      for (int k = 0; k < W; ++k) v[k] = __fadd_rn(v[k], u[k]);
+    }
+    store_n<W>(r + offset + i, v);
+#pragma unroll
+    for (int k = 0; k < W; ++k) {
+      float stored = as_stored(v[k], r);
+      s += stored;
+      q += (double)stored * stored;
+    }
+  }
+  float mean, inv;
+  row_statistics(s, q, n, eps, mean, inv);
+  // Each thread reads back only the elements it stored above.
+  normalize_row<T, W>(r + offset, w, b, m, modulation_base(m, blockIdx.x), out + offset, n, mean,
+                      inv);
 }
 
 template <typename T, int W>
@@ -141,6 +200,16 @@ __device__ void rms_norm_rope(const T* x, const float* w, const float* cs, const
                                                         const float* b, RowModulation m, T* y,   \
                                                         int n, float eps) {                      \
     layer_norm<T, PACK(T)>(x, w, b, m, y, n, eps);                                               \
+  }                                                                                              \
+  extern "C" __global__ void residual_layer_norm_##SUFFIX(                                       \
+      const T* x, const T* y, const float* gate, const float* w, const float* b, RowModulation m, \
+      T* r, T* out, int n, float eps) {                                                          \
+    residual_layer_norm<T, 1>(x, y, gate, w, b, m, r, out, n, eps);                              \
+  }                                                                                              \
+  extern "C" __global__ void residual_layer_norm_packed_##SUFFIX(                                \
+      const T* x, const T* y, const float* gate, const float* w, const float* b, RowModulation m, \
+      T* r, T* out, int n, float eps) {                                                          \
+    residual_layer_norm<T, PACK(T)>(x, y, gate, w, b, m, r, out, n, eps);                        \
   }                                                                                              \
   extern "C" __global__ void rms_norm_##SUFFIX(const T* x, const float* w, T* y, int n,          \
                                                float eps) {                                      \

@@ -6,6 +6,7 @@ import dev.stepweave.tensor.Tensor;
 import java.util.Arrays;
 import java.util.Collections;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
@@ -80,6 +81,32 @@ public final class Weights {
     Tensor t = backend.upload(source.load(key), computeType);
     loaded.put(key, t);
     return t;
+  }
+
+  /**
+   * Loads the tensors {@code names}, each of {@code expectedShape}, stacked into one tensor {@code
+   * [names.size(), ...expectedShape]} on the backend: layers a backend multiplies in one call
+   * ({@link Backend#linearStacked}). The stack is assembled on the backend, so each part is
+   * uploaded once and its own copy released; what {@link #loaded} lists under each name is that
+   * name's slice of the stack, so an in-place update of the parameter is an update of the stack.
+   */
+  public Tensor takeStacked(List<String> names, int... expectedShape) {
+    List<String> keys = names.stream().map(n -> claim(n, expectedShape)).toList();
+    int[] one = new int[expectedShape.length + 1];
+    one[0] = 1;
+    System.arraycopy(expectedShape, 0, one, 1, expectedShape.length);
+    Tensor stack =
+        backend.scoped(
+            () ->
+                backend.concat(
+                    keys.stream()
+                        .map(k -> backend.upload(source.load(k), computeType).reshape(one))
+                        .toList(),
+                    0));
+    for (int i = 0; i < keys.size(); i++) {
+      loaded.put(keys.get(i), stack.select(0, i));
+    }
+    return stack;
   }
 
   /**

@@ -3,6 +3,7 @@ package dev.stepweave.models.wan.transformer;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
+import java.util.List;
 
 /**
  * Multi-head attention of a Wan block. Queries and keys are RMS-normalised over the full inner
@@ -13,9 +14,11 @@ import dev.stepweave.tensor.io.Weights;
  * summed before the output projection.
  */
 final class WanAttention {
-  private final Linear toQ;
-  private final Linear toK;
-  private final Linear toV;
+  private static final int Q = 0;
+  private static final int K = 1;
+  private static final int V = 2;
+
+  private final LinearStack qkv; // to_q, to_k, to_v, stacked: one GEMM per input
   private final Linear toOut;
   private final Tensor normQ;
   private final Tensor normK;
@@ -25,9 +28,7 @@ final class WanAttention {
   private final float scale;
 
   private WanAttention(
-      Linear toQ,
-      Linear toK,
-      Linear toV,
+      LinearStack qkv,
       Linear toOut,
       Tensor normQ,
       Tensor normK,
@@ -35,9 +36,7 @@ final class WanAttention {
       int heads,
       int headDim,
       float eps) {
-    this.toQ = toQ;
-    this.toK = toK;
-    this.toV = toV;
+    this.qkv = qkv;
     this.toOut = toOut;
     this.normQ = normQ;
     this.normK = normK;
@@ -82,9 +81,7 @@ final class WanAttention {
   private static WanAttention load(WanTransformerConfig cfg, Weights weights, ImageKeys image) {
     int dim = cfg.innerDim();
     return new WanAttention(
-        Linear.take(weights, "to_q", dim, dim),
-        Linear.take(weights, "to_k", dim, dim),
-        Linear.take(weights, "to_v", dim, dim),
+        LinearStack.take(weights, dim, dim, "to_q", "to_k", "to_v"),
         Linear.take(weights, "to_out.0", dim, dim),
         weights.take("norm_q.weight", dim),
         weights.take("norm_k.weight", dim),
@@ -96,13 +93,10 @@ final class WanAttention {
 
   /** Self-attention over {@code x [B, L, dim]} with rotary positions. */
   Tensor selfAttention(Backend backend, Tensor x, RotaryTables rope, AdapterRows adapters) {
-    Tensor q =
-        backend.rmsNormRope(
-            toQ.apply(backend, x, adapters), normQ, eps, heads, rope.cos(), rope.sin());
-    Tensor k =
-        backend.rmsNormRope(
-            toK.apply(backend, x, adapters), normK, eps, heads, rope.cos(), rope.sin());
-    Tensor heads = backend.attention(q, k, values(backend, x, adapters), null, scale);
+    List<Tensor> p = qkv.apply(backend, x, adapters, Q, V + 1);
+    Tensor q = backend.rmsNormRope(p.get(Q), normQ, eps, heads, rope.cos(), rope.sin());
+    Tensor k = backend.rmsNormRope(p.get(K), normK, eps, heads, rope.cos(), rope.sin());
+    Tensor heads = backend.attention(q, k, splitHeads(p.get(V)), null, scale);
     return toOut.apply(backend, mergeHeads(heads), adapters);
   }
 
@@ -116,10 +110,15 @@ final class WanAttention {
    */
   Tensor crossAttention(
       Backend backend, Tensor x, Tensor context, Tensor imageContext, AdapterRows adapters) {
-    Tensor q = queries(backend, x, adapters);
+    Tensor q = splitHeads(backend.rmsNorm(qkv.layer(Q).apply(backend, x, adapters), normQ, eps));
+    List<Tensor> kv = qkv.apply(backend, context, adapters, K, V + 1);
     Tensor heads =
         backend.attention(
-            q, keys(backend, context, adapters), values(backend, context, adapters), null, scale);
+            q,
+            splitHeads(backend.rmsNorm(kv.get(0), normK, eps)),
+            splitHeads(kv.get(1)),
+            null,
+            scale);
     if (imageContext != null) {
       Tensor k =
           splitHeads(
@@ -131,23 +130,12 @@ final class WanAttention {
     return toOut.apply(backend, mergeHeads(heads), adapters);
   }
 
-  private Tensor queries(Backend backend, Tensor x, AdapterRows adapters) {
-    return splitHeads(backend.rmsNorm(toQ.apply(backend, x, adapters), normQ, eps));
-  }
-
-  private Tensor keys(Backend backend, Tensor source, AdapterRows adapters) {
-    return splitHeads(backend.rmsNorm(toK.apply(backend, source, adapters), normK, eps));
-  }
-
-  private Tensor values(Backend backend, Tensor source, AdapterRows adapters) {
-    return splitHeads(toV.apply(backend, source, adapters));
-  }
-
   /** Adds this attention's layers to {@code out}, by name. */
   void collectLayers(java.util.Map<String, Linear> out) {
-    for (Linear l : new Linear[] {toQ, toK, toV, toOut}) {
+    for (Linear l : qkv.layers()) {
       out.put(l.name(), l);
     }
+    out.put(toOut.name(), toOut);
     if (image != null) {
       out.put(image.toK().name(), image.toK());
       out.put(image.toV().name(), image.toV());

@@ -1,6 +1,7 @@
 package dev.stepweave.models.wan.transformer;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 
@@ -75,16 +76,24 @@ final class WanTransformerBlock {
       AdapterRows adapters) {
     Tensor[] mod = Modulation.vectors(backend, scaleShiftTable, timestepProj);
 
+    // Each residual update is fused with the norm that reads its result (one pass, not two).
     Tensor h = backend.modulatedLayerNorm(x, mod[SHIFT], mod[SCALE], eps);
-    x =
-        backend.gatedResidual(
-            x, selfAttention.selfAttention(backend, h, rope, adapters), mod[GATE]);
+    Tensor attended = selfAttention.selfAttention(backend, h, rope, adapters);
+    if (crossNormWeight == null) {
+      x = backend.gatedResidual(x, attended, mod[GATE]);
+      h = x;
+    } else {
+      ResidualNorm r =
+          backend.residualLayerNorm(x, attended, mod[GATE], crossNormWeight, crossNormBias, eps);
+      x = r.residual();
+      h = r.normed();
+    }
 
-    h = crossNormWeight == null ? x : backend.layerNorm(x, crossNormWeight, crossNormBias, eps);
-    x = backend.add(x, crossAttention.crossAttention(backend, h, context, imageContext, adapters));
-
-    h = backend.modulatedLayerNorm(x, mod[FFN_SHIFT], mod[FFN_SCALE], eps);
-    return backend.gatedResidual(x, feedForward.apply(backend, h, adapters), mod[FFN_GATE]);
+    Tensor crossed = crossAttention.crossAttention(backend, h, context, imageContext, adapters);
+    ResidualNorm r =
+        backend.residualModulatedLayerNorm(x, crossed, null, mod[FFN_SHIFT], mod[FFN_SCALE], eps);
+    return backend.gatedResidual(
+        r.residual(), feedForward.apply(backend, r.normed(), adapters), mod[FFN_GATE]);
   }
 
   /** Adds this block's linear layers to {@code out}, by name. */
