@@ -28,6 +28,11 @@ import dev.stepweave.tensor.Tensor;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.function.Supplier;
 
 /**
  * VAE decoding: one {@code VAE_TILE} step per spatial tile of each latent frame, or per latent
@@ -94,10 +99,14 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
    * sees a gap in the indices.
    */
   static final class FrameEvents {
+    // Emits each chunk once its queued copy has landed, in order, off the scheduler thread.
+    private static final Executor EMITTER = Executors.newVirtualThreadPerTaskExecutor();
+
     private final String requestId;
     private final java.util.function.Consumer<RequestEvent> emit;
     private int chunks;
     private int frames;
+    private CompletableFuture<Void> emitted = CompletableFuture.completedFuture(null);
 
     private FrameEvents(
         String requestId, java.util.function.Consumer<RequestEvent> emit, List<Tensor> sent) {
@@ -114,12 +123,29 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
       return request.output().frames() ? new FrameEvents(request.id(), ctx::emit, sent) : null;
     }
 
+    /**
+     * Queues the download of each chunk completed since the last call and its event: the copy runs
+     * behind the device's work, so the scheduler goes on issuing the next step meanwhile.
+     */
     void sendCompleted(Backend ops, DecodeState decode) {
       List<Tensor> decoded = decode.decoded();
       for (; chunks < decoded.size(); chunks++) {
-        Tensor host = postprocessed(ops, decoded.get(chunks));
-        emit.accept(new RequestEvent.FramesDecoded(requestId, frames, host));
-        frames += host.dim(0);
+        Supplier<Tensor> host = ops.downloadQueued(postprocessedOnDevice(ops, decoded.get(chunks)));
+        int first = frames;
+        emitted =
+            emitted.thenRunAsync(
+                () -> emit.accept(new RequestEvent.FramesDecoded(requestId, first, host.get())),
+                EMITTER);
+        frames += decoded.get(chunks).dim(2);
+      }
+    }
+
+    /** Waits until every chunk sent so far has been emitted (before the request's result). */
+    void drain() {
+      try {
+        emitted.join();
+      } catch (CompletionException e) {
+        throw e.getCause() instanceof RuntimeException r ? r : e;
       }
     }
   }
@@ -129,8 +155,12 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
    * last, on the host.
    */
   private static Tensor postprocessed(Backend ops, Tensor video) {
+    return ops.download(postprocessedOnDevice(ops, video));
+  }
+
+  private static Tensor postprocessedOnDevice(Backend ops, Tensor video) {
     Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
-    return ops.download(ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0)));
+    return ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0));
   }
 
   /** The tiling a request asks for, or null to decode whole frames. */
@@ -222,6 +252,9 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   public LoopResult finalize(State s) {
     Backend ops = model.backend();
     Tensor host = postprocessed(ops, model.vae().finish(s.decode()));
+    if (s.frames() != null) {
+      s.frames().drain();
+    }
     // What the decode's peak left cached is given back by the engine once the request is done.
     var provenance = WanProvenance.of(model, s.request(), id());
     Artifact artifact =
