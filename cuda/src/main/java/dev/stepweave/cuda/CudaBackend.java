@@ -322,6 +322,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor uploadStacked(List<Tensor> parts, DType dtype) {
+    return tensors.uploadStacked(parts, dtype);
+  }
+
+  @Override
   public Tensor download(Tensor t) {
     return tensors.download(t);
   }

@@ -43,7 +43,10 @@ class ComponentPoolsGpuTest {
   private static final Path TINY =
       Path.of(System.getProperty("stepweave.golden", "testdata/golden"), "wan21-tiny");
 
-  /** {@code gpu} behind a proxy that records the tensors each component's load uploads. */
+  /**
+   * {@code gpu} behind a proxy that records the tensors each component's load uploads (one by one,
+   * or stacked: a stack is one tensor of the pool).
+   */
   private static Backend recording(CudaBackend gpu, Map<String, List<Tensor>> made) {
     String[] loading = {null};
     return (Backend)
@@ -57,7 +60,9 @@ class ComponentPoolsGpuTest {
               }
               try {
                 Object result = method.invoke(gpu, args);
-                if (method.getName().equals("upload") && loading[0] != null) {
+                boolean uploads =
+                    method.getName().equals("upload") || method.getName().equals("uploadStacked");
+                if (uploads && loading[0] != null) {
                   made.computeIfAbsent(loading[0], k -> new ArrayList<>()).add((Tensor) result);
                 }
                 return result;

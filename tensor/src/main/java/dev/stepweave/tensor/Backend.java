@@ -34,6 +34,23 @@ public interface Backend {
   Tensor upload(Tensor t, DType dtype);
 
   /**
+   * Tensors of one shape copied onto this device stacked along a new first dimension, {@code [G,
+   * ...]}, as {@code dtype}: the {@link #concat} of their uploads, which a device backend writes
+   * straight into one allocation (a component's weight pool never frees, so the separate uploads
+   * must not be made).
+   */
+  default Tensor uploadStacked(List<Tensor> parts, DType dtype) {
+    List<Tensor> uploaded = new java.util.ArrayList<>(parts.size());
+    for (Tensor p : parts) {
+      int[] one = new int[p.rank() + 1];
+      one[0] = 1;
+      System.arraycopy(p.shape(), 0, one, 1, p.rank());
+      uploaded.add(upload(p, dtype).reshape(one));
+    }
+    return concat(uploaded, 0);
+  }
+
+  /**
    * The device's rates, measured once (a device backend times a GEMM and a copy on first call): the
    * cost model's seed. Empty where no measurement is meaningful (the CPU: its engine keeps the
    * configured rates).

@@ -10,6 +10,8 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
+import java.util.Arrays;
+import java.util.List;
 import java.util.function.Supplier;
 
 /**
@@ -140,10 +142,44 @@ public final class DeviceTensors {
     if (isHere(t)) {
       return convert(t, dtype);
     }
+    Tensor out = empty(dtype, t.shape());
+    uploadInto(t, out);
+    return out;
+  }
+
+  /**
+   * Tensors of one shape copied onto the device stacked along a new first dimension, {@code [G,
+   * ...]}, each straight into its slice: during a load the stack is one allocation of the weight
+   * pool, with no separate copy of each part left behind.
+   */
+  public Tensor uploadStacked(List<Tensor> parts, DType dtype) {
+    int[] shape = parts.getFirst().shape();
+    int[] stacked = new int[shape.length + 1];
+    stacked[0] = parts.size();
+    System.arraycopy(shape, 0, stacked, 1, shape.length);
+    Tensor out = empty(dtype, stacked);
+    for (int i = 0; i < parts.size(); i++) {
+      Tensor part = parts.get(i);
+      if (!Arrays.equals(part.shape(), shape)) {
+        throw new IllegalArgumentException(
+            "stacked tensors must have one shape: " + part + " after " + parts.getFirst());
+      }
+      if (isHere(part)) {
+        copy(onDevice(part), out.select(0, i));
+      } else {
+        uploadInto(part, out.select(0, i));
+      }
+    }
+    return out;
+  }
+
+  /** Copies host tensor {@code t} into the dense device view {@code dst}, as dst's dtype. */
+  private void uploadInto(Tensor t, Tensor dst) {
     if (t.device().kind() != Device.Kind.CPU) {
       throw new IllegalArgumentException("cannot upload " + t + " to " + device);
     }
     context.refuseDuringCapture("an upload of " + t);
+    DType dtype = dst.dtype();
     Tensor host = t;
     boolean deviceConvertible = storable(t.dtype()) && t.dtype().isFloating() == dtype.isFloating();
     if (!deviceConvertible) {
@@ -151,19 +187,18 @@ public final class DeviceTensors {
     } else if (!t.isContiguous()) {
       host = t.toHost(t.dtype());
     }
+    if (dst.byteSize() == 0) {
+      return;
+    }
+    if (host.dtype() == dtype) {
+      copyToDevice(host.segment(), address(dst), dst.byteSize());
+      return;
+    }
     // A copy that is converted on the device is staged in a temporary, never in a weight pool.
-    boolean converts = host.dtype() != dtype;
-    Tensor raw =
-        converts ? emptyTemporary(host.dtype(), host.shape()) : empty(host.dtype(), host.shape());
-    if (raw.byteSize() > 0) {
-      copyToDevice(host.segment(), address(raw), raw.byteSize());
-    }
-    if (!converts) {
-      return raw;
-    }
-    Tensor out = convert(raw, dtype);
-    releaseDerived(raw, out);
-    return out;
+    Tensor raw = emptyTemporary(host.dtype(), host.shape());
+    copyToDevice(host.segment(), address(raw), raw.byteSize());
+    copy(raw, dst);
+    release(raw);
   }
 
   /** A copy this small goes straight from its (pageable) memory; bigger ones are staged. */

@@ -86,23 +86,13 @@ public final class Weights {
   /**
    * Loads the tensors {@code names}, each of {@code expectedShape}, stacked into one tensor {@code
    * [names.size(), ...expectedShape]} on the backend: layers a backend multiplies in one call
-   * ({@link Backend#linearStacked}). The stack is assembled on the backend, so each part is
-   * uploaded once and its own copy released; what {@link #loaded} lists under each name is that
-   * name's slice of the stack, so an in-place update of the parameter is an update of the stack.
+   * ({@link Backend#linearStacked}), each part uploaded straight into its slice ({@link
+   * Backend#uploadStacked}); what {@link #loaded} lists under each name is that name's slice of the
+   * stack, so an in-place update of the parameter is an update of the stack.
    */
   public Tensor takeStacked(List<String> names, int... expectedShape) {
     List<String> keys = names.stream().map(n -> claim(n, expectedShape)).toList();
-    int[] one = new int[expectedShape.length + 1];
-    one[0] = 1;
-    System.arraycopy(expectedShape, 0, one, 1, expectedShape.length);
-    Tensor stack =
-        backend.scoped(
-            () ->
-                backend.concat(
-                    keys.stream()
-                        .map(k -> backend.upload(source.load(k), computeType).reshape(one))
-                        .toList(),
-                    0));
+    Tensor stack = backend.uploadStacked(keys.stream().map(source::load).toList(), computeType);
     for (int i = 0; i < keys.size(); i++) {
       loaded.put(keys.get(i), stack.select(0, i));
     }
