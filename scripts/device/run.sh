@@ -21,6 +21,14 @@
 #   ROLLOUT="K:WxH:FRAMES:STEPS:REPEATS"           RL rollout throughput on the same random-weight
 #                                                 checkpoint: a K-wide group through the engine vs
 #                                                 the K samples one at a time (RolloutBench)
+#   SERVE="WORKLOAD:RATES[:REQUESTS] …"            `bench serve --backend cuda` on the same checkpoint,
+#                                                 one process per entry: REQUESTS (default 24) of the
+#                                                 workload (images-480p, images-1024, video-256x33,
+#                                                 video-480p, mixed) arriving as a Poisson process at
+#                                                 each of the RATES (requests/s, comma-separated),
+#                                                 served one at a time, with request-level and with
+#                                                 step-level batching (SERVE_OPTIONS: further options,
+#                                                 default "--rounds 1 --warmup 4"; SERVE_TIMEOUT, 400 s)
 # The Python scripts run from this folder (package.sh copies them here), so a package built in one
 # checkout runs its own scripts wherever it is carried. Logs go to $OUT (or ./device-out).
 set -uo pipefail
@@ -76,7 +84,7 @@ if [ "${REFERENCE:-none}" != none ]; then
   } 2>&1 | tee "$out/reference.log"
 fi
 
-# The random-weight 1.3B-config checkpoint PIPELINE and ROLLOUT run on, made once (needs diffusers).
+# The random-weight 1.3B-config checkpoint PIPELINE, ROLLOUT and SERVE run on, made once (needs diffusers).
 ckpt=/tmp/wan13-random
 make_checkpoint() {
   py=/opt/torch/.venv/bin/python
@@ -124,4 +132,20 @@ if [ -n "${ROLLOUT:-}" ]; then
       "$ckpt" "$k" "$size" "$frames" "$steps" "$repeats"
     echo "RolloutBench exit: $?"
   } 2>&1 | tee "$out/rollout.log"
+fi
+
+if [ -n "${SERVE:-}" ]; then
+  {
+    echo "$header"
+    make_checkpoint
+    for spec in $SERVE; do
+      IFS=: read -r workload rates requests <<< "$spec"
+      # Unquoted: SERVE_OPTIONS holds several options.
+      # shellcheck disable=SC2086
+      timeout "${SERVE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
+        bench serve --model "$ckpt" --backend cuda --workload "$workload" --rates "$rates" \
+        --requests "${requests:-24}" ${SERVE_OPTIONS:---rounds 1 --warmup 4}
+      echo "OURS bench serve $spec exit $?"
+    done
+  } 2>&1 | tee "$out/serve.log"
 fi

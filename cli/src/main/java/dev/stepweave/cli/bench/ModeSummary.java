@@ -42,6 +42,20 @@ public record ModeSummary(ServingMode mode, List<RunResult> runs) {
     return sorted[Math.max(rank, 1) - 1];
   }
 
+  /** Request outputs of all rounds that {@code check} accepts against one-at-a-time outputs. */
+  public long acceptedOutputs(OutputCheck check) {
+    return deviations().filter(check::accepts).count();
+  }
+
+  /** The largest relative L2 of any output against its one-at-a-time output (NaN if any is). */
+  public double maxRelativeL2() {
+    return deviations().mapToDouble(Deviation::relativeL2).reduce(0, Math::max);
+  }
+
+  private java.util.stream.Stream<Deviation> deviations() {
+    return runs.stream().flatMap(r -> r.deviations().stream());
+  }
+
   /** Calls executed of a kind, per round (a batch is one call). */
   public double callsPerRound(WorkKind kind) {
     return runs.stream().mapToLong(r -> kindHistogram(r, kind).count()).sum()

@@ -10,64 +10,75 @@ import java.util.Optional;
 import java.util.Random;
 
 /**
- * A deterministic list of requests for one mix: the same mix, count and seed give the same prompts,
- * seeds, sizes, frame counts and step counts on every machine.
+ * A deterministic list of requests of one traffic: the same traffic, count and seed give the same
+ * prompts, seeds, sizes, frame counts and step counts on every machine.
  *
  * <p>Sizes are few on purpose: a serving fleet sees a handful of standard sizes, and only requests
  * of one latent shape can share a batched step. Step counts vary freely (each batch row carries its
  * own timestep), so requests at different points of their loops still batch.
  */
-public record Workload(Mix mix, List<Request> requests) {
-  private static final String[] SUBJECTS = {
-    "a red fox", "a paper boat", "an old lighthouse", "a hummingbird", "a city tram", "a snowy owl"
-  };
-  private static final String[] SCENES = {
-    "at dawn", "in the rain", "on a windy hill", "under neon lights", "by a quiet lake", "in fog"
-  };
-  // Image sizes weighted 2:1 towards the square one; videos are short (4k+1 frames for the VAE).
-  private static final int[][] IMAGE_SIZES = {{64, 64}, {64, 64}, {96, 64}};
-  private static final int[] IMAGE_STEPS = {4, 6, 8};
-  private static final int[] VIDEO_FRAMES = {5, 9};
-  private static final int[] VIDEO_STEPS = {4, 6};
-  private static final int VIDEO_SIZE = 64;
-  private static final int FPS = 8;
+public record Workload(Traffic traffic, List<Request> requests) {
+  private static final List<String> SUBJECTS =
+      List.of(
+          "a red fox",
+          "a paper boat",
+          "an old lighthouse",
+          "a hummingbird",
+          "a city tram",
+          "a snowy owl");
+  private static final List<String> SCENES =
+      List.of(
+          "at dawn",
+          "in the rain",
+          "on a windy hill",
+          "under neon lights",
+          "by a quiet lake",
+          "in fog");
+  private static final int FPS = 16;
   private static final double GUIDANCE = 5.0;
 
   public Workload {
     requests = List.copyOf(requests);
   }
 
-  /** {@code n} requests of the mix, ids {@code prefix-0 …}, drawn from {@code seed}. */
-  public static Workload generate(Mix mix, int n, long seed, String prefix) {
+  /** {@code n} requests of the traffic, ids {@code prefix-0 …}, drawn from {@code seed}. */
+  public static Workload generate(Traffic traffic, int n, long seed, String prefix) {
     if (n < 1) {
       throw new IllegalArgumentException("a workload needs at least one request, got " + n);
     }
     Random rnd = new Random(seed);
-    List<Boolean> isImage = new ArrayList<>();
-    int images = mix.imageCount(n);
-    for (int i = 0; i < n; i++) {
-      isImage.add(i < images);
+    List<Traffic.RequestKind> kindOf = new ArrayList<>();
+    int[] counts = traffic.counts(n);
+    for (int k = 0; k < counts.length; k++) {
+      kindOf.addAll(Collections.nCopies(counts[k], traffic.kinds().get(k)));
     }
-    Collections.shuffle(isImage, rnd);
+    Collections.shuffle(kindOf, rnd);
     List<Request> out = new ArrayList<>();
     for (int i = 0; i < n; i++) {
+      Traffic.RequestKind kind = kindOf.get(i);
       String prompt = pick(SUBJECTS, rnd) + " " + pick(SCENES, rnd);
       long requestSeed = rnd.nextInt(1 << 30);
-      DiffusionParams params;
-      if (isImage.get(i)) {
-        int[] wh = IMAGE_SIZES[rnd.nextInt(IMAGE_SIZES.length)];
-        params = params(pick(IMAGE_STEPS, rnd), requestSeed, wh[0], wh[1], 1);
-      } else {
-        int frames = pick(VIDEO_FRAMES, rnd);
-        params = params(pick(VIDEO_STEPS, rnd), requestSeed, VIDEO_SIZE, VIDEO_SIZE, frames);
-      }
+      Traffic.Size size = pick(kind.sizes(), rnd);
+      int frames = pick(kind.frames(), rnd);
+      var params =
+          new DiffusionParams(
+              pick(kind.steps(), rnd),
+              GUIDANCE,
+              requestSeed,
+              size.width(),
+              size.height(),
+              frames,
+              FPS,
+              "",
+              Optional.empty(),
+              Optional.empty());
       out.add(
-          Request.builder(params.frames() == 1 ? TaskType.T2I : TaskType.T2V, params)
+          Request.builder(frames == 1 ? TaskType.T2I : TaskType.T2V, params)
               .id(prefix + "-" + i)
               .prompt(prompt)
               .build());
     }
-    return new Workload(mix, out);
+    return new Workload(traffic, out);
   }
 
   /** Denoising steps over all requests: the DiT work units the workload asks for. */
@@ -75,21 +86,21 @@ public record Workload(Mix mix, List<Request> requests) {
     return requests.stream().mapToInt(r -> r.params().steps()).sum();
   }
 
+  /**
+   * Transformer batch rows over all requests: a guided step is two (conditional, unconditional).
+   */
+  public int totalRows() {
+    return requests.stream()
+        .mapToInt(r -> r.params().steps() * (r.params().guidance() > 1 ? 2 : 1))
+        .sum();
+  }
+
   /** How many requests are one-frame images. */
   public long imageCount() {
     return requests.stream().filter(r -> r.params().frames() == 1).count();
   }
 
-  private static DiffusionParams params(int steps, long seed, int width, int height, int frames) {
-    return new DiffusionParams(
-        steps, GUIDANCE, seed, width, height, frames, FPS, "", Optional.empty(), Optional.empty());
-  }
-
-  private static String pick(String[] options, Random rnd) {
-    return options[rnd.nextInt(options.length)];
-  }
-
-  private static int pick(int[] options, Random rnd) {
-    return options[rnd.nextInt(options.length)];
+  private static <T> T pick(List<T> options, Random rnd) {
+    return options.get(rnd.nextInt(options.size()));
   }
 }

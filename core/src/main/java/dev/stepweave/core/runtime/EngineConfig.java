@@ -18,6 +18,8 @@ import java.util.Objects;
  *     device-ms before anything was measured
  * @param deviceBytesPerMilli the device's sustained memory bandwidth, likewise
  * @param preemption what happens to running requests when a higher-priority one cannot fit
+ * @param admission when waiting requests may start: whenever they fit ({@link
+ *     Admission#CONTINUOUS}, the default), or only as groups of one shape on an idle pool
  * @param recoveryCheckpoints when a running request's state is copied to host memory at a step
  *     boundary, so a pool-fatal fault resumes it from there instead of from the start of its loop
  *     ({@link RecoveryCheckpoints#DEFAULT}: whenever the copy costs at most 5 % of the work it
@@ -36,6 +38,7 @@ public record EngineConfig(
     double deviceFlopsPerMilli,
     double deviceBytesPerMilli,
     Preemption preemption,
+    Admission admission,
     RecoveryCheckpoints recoveryCheckpoints,
     PoolRecovery recovery,
     CostLimits costLimits) {
@@ -53,6 +56,24 @@ public record EngineConfig(
     SERIALIZE_TO_HOST
   }
 
+  /** When waiting requests start. */
+  public enum Admission {
+    /**
+     * Whenever they fit: a request starts at the next tick even while others run, and its steps
+     * batch with theirs (step-level batching).
+     */
+    CONTINUOUS,
+    /**
+     * Request-level batching, as servers without step-level batching do it: only while nothing
+     * runs, the first waiting request starts together with the waiting requests of its {@link
+     * RequestShape} behind it — at most {@code min(maxRunning, maxBatchSize)}, so each tick's steps
+     * of the group can be one call — and the group runs to its end; requests that arrive meanwhile,
+     * whatever their shape, wait for the whole group to finish. A request of another shape is
+     * passed over, not in the way: it heads a later group.
+     */
+    SHAPE_GROUPS_WHEN_IDLE
+  }
+
   public EngineConfig {
     if (maxRunning < 1 || maxBatchSize < 1) {
       throw new IllegalArgumentException("maxRunning and maxBatchSize must be >= 1");
@@ -64,14 +85,15 @@ public record EngineConfig(
       throw new IllegalArgumentException("cache blocks and device rates must be positive");
     }
     Objects.requireNonNull(preemption, "preemption");
+    Objects.requireNonNull(admission, "admission");
     Objects.requireNonNull(recovery, "recovery");
     Objects.requireNonNull(costLimits, "costLimits");
   }
 
   /**
    * Eight requests, batches of up to eight units and 10 s, no memory or compute limit (set them for
-   * the device), a CPU-class device (100 GFLOP/s, 10 GB/s), no preemption, recovery checkpoints on,
-   * a pool that needs nothing to re-initialise, and no cost limits.
+   * the device), a CPU-class device (100 GFLOP/s, 10 GB/s), no preemption, continuous admission,
+   * recovery checkpoints on, a pool that needs nothing to re-initialise, and no cost limits.
    */
   public static EngineConfig defaults() {
     return builder().build();
@@ -98,6 +120,7 @@ public record EngineConfig(
     private double deviceFlopsPerMilli = 1e8;
     private double deviceBytesPerMilli = 1e7;
     private Preemption preemption = Preemption.NONE;
+    private Admission admission = Admission.CONTINUOUS;
     private RecoveryCheckpoints recoveryCheckpoints = RecoveryCheckpoints.DEFAULT;
     private PoolRecovery recovery = PoolRecovery.SAME_INSTANCE;
     private CostLimits costLimits = CostLimits.UNLIMITED;
@@ -114,6 +137,7 @@ public record EngineConfig(
       deviceFlopsPerMilli = c.deviceFlopsPerMilli;
       deviceBytesPerMilli = c.deviceBytesPerMilli;
       preemption = c.preemption;
+      admission = c.admission;
       recoveryCheckpoints = c.recoveryCheckpoints;
       recovery = c.recovery;
       costLimits = c.costLimits;
@@ -164,6 +188,11 @@ public record EngineConfig(
       return this;
     }
 
+    public Builder admission(Admission a) {
+      admission = a;
+      return this;
+    }
+
     public Builder recoveryCheckpoints(RecoveryCheckpoints policy) {
       recoveryCheckpoints = policy;
       return this;
@@ -190,6 +219,7 @@ public record EngineConfig(
           deviceFlopsPerMilli,
           deviceBytesPerMilli,
           preemption,
+          admission,
           recoveryCheckpoints,
           recovery,
           costLimits);

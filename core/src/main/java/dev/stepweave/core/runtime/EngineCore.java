@@ -395,31 +395,40 @@ final class EngineCore {
   }
 
   /**
-   * Admits latency-class requests in order while they fit (the first that does not fit waits);
-   * then, only while no latency-class request waits or runs and no jumbo request runs, the first
-   * jumbo request.
+   * Admits latency-class requests in order while they fit (the first that does not fit waits; under
+   * {@link EngineConfig.Admission#SHAPE_GROUPS_WHEN_IDLE}, only on an idle pool, one shape's group
+   * of at most one batch, displacing nobody); then, only while no latency-class request waits or
+   * runs and no jumbo request runs, the first jumbo request.
    */
   private void admit() {
-    admitFrom(queue, Integer.MAX_VALUE, true);
+    if (config.admission() == EngineConfig.Admission.SHAPE_GROUPS_WHEN_IDLE) {
+      int group = Math.min(config.maxRunning(), config.maxBatchSize());
+      admitFrom(queue, loops.isEmpty() ? group : 0, false, true);
+    } else {
+      admitFrom(queue, Integer.MAX_VALUE, true, false);
+    }
     boolean latencyIdle =
         queue.size() == 0
             && loops.running().stream().noneMatch(r -> r.handle.costClass() == CostClass.LATENCY);
     boolean jumboRunning =
         loops.running().stream().anyMatch(r -> r.handle.costClass() == CostClass.JUMBO);
-    admitFrom(jumboQueue, latencyIdle && !jumboRunning ? 1 : 0, false);
+    admitFrom(jumboQueue, latencyIdle && !jumboRunning ? 1 : 0, false, false);
   }
 
   /**
    * Drops cancelled and overdue entries of {@code q}, and admits up to {@code slots} of the rest in
    * order, stopping at the first that does not fit (a later, smaller request never overtakes a
-   * waiting one).
+   * waiting one). With {@code oneShape}, the first admitted fixes the {@link RequestShape} and
+   * entries of other shapes are passed over (they wait for a group of their own).
    */
-  private void admitFrom(RequestScheduler<ProgramRun> q, int slots, boolean mayPreempt) {
+  private void admitFrom(
+      RequestScheduler<ProgramRun> q, int slots, boolean mayPreempt, boolean oneShape) {
     Instant now = clock.instant();
     List<RequestScheduler.Entry<ProgramRun>> waiting;
     synchronized (lock) {
       waiting = q.ordered(); // a group queued together is seen together (submitAll)
     }
+    RequestShape groupShape = null;
     for (RequestScheduler.Entry<ProgramRun> e : waiting) {
       ProgramRun run = e.item();
       if (run.handle.cancelScope().isCancelled()) {
@@ -436,7 +445,8 @@ final class EngineCore {
         fail(run, new DeadlineExceededException(e.deadline(), "while queued"));
         continue;
       }
-      if (slots == 0) {
+      if (slots == 0
+          || (oneShape && groupShape != null && !groupShape.equals(RequestShape.of(run.request)))) {
         continue;
       }
       if (recovery.recovering()
@@ -447,6 +457,7 @@ final class EngineCore {
         continue;
       }
       slots--;
+      groupShape = RequestShape.of(run.request);
       synchronized (lock) {
         q.remove(e);
         loops.add(run);
