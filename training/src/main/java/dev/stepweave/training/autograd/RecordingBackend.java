@@ -16,12 +16,14 @@ import java.util.function.Supplier;
  * adds the gradients.
  *
  * <p>Only the primitive operations are overridden. The fused ones ({@code modulatedLayerNorm},
- * {@code rmsNormRope}, {@code gatedResidual}, {@code linearGeluTanh}, {@code channelNorm}, {@code
- * channelNormAfter}, {@code linearLowRank}, {@code addLowRank}) run as the SPI's defaults, which
- * compose the primitives — the very composition the CPU backend runs, so nothing changes there; a
- * device backend's fused kernels would need rules of their own. Views ({@link Tensor#reshape},
- * permute, slice, expand) are not operations at all: the tape follows gradients by storage ({@link
- * Gradients}). The backward rules compute on the host, so recording needs a CPU backend.
+ * {@code rmsNormRope}, {@code gatedResidual}, {@code residualLayerNorm}, {@code
+ * residualModulatedLayerNorm}, {@code linearStacked}, {@code linearGeluTanh}, {@code channelNorm},
+ * {@code channelNormAfter}, {@code linearLowRank}, {@code addLowRank}, and the load's {@code
+ * uploadStacked}) run as the SPI's defaults, which compose the primitives — the very composition
+ * the CPU backend runs, so nothing changes there; a device backend's fused kernels would need rules
+ * of their own. Views ({@link Tensor#reshape}, permute, slice, expand) are not operations at all:
+ * the tape follows gradients by storage ({@link Gradients}). The backward rules compute on the
+ * host, so recording needs a CPU backend.
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
