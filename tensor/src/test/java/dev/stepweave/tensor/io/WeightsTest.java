@@ -74,6 +74,35 @@ class WeightsTest {
   }
 
   @Test
+  void stackedTensorsAreOneTensorWhoseSlicesAreTheParameters() {
+    Path stackedFile = dir.resolve("qkv.safetensors");
+    Safetensors.write(
+        stackedFile,
+        Map.of(
+            "to_q.weight", Tensor.of(new float[] {1, 2, 3, 4}, 2, 2),
+            "to_k.weight", Tensor.of(new float[] {5, 6, 7, 8}, 2, 2),
+            "to_v.weight", Tensor.of(new float[] {9, 10, 11, 12, 13, 14}, 3, 2)),
+        null);
+    try (SafetensorsFile qkv = SafetensorsFile.open(stackedFile)) {
+      Weights w = new Weights(qkv, new CpuBackend(1), DType.F32);
+      Tensor stack = w.takeStacked(java.util.List.of("to_q.weight", "to_k.weight"), 2, 2);
+      assertArrayEquals(new int[] {2, 2, 2}, stack.shape());
+      assertArrayEquals(new float[] {1, 2, 3, 4, 5, 6, 7, 8}, stack.toFloatArray());
+      Tensor k = w.loaded().get("to_k.weight");
+      assertArrayEquals(new float[] {5, 6, 7, 8}, k.toFloatArray());
+      assertSame(stack.storage(), k.storage(), "each parameter is a view of the stack");
+      // A trainer's in-place update of the parameter is an update of what the model multiplies by.
+      k.setFloat(42f, 1, 0);
+      assertEquals(42f, stack.getFloat(1, 1, 0));
+      CheckpointException e =
+          assertThrows(
+              CheckpointException.class,
+              () -> w.takeStacked(java.util.List.of("to_v.weight"), 2, 2));
+      assertOneLineNaming(e, stackedFile.toString(), "'to_v.weight'", "[3, 2]", "[2, 2]");
+    }
+  }
+
+  @Test
   void uploadedWeightsOutliveTheFile() {
     Tensor bias = weights.take("proj.bias", 2);
     source.close();
