@@ -1,9 +1,11 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.stream.IntStream;
 
@@ -30,8 +32,12 @@ final class ConvolutionGrad {
         float[] dw = wantW ? new float[geo.outC * k] : null;
         float[] xv = wantW ? x.toFloatArray() : null;
         Tensor wT = wantX ? Tensor.of(transpose(w.toFloatArray(), geo.outC, k), k, geo.outC) : null;
+        // One copy of the output gradient, viewed per batch entry, and one unfolded input that
+        // every entry overwrites: the serial passes over memory are what the backward costs.
+        Tensor gAll = Tensor.of(g, geo.batch, geo.outC, geo.ot * geo.oh * geo.ow);
+        Tensor cols = wantW ? Tensor.zeros(DType.F32, k, geo.ot * geo.oh * geo.ow) : null;
         for (int b = 0; b < geo.batch; b++) {
-          batchEntry(host, geo, b, g, xv, wT, dx, dw);
+          batchEntry(host, geo, b, gAll.select(0, b), xv, cols, wT, dx, dw);
         }
         if (wantX) {
           out.add(new Contribution(x, dx));
@@ -61,28 +67,31 @@ final class ConvolutionGrad {
    * Both gradients of one batch entry through the unfolded input {@code cols[k, p]} (k a (channel,
    * tap) pair, p an output position; zero where the tap reads padding), on the host backend's GEMM:
    * {@code dw += g_b·colsᵀ}, {@code dcols = wᵀ·g_b}, then {@code dcols} folded back onto dx.
+   *
+   * @param gb the entry's output gradient {@code [outC, p]}
+   * @param cols {@code [k, p]}, overwritten with this entry's unfolded input
    */
   private static void batchEntry(
-      Backend host, Geometry geo, int b, float[] g, float[] xv, Tensor wT, float[] dx, float[] dw) {
-    int positions = geo.ot * geo.oh * geo.ow;
+      Backend host,
+      Geometry geo,
+      int b,
+      Tensor gb,
+      float[] xv,
+      Tensor cols,
+      Tensor wT,
+      float[] dx,
+      float[] dw) {
     int k = geo.inC * geo.kt * geo.kh * geo.kw;
-    Tensor gb =
-        Tensor.of(
-            Arrays.copyOfRange(g, b * geo.outC * positions, (b + 1) * geo.outC * positions),
-            geo.outC,
-            positions);
     if (dw != null) {
-      float[] cols = new float[k * positions];
-      IntStream.range(0, k).parallel().forEach(row -> geo.unfoldRow(xv, b, row, cols));
-      float[] part = host.linear(gb, Tensor.of(cols, k, positions), null).toFloatArray();
+      MemorySegment target = cols.segment();
+      IntStream.range(0, k).parallel().forEach(row -> geo.unfoldRow(xv, b, row, target));
+      float[] part = host.linear(gb, cols, null).toFloatArray();
       for (int i = 0; i < part.length; i++) {
         dw[i] += part[i];
       }
     }
     if (dx != null) {
-      Tensor gbT =
-          Tensor.of(transpose(gb.toFloatArray(), geo.outC, positions), positions, geo.outC);
-      float[] dcols = host.linear(wT, gbT, null).toFloatArray();
+      MemorySegment dcols = host.matmul(wT, gb).segment();
       IntStream.range(0, geo.inC).parallel().forEach(c -> geo.foldChannel(dcols, b, c, dx));
     }
   }
@@ -137,10 +146,11 @@ final class ConvolutionGrad {
     }
 
     /**
-     * Row {@code row} = (c, i, j, l) of batch entry b's unfolded input: for each output position,
-     * the input value that tap reads there (0 in the padding).
+     * Writes row {@code row} = (c, i, j, l) of batch entry b's unfolded input into {@code cols}
+     * (F32 {@code [k, positions]}): for each output position, the input value that tap reads there
+     * (0 in the padding).
      */
-    void unfoldRow(float[] xv, int b, int row, float[] cols) {
+    void unfoldRow(float[] xv, int b, int row, MemorySegment cols) {
       int l = row % kw;
       int j = row / kw % kh;
       int i = row / (kw * kh) % kt;
@@ -148,6 +158,7 @@ final class ConvolutionGrad {
       int xLo = firstColumn(l);
       int xHi = lastColumn(l);
       int positions = ot * oh * ow;
+      float[] line = new float[positions];
       for (int t = 0; t < ot; t++) {
         int ti = t * st - pt + i;
         if (ti < 0 || ti >= it) {
@@ -158,22 +169,35 @@ final class ConvolutionGrad {
           if (hi < 0 || hi >= ih) {
             continue;
           }
-          int dst = row * positions + (t * oh + h) * ow;
+          int dst = (t * oh + h) * ow;
           int src = inputIndex(b, c, ti, hi, 0) - pw + l;
           for (int x = xLo; x <= xHi; x++) {
-            cols[dst + x] = xv[src + x * sw];
+            line[dst + x] = xv[src + x * sw];
           }
         }
       }
+      MemorySegment.copy(
+          line, 0, cols, ValueLayout.JAVA_FLOAT, (long) row * positions * Float.BYTES, positions);
     }
 
-    /** Adds the rows of channel c of the unfolded gradient back onto batch entry b of dx. */
-    void foldChannel(float[] dcols, int b, int c, float[] dx) {
+    /**
+     * Adds the rows of channel c of the unfolded gradient {@code dcols} (F32 {@code [k,
+     * positions]}) back onto batch entry b of dx.
+     */
+    void foldChannel(MemorySegment dcols, int b, int c, float[] dx) {
       int positions = ot * oh * ow;
+      float[] line = new float[positions];
       for (int i = 0; i < kt; i++) {
         for (int j = 0; j < kh; j++) {
           for (int l = 0; l < kw; l++) {
             int row = ((c * kt + i) * kh + j) * kw + l;
+            MemorySegment.copy(
+                dcols,
+                ValueLayout.JAVA_FLOAT,
+                (long) row * positions * Float.BYTES,
+                line,
+                0,
+                positions);
             int xLo = firstColumn(l);
             int xHi = lastColumn(l);
             for (int t = 0; t < ot; t++) {
@@ -186,10 +210,10 @@ final class ConvolutionGrad {
                 if (hi < 0 || hi >= ih) {
                   continue;
                 }
-                int src = row * positions + (t * oh + h) * ow;
+                int src = (t * oh + h) * ow;
                 int dst = inputIndex(b, c, ti, hi, 0) - pw + l;
                 for (int x = xLo; x <= xHi; x++) {
-                  dx[dst + x * sw] += dcols[src + x];
+                  dx[dst + x * sw] += line[src + x];
                 }
               }
             }
