@@ -235,10 +235,7 @@ public interface Backend {
    * @return G tensors {@code [..., N]}
    */
   default List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
-    if (w.rank() != 3 || (bias != null && (bias.rank() != 2 || bias.dim(0) != w.dim(0)))) {
-      throw new IllegalArgumentException(
-          "stacked linear weights must be [G, out, in] with bias [G, out], got " + w + ", " + bias);
-    }
+    OpShapes.linearStacked(x, w, bias);
     List<Tensor> out = new java.util.ArrayList<>(w.dim(0));
     for (int i = 0; i < w.dim(0); i++) {
       out.add(linear(x, w.select(0, i), bias == null ? null : bias.select(0, i)));

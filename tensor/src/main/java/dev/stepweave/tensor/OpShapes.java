@@ -147,6 +147,21 @@ public final class OpShapes {
   }
 
   /**
+   * The shape of each of {@link Backend#linearStacked}'s results: w {@code [G, out, in]} with x's
+   * last dimension {@code in}, bias {@code [G, out]} or null.
+   */
+  public static int[] linearStacked(Tensor x, Tensor w, Tensor bias) {
+    if (w.rank() != 3
+        || w.dim(0) < 1
+        || (bias != null
+            && (bias.rank() != 2 || bias.dim(0) != w.dim(0) || bias.dim(1) != w.dim(1)))) {
+      throw new IllegalArgumentException(
+          "stacked linear weights must be [G, out, in] with bias [G, out], got " + w + ", " + bias);
+    }
+    return linear(x, w.select(0, 0), bias == null ? null : bias.select(0, 0));
+  }
+
+  /**
    * {@code y [B, L, out]} and {@code x [B, L, in]} with one list of updates per batch row, each
    * {@code down [r, in]}, {@code up [out, r]}.
    */

@@ -108,9 +108,8 @@ public final class MatrixOps {
    * apply (F32 weights, an F32 result of BF16 weights).
    */
   public List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
+    int[] shape = OpShapes.linearStacked(x, w, bias);
     int g = w.dim(0), n = w.dim(1), k = w.dim(2);
-    Tensor first = w.select(0, 0);
-    int[] shape = OpShapes.linear(x, first, bias == null ? null : bias.select(0, 0));
     long rows = Tensor.numel(shape) / Math.max(n, 1);
     boolean batched =
         g > 1

@@ -3,6 +3,7 @@ package dev.stepweave.tensor.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
@@ -44,6 +45,48 @@ class FusedDefaultsTest {
     Tensor fused = cpu.modulatedLayerNorm(x, shift, scale, 1e-6f);
     assertArrayEquals(composed.shape(), fused.shape());
     assertArrayEquals(composed.toFloatArray(), fused.toFloatArray());
+  }
+
+  @Test
+  void residualNormsAreTheUpdateThenTheNorm() {
+    Tensor x = rand(2, 7, 24), y = rand(2, 7, 24), w = rand(24), b = rand(24);
+    Tensor table = rand(2, 6, 24);
+    Tensor gate = vector(table, 2), shift = vector(table, 3), scale = vector(table, 4);
+    var affine = cpu.residualLayerNorm(x, y, gate, w, b, 1e-6f);
+    Tensor gated = cpu.gatedResidual(x, y, gate);
+    assertArrayEquals(gated.toFloatArray(), affine.residual().toFloatArray());
+    assertArrayEquals(
+        cpu.layerNorm(gated, w, b, 1e-6f).toFloatArray(), affine.normed().toFloatArray());
+    var modulated = cpu.residualModulatedLayerNorm(x, y, null, shift, scale, 1e-6f);
+    Tensor added = cpu.add(x, y);
+    assertArrayEquals(added.toFloatArray(), modulated.residual().toFloatArray());
+    assertArrayEquals(
+        cpu.modulatedLayerNorm(added, shift, scale, 1e-6f).toFloatArray(),
+        modulated.normed().toFloatArray());
+  }
+
+  @Test
+  void linearStackedIsEachLinearAndRefusesMismatchedStacks() {
+    Tensor x = rand(2, 5, 8), w = rand(3, 6, 8), bias = rand(3, 6);
+    List<Tensor> out = cpu.linearStacked(x, w, bias);
+    assertEquals(3, out.size());
+    for (int i = 0; i < 3; i++) {
+      assertArrayEquals(
+          cpu.linear(x, w.select(0, i), bias.select(0, i)).toFloatArray(),
+          out.get(i).toFloatArray(),
+          "layer " + i);
+    }
+    IllegalArgumentException twoBiases =
+        assertThrows(
+            IllegalArgumentException.class, () -> cpu.linearStacked(x, w, bias.slice(0, 0, 2)));
+    assertEquals(
+        "stacked linear weights must be [G, out, in] with bias [G, out], got "
+            + w
+            + ", "
+            + bias.slice(0, 0, 2),
+        twoBiases.getMessage());
+    assertThrows(IllegalArgumentException.class, () -> cpu.linearStacked(x, w.select(0, 0), null));
+    assertThrows(IllegalArgumentException.class, () -> cpu.linearStacked(rand(2, 5, 7), w, bias));
   }
 
   @Test
