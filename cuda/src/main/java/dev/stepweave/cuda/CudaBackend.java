@@ -348,10 +348,12 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.matrix().linear(x, w, bias, false);
   }
 
-  /** One strided-batched GEMM for all the layers (see {@link MatrixOps#linearStacked}). */
+  /** One strided-batched GEMM for all the layers where it applies (see {@link MatrixOps}). */
   @Override
   public List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
-    return ops.matrix().linearStacked(x, w, bias);
+    return ops.matrix().stacksInOneGemm(x, w)
+        ? ops.matrix().linearStacked(x, w, bias)
+        : Backend.super.linearStacked(x, w, bias);
   }
 
   /** Every row's updates in a few launches for all rows (see {@link LowRankOps}). */

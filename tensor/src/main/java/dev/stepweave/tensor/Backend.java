@@ -42,10 +42,7 @@ public interface Backend {
   default Tensor uploadStacked(List<Tensor> parts, DType dtype) {
     List<Tensor> uploaded = new java.util.ArrayList<>(parts.size());
     for (Tensor p : parts) {
-      int[] one = new int[p.rank() + 1];
-      one[0] = 1;
-      System.arraycopy(p.shape(), 0, one, 1, p.rank());
-      uploaded.add(upload(p, dtype).reshape(one));
+      uploaded.add(upload(p, dtype).unsqueeze(0));
     }
     return concat(uploaded, 0);
   }

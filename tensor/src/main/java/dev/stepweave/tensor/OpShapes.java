@@ -39,6 +39,14 @@ public final class OpShapes {
         Arrays.copyOf(a.shape(), a.rank() - 2), Arrays.copyOf(b.shape(), b.rank() - 2));
   }
 
+  /** {@code count} stacked tensors of {@code shape}: {@code [count, ...shape]}. */
+  public static int[] stacked(int count, int[] shape) {
+    int[] s = new int[shape.length + 1];
+    s[0] = count;
+    System.arraycopy(shape, 0, s, 1, shape.length);
+    return s;
+  }
+
   /** {@code batch} followed by {@code rows, cols}. */
   public static int[] withMatrix(int[] batch, int rows, int cols) {
     int[] s = Arrays.copyOf(batch, batch.length + 2);

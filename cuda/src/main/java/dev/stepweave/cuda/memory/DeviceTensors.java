@@ -7,6 +7,7 @@ import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
@@ -154,10 +155,7 @@ public final class DeviceTensors {
    */
   public Tensor uploadStacked(List<Tensor> parts, DType dtype) {
     int[] shape = parts.getFirst().shape();
-    int[] stacked = new int[shape.length + 1];
-    stacked[0] = parts.size();
-    System.arraycopy(shape, 0, stacked, 1, shape.length);
-    Tensor out = empty(dtype, stacked);
+    Tensor out = empty(dtype, OpShapes.stacked(parts.size(), shape));
     for (int i = 0; i < parts.size(); i++) {
       Tensor part = parts.get(i);
       if (!Arrays.equals(part.shape(), shape)) {

@@ -104,34 +104,33 @@ public final class MatrixOps {
    * {@code linear(x, w[i], bias[i])} for each of the G stacked weights {@code w [G, N, K]} (bias
    * {@code [G, N]}): one strided-batched GEMM that reads x once per batch with stride 0, writes the
    * G results into one {@code [G, ..., N]} tensor and adds each its own bias vector. Returns that
-   * tensor's slices. Falls back to one {@link #linear} per weight where the batched GEMM does not
-   * apply (F32 weights, an F32 result of BF16 weights).
+   * tensor's slices. Needs {@link #stacksInOneGemm}.
    */
+  /**
+   * Whether {@link #linearStacked} runs for these operands: several BF16 weights, a BF16 x in the
+   * BF16 mode, and rows and inputs to multiply (else each layer is a {@link #linear} of its own).
+   */
+  public boolean stacksInOneGemm(Tensor x, Tensor w) {
+    return w.rank() == 3
+        && w.dim(0) > 1
+        && w.dim(1) > 0
+        && w.dim(2) > 0
+        && x.numel() > 0
+        && tensors.onDevice(w).dtype() == DType.BF16
+        && operands.keepsBf16(x);
+  }
+
   public List<Tensor> linearStacked(Tensor x, Tensor w, Tensor bias) {
     int[] shape = OpShapes.linearStacked(x, w, bias);
-    int g = w.dim(0), n = w.dim(1), k = w.dim(2);
-    long rows = Tensor.numel(shape) / Math.max(n, 1);
-    boolean batched =
-        g > 1
-            && rows > 0
-            && k > 0
-            && tensors.onDevice(w).dtype() == DType.BF16
-            && operands.keepsBf16(x);
-    if (!batched) {
-      List<Tensor> out = new ArrayList<>(g);
-      for (int i = 0; i < g; i++) {
-        out.add(linear(x, w.select(0, i), bias == null ? null : bias.select(0, i), false));
-      }
-      return out;
+    if (!stacksInOneGemm(x, w)) {
+      throw new IllegalArgumentException("no batched GEMM for x " + x + " and weights " + w);
     }
-    int m = Math.toIntExact(rows);
+    int g = w.dim(0), n = w.dim(1), k = w.dim(2);
+    int m = Math.toIntExact(Tensor.numel(shape) / n);
     Tensor xd = operands.bf16(x);
     Tensor wd = tensors.contiguous(w);
     Tensor bd = bias == null ? null : operands.bf16(bias);
-    int[] stackedShape = new int[shape.length + 1];
-    stackedShape[0] = g;
-    System.arraycopy(shape, 0, stackedShape, 1, shape.length);
-    Tensor out = tensors.empty(DType.BF16, stackedShape);
+    Tensor out = tensors.empty(DType.BF16, OpShapes.stacked(g, shape));
     Gemm.Shape s =
         new Gemm.Shape(
             m,
