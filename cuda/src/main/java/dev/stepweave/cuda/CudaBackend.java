@@ -72,7 +72,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
     this.pools = new ComponentPools(context, device);
     this.tensors = new DeviceTensors(context, allocator, pools, new Kernels(context, kernelCache));
     this.gemmWorkspace = allocator.allocate(Gemm.workspaceBytes());
-    this.gemm = new Gemm(context, gemmWorkspace.segment().address());
+    this.gemm = new Gemm(context, gemmWorkspace.segment().address(), kernelCache);
     this.ops = new CudaOps(tensors, gemm, precision);
     this.graphs = new CudaGraphs(tensors, allocator);
   }
@@ -405,6 +405,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Which implementation runs {@link #conv3d} of these arguments, in words. */
   public String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.convolution().conv3dPath(x, w, bias, stride, padding);
+  }
+
+  /** Every GEMM shape seen so far and how its cuBLASLt algorithm was chosen, one per line. */
+  public String gemmPaths() {
+    return gemm.paths();
   }
 
   /** Every convolution shape seen so far and what ran it (BF16 mode), one per line. */

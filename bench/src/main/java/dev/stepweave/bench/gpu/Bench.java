@@ -188,6 +188,9 @@ public final class Bench {
         what + ": peak device memory (live tensors / held by the allocator)",
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         b == 1 && h == 60 && what.startsWith("1.3B") ? "6.4 GB" : "–");
+    // Each timed shape lists every candidate's time: the heuristic's first (algo 0) is the
+    // baseline.
+    System.out.println("  GEMM paths so far:\n" + gpu.gemmPaths().indent(4));
   }
 
   /**

@@ -8,6 +8,7 @@ import dev.stepweave.cuda.driver.CudaException;
 import dev.stepweave.cuda.driver.CudaLibraries;
 import dev.stepweave.cuda.driver.Driver;
 import dev.stepweave.cuda.driver.Ffm;
+import java.lang.foreign.FunctionDescriptor;
 import java.lang.foreign.SymbolLookup;
 import java.lang.invoke.MethodHandle;
 
@@ -48,6 +49,8 @@ final class CublasLt {
   /** sizeof(cublasLtMatmulHeuristicResult_t): a 64-byte algo, size_t, int, float, int[4]. */
   static final long HEURISTIC_RESULT_BYTES = 96;
 
+  static final MethodHandle cublasLtGetVersion =
+      Ffm.downcall(LIB, "cublasLtGetVersion", FunctionDescriptor.of(LONG));
   static final MethodHandle cublasLtCreate = Ffm.status(LIB, "cublasLtCreate", PTR);
   static final MethodHandle cublasLtDestroy = Ffm.status(LIB, "cublasLtDestroy", LONG);
   static final MethodHandle cublasLtMatmulDescCreate =

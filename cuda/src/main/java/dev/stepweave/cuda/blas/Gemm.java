@@ -4,11 +4,17 @@ import static dev.stepweave.cuda.blas.CublasLt.call;
 
 import dev.stepweave.cuda.driver.CudaContext;
 import dev.stepweave.cuda.driver.CudaException;
+import dev.stepweave.cuda.tuning.Fastest;
+import dev.stepweave.cuda.tuning.TimedChoices;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.HashMap;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.HexFormat;
+import java.util.List;
 import java.util.Map;
+import java.util.stream.IntStream;
 
 /**
  * Row-major GEMMs through cuBLASLt: {@code C[M,N] = op(A)[M,K] · op(B)[K,N] (+ bias[N]) (then GELU,
@@ -17,9 +23,29 @@ import java.util.Map;
  * = op(B)ᵀ · op(A)ᵀ}: a row-major matrix is the column-major transpose of itself with the same
  * leading dimension. One plan (descriptors and chosen algorithm) is cached per shape; the bias
  * pointer is set per call.
+ *
+ * <p>The algorithm is chosen by measurement where it can matter: the heuristic's first {@value
+ * #CANDIDATES} algorithms are timed (CUDA events, best of {@value #TIMED_RUNS} runs) on the buffers
+ * of a shape's first call of at least {@value #TUNED_MIN_MACS} multiply-adds, and the fastest is
+ * kept for the process and on disk beside the compiled kernels ({@link TimedChoices}), so a later
+ * process takes it without timing. The heuristic's first runs a smaller shape, an accumulating call
+ * (timing would add into C again and again), and a shape first met while a CUDA graph records (its
+ * warm-up run normally settles the choice before).
  */
 public final class Gemm implements AutoCloseable {
   private static final long WORKSPACE_BYTES = 32L << 20;
+
+  /** Algorithms asked of the heuristic per plan: the candidates a shape's first call times. */
+  static final int CANDIDATES = 8;
+
+  /** Timed runs per algorithm; the best counts (the first may pay for loading its kernel). */
+  static final int TIMED_RUNS = 2;
+
+  /**
+   * Below this many multiply-adds (≈ 11 µs at 800 TFLOP/s) a GEMM is too short for another
+   * algorithm to repay the timing: the heuristic's first.
+   */
+  static final long TUNED_MIN_MACS = 1L << 32;
 
   /** How the output is finished. */
   public enum Epilogue {
@@ -71,19 +97,48 @@ public final class Gemm implements AutoCloseable {
    */
   private record PlanKey(Shape shape, int alignA, int alignB, int alignC) {}
 
-  private record Plan(long desc, long aLayout, long bLayout, long cLayout, MemorySegment algo) {}
+  /**
+   * A shape's descriptors, the heuristic's algorithms in its order, and the one that runs: the
+   * first until the shape is {@code settled} (timed, read from disk, or left as it is).
+   */
+  private static final class Plan {
+    final long desc;
+    final long aLayout;
+    final long bLayout;
+    final long cLayout;
+    final List<MemorySegment> algos;
+    MemorySegment algo;
+    boolean settled;
+    String how = "heuristic's first, not run yet";
+
+    Plan(long desc, long aLayout, long bLayout, long cLayout, List<MemorySegment> algos) {
+      this.desc = desc;
+      this.aLayout = aLayout;
+      this.bLayout = bLayout;
+      this.cLayout = cLayout;
+      this.algos = List.copyOf(algos);
+      this.algo = algos.getFirst();
+    }
+  }
 
   private final CudaContext context;
   private final long handle;
   private final long workspace;
+  private final Path choicesDir;
   private final Arena arena = Arena.ofShared();
-  private final Map<PlanKey, Plan> plans = new HashMap<>();
+  private final Map<PlanKey, Plan> plans = new java.util.HashMap<>();
   private final MemorySegment one;
   private final MemorySegment zero;
+  private TimedChoices timedBefore;
 
-  public Gemm(CudaContext context, long workspace) {
+  /**
+   * @param choicesDir where timed choices are kept across processes (the kernel cache), or null to
+   *     keep them in this process only
+   */
+  public Gemm(CudaContext context, long workspace, Path choicesDir) {
     this.context = context;
     this.workspace = workspace;
+    this.choicesDir = choicesDir;
     MemorySegment h = arena.allocate(ValueLayout.JAVA_LONG);
     call("cublasLtCreate", () -> (int) CublasLt.cublasLtCreate.invokeExact(h));
     this.handle = h.get(ValueLayout.JAVA_LONG, 0);
@@ -129,9 +184,110 @@ public final class Gemm implements AutoCloseable {
     if (s.epilogue().hasBias()) {
       try (Arena tmp = Arena.ofConfined()) {
         MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
-        setDesc(p.desc(), CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
+        setDesc(p.desc, CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
       }
     }
+    if (!p.settled) {
+      settle(key, p, alpha, beta, a, b, c);
+    }
+    launch(p, p.algo, alpha, beta, a, b, c);
+  }
+
+  /**
+   * Chooses the plan's algorithm for good: the one an earlier process timed for this key, else the
+   * fastest on this call's buffers (the output is overwritten by the run that follows), else the
+   * heuristic's first (see the class comment for when).
+   */
+  private void settle(
+      PlanKey key, Plan p, MemorySegment alpha, MemorySegment beta, long a, long b, long c) {
+    p.settled = true;
+    Shape s = key.shape();
+    long macs = (long) s.m() * s.n() * s.k() * s.batch();
+    int n = p.algos.size();
+    p.how =
+        n == 1
+            ? "the heuristic's only algorithm"
+            : beta != zero
+                ? "heuristic's first of " + n + " (an accumulating call is not timed)"
+                : context.isCapturing()
+                    ? "heuristic's first of " + n + ", untimed (met in a CUDA graph)"
+                    : macs < TUNED_MIN_MACS
+                        ? "heuristic's first of " + n + " (too small to time)"
+                        : null;
+    if (p.how != null) {
+      return;
+    }
+    String stored = key.toString();
+    var earlier = timedBefore().lookup(stored, i -> label(p.algos.get(i)), n);
+    if (earlier.isPresent()) {
+      p.algo = p.algos.get(earlier.get());
+      p.how =
+          "algo " + earlier.get() + " of " + n + ", timed by an earlier process (on-disk choice)";
+      return;
+    }
+    List<Integer> indices = IntStream.range(0, p.algos.size()).boxed().toList();
+    Fastest.Timed<Integer> timed =
+        Fastest.of(
+            indices,
+            TIMED_RUNS,
+            i -> context.time(() -> launch(p, p.algos.get(i), alpha, beta, a, b, c)),
+            i -> "algo " + i);
+    if (timed == null) {
+      p.how = "heuristic's first of " + n + "; every timed algorithm failed";
+      return;
+    }
+    p.algo = p.algos.get(timed.choice());
+    timedBefore().record(stored, timed.choice(), label(p.algo));
+    p.how =
+        String.format(
+            "algo %d, fastest of %d timed: %.3f ms [%s]",
+            timed.choice(), n, timed.ms(), String.join(", ", timed.times()));
+  }
+
+  /** Every GEMM shape seen so far and how its algorithm was chosen, one per line. */
+  public String paths() {
+    StringBuilder out = new StringBuilder();
+    plans.forEach(
+        (key, plan) ->
+            out.append(key.shape())
+                .append(" align ")
+                .append(key.alignA())
+                .append('/')
+                .append(key.alignB())
+                .append('/')
+                .append(key.alignC())
+                .append(": ")
+                .append(plan.how)
+                .append('\n'));
+    return out.isEmpty() ? "none yet" : out.toString().stripTrailing();
+  }
+
+  /** An algorithm's identity for the on-disk record: its opaque bytes, in hex. */
+  private static String label(MemorySegment algo) {
+    return HexFormat.of().formatHex(algo.toArray(ValueLayout.JAVA_BYTE));
+  }
+
+  /** The choices earlier processes timed (read on first use). */
+  private TimedChoices timedBefore() {
+    if (timedBefore == null) {
+      timedBefore =
+          TimedChoices.open(
+              choicesDir, "cublaslt", context.name(), context.arch(), "cublasLt" + version());
+    }
+    return timedBefore;
+  }
+
+  /** cuBLASLt's version number (e.g. 130100 for 13.1.0). */
+  static long version() {
+    try {
+      return (long) CublasLt.cublasLtGetVersion.invokeExact();
+    } catch (Throwable t) {
+      throw dev.stepweave.cuda.driver.Ffm.rethrow("cublasLtGetVersion", t);
+    }
+  }
+
+  private void launch(
+      Plan p, MemorySegment algo, MemorySegment alpha, MemorySegment beta, long a, long b, long c) {
     // cuBLASLt's A is our B and its B is our A (see the class comment).
     long stream = context.stream();
     long ws = workspace;
@@ -141,22 +297,8 @@ public final class Gemm implements AutoCloseable {
         () ->
             (int)
                 CublasLt.cublasLtMatmul.invokeExact(
-                    handle,
-                    p.desc(),
-                    alpha,
-                    b,
-                    p.bLayout(),
-                    a,
-                    p.aLayout(),
-                    beta,
-                    c,
-                    p.cLayout(),
-                    c,
-                    p.cLayout(),
-                    p.algo(),
-                    ws,
-                    wsBytes,
-                    stream));
+                    handle, p.desc, alpha, b, p.bLayout, a, p.aLayout, beta, c, p.cLayout, c,
+                    p.cLayout, algo, ws, wsBytes, stream));
   }
 
   /** The largest power of two up to 256 dividing the address and the batch stride (bytes). */
@@ -240,7 +382,7 @@ public final class Gemm implements AutoCloseable {
     setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, key.alignA());
     setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, key.alignC());
     setPreference(preference, CublasLt.CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, key.alignC());
-    MemorySegment result = arena.allocate(CublasLt.HEURISTIC_RESULT_BYTES, 8);
+    MemorySegment results = arena.allocate(CublasLt.HEURISTIC_RESULT_BYTES * CANDIDATES, 8);
     MemorySegment count = arena.allocate(ValueLayout.JAVA_INT);
     call(
         "cublasLtMatmulAlgoGetHeuristic",
@@ -254,14 +396,19 @@ public final class Gemm implements AutoCloseable {
                     cLayout,
                     cLayout,
                     preference,
-                    1,
-                    result,
+                    CANDIDATES,
+                    results,
                     count));
-    if (count.get(ValueLayout.JAVA_INT, 0) == 0) {
+    int found = count.get(ValueLayout.JAVA_INT, 0);
+    if (found == 0) {
       throw new CudaException("cublasLtMatmulAlgoGetHeuristic", 0, "no algorithm for " + s);
     }
-    // The algorithm is the first 64 bytes of the heuristic result.
-    return new Plan(desc, aLayout, bLayout, cLayout, result.asSlice(0, 64));
+    // Each result's algorithm is its first 64 bytes.
+    List<MemorySegment> algos = new ArrayList<>(found);
+    for (int i = 0; i < found; i++) {
+      algos.add(results.asSlice(i * CublasLt.HEURISTIC_RESULT_BYTES, 64));
+    }
+    return new Plan(desc, aLayout, bLayout, cLayout, algos);
   }
 
   private long layout(int type, long rows, long cols, long ld, Shape s) {

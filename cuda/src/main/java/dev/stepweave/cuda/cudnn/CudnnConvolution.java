@@ -8,6 +8,8 @@ import dev.stepweave.cuda.driver.CudaException;
 import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.cuda.tuning.Fastest;
+import dev.stepweave.cuda.tuning.TimedChoices;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
@@ -172,7 +174,7 @@ public final class CudnnConvolution implements AutoCloseable {
   private final CudnnRuntime cudnn;
   private final Bf16Weights weights;
   private final Map<Key, Choice> choices = new LinkedHashMap<>();
-  private PlanChoices timedBefore;
+  private TimedChoices timedBefore;
 
   private final long maxWorkspace;
 
@@ -347,15 +349,16 @@ public final class CudnnConvolution implements AutoCloseable {
     if (tensors.context().isCapturing()) {
       how = "heuristics' first of " + choice.untimed().size() + ", untimed (met in a CUDA graph)";
     } else {
-      CudnnRuntime.Timed timed =
-          CudnnRuntime.fastest(
+      Fastest.Timed<Plan> timed =
+          Fastest.of(
               choice.untimed(),
               TIMED_RUNS,
-              p -> tensors.context().time(() -> cudnn.execute(p, workspace, uids, pointers)));
+              p -> tensors.context().time(() -> cudnn.execute(p, workspace, uids, pointers)),
+              p -> "engine " + p.engine());
       if (timed == null) {
         how = "heuristics' first; every timed plan failed";
       } else {
-        plan = timed.plan();
+        plan = timed.choice();
         timedBefore()
             .record(
                 key + "/" + choice.variant().label, choice.untimed().indexOf(plan), plan.engine());
@@ -473,15 +476,15 @@ public final class CudnnConvolution implements AutoCloseable {
   }
 
   /** The choices earlier processes timed, beside the compiled kernels (read on first use). */
-  private PlanChoices timedBefore() {
+  private TimedChoices timedBefore() {
     if (timedBefore == null) {
       timedBefore =
-          PlanChoices.open(
+          TimedChoices.open(
               tensors.kernels().cacheDir(),
               "cudnn-conv",
               tensors.context().name(),
               tensors.context().arch(),
-              cudnn.version());
+              "cudnn" + cudnn.version());
     }
     return timedBefore;
   }

@@ -236,44 +236,6 @@ public final class CudnnRuntime implements AutoCloseable {
     }
   }
 
-  /** How long one run of a plan takes, in milliseconds; throws when the plan does not run. */
-  @FunctionalInterface
-  interface PlanTimer {
-    float time(Plan plan);
-  }
-
-  /** The plan a measurement chose, and every candidate's time ("engine 12 0.84 ms", or why not). */
-  record Timed(Plan plan, float ms, List<String> times) {}
-
-  /**
-   * The fastest of {@code plans}: each is run {@code runs} times through {@code timer} (the first
-   * run also pays for lazy loading) and its best time counts; a plan whose run fails is passed
-   * over, and on equal times the earlier (the heuristics' preference) wins. Null when every plan
-   * fails.
-   */
-  static Timed fastest(List<Plan> plans, int runs, PlanTimer timer) {
-    Plan best = null;
-    float bestMs = Float.POSITIVE_INFINITY;
-    List<String> times = new ArrayList<>();
-    for (Plan plan : plans) {
-      float ms = Float.POSITIVE_INFINITY;
-      try {
-        for (int i = 0; i < runs; i++) {
-          ms = Math.min(ms, timer.time(plan));
-        }
-      } catch (CudaException e) {
-        times.add("engine " + plan.engine() + " failed: " + e.getMessage());
-        continue;
-      }
-      times.add(String.format("engine %s %.3f ms", plan.engine(), ms));
-      if (ms < bestMs) {
-        best = plan;
-        bestMs = ms;
-      }
-    }
-    return best == null ? null : new Timed(best, bestMs, List.copyOf(times));
-  }
-
   /** The engine's global index, for the description only ("?" if cuDNN won't say). */
   private static String engineIndex(CudnnDescriptor config, CudnnDescriptors g) {
     try {

@@ -1,27 +1,21 @@
 package dev.stepweave.cuda.cudnn;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
-import static org.junit.jupiter.api.Assertions.assertSame;
 
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Key;
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Variant;
 import dev.stepweave.cuda.cudnn.CudnnRuntime.Candidates;
 import dev.stepweave.cuda.cudnn.CudnnRuntime.Plan;
-import dev.stepweave.cuda.cudnn.CudnnRuntime.Timed;
-import dev.stepweave.cuda.driver.CudaException;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.Map;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
  * How a convolution's engine is chosen, without a GPU: the candidates are mode A's configurations
- * that finalize, in the heuristics' order, at most a limit of them and none over the workspace cap;
- * the measurement keeps the fastest (best of its runs), passes over plans that fail, and prefers
- * the heuristics' order on ties.
+ * that finalize, in the heuristics' order, at most a limit of them and none over the workspace cap
+ * ({@code FastestTest}: how the measurement picks among them).
  */
 class CudnnPlanChoiceTest {
   private static final Key CONV3 = CudnnConvolutionGraphTest.CONV3;
@@ -124,49 +118,5 @@ class CudnnPlanChoiceTest {
     }
     // Only the two kept configurations became plans.
     assertEquals(2, plansBuilt(api));
-  }
-
-  @Test
-  void theFastestPlanWinsByItsBestRun() {
-    Plan a = plan("11"), b = plan("12"), c = plan("13");
-    // b's first run is slow (lazy loading), its second the fastest of all.
-    Map<Plan, float[]> runs =
-        Map.of(a, new float[] {2f, 2f}, b, new float[] {9f, 1.5f}, c, new float[] {1.75f, 3f});
-    Map<Plan, int[]> calls = Map.of(a, new int[1], b, new int[1], c, new int[1]);
-    Timed t = CudnnRuntime.fastest(List.of(a, b, c), 2, p -> runs.get(p)[calls.get(p)[0]++]);
-    assertSame(b, t.plan());
-    assertEquals(1.5f, t.ms());
-    assertEquals(
-        List.of("engine 11 2.000 ms", "engine 12 1.500 ms", "engine 13 1.750 ms"), t.times());
-    assertEquals(2, calls.get(a)[0]);
-  }
-
-  @Test
-  void tiesKeepTheHeuristicsOrderAndFailingPlansArePassedOver() {
-    Plan a = plan("11"), b = plan("12"), c = plan("13");
-    Timed t =
-        CudnnRuntime.fastest(
-            List.of(a, b, c),
-            1,
-            p -> {
-              if (p == a) {
-                throw new CudaException("cudnnBackendExecute", 3000, "not supported");
-              }
-              return 1f;
-            });
-    assertSame(b, t.plan());
-    assertEquals(3, t.times().size());
-    assertEquals(true, t.times().getFirst().startsWith("engine 11 failed: "));
-    assertNull(
-        CudnnRuntime.fastest(
-            List.of(a),
-            2,
-            p -> {
-              throw new CudaException("cudnnBackendExecute", 3000, "not supported");
-            }));
-  }
-
-  private static Plan plan(String engine) {
-    return new Plan(null, null, 0, engine);
   }
 }

@@ -1,4 +1,4 @@
-package dev.stepweave.cuda.cudnn;
+package dev.stepweave.cuda.tuning;
 
 import java.io.IOException;
 import java.io.Reader;
@@ -11,32 +11,36 @@ import java.util.Optional;
 import java.util.Properties;
 
 /**
- * cuDNN engine choices made by timing, kept on disk per (device, architecture, cuDNN version)
- * beside the compiled kernels, so a later process takes the same plan for a shape without timing
- * again: its cold start is shorter, and two processes compute a shape with the same engine (a run
- * resumed in another process then gives the same bits).
+ * Choices among a library's candidates (cuDNN engines, cuBLASLt algorithms) made by timing, kept on
+ * disk per (device, architecture, library version) beside the compiled kernels, so a later process
+ * takes the same candidate for a shape without timing again: its cold start is shorter, and two
+ * processes compute a shape the same way (a run resumed in another process then gives the same
+ * bits).
  *
- * <p>An entry names a shape's key, the chosen candidate's position in cuDNN's heuristics order and
- * its engine label; it is used only when the same position still holds the same engine (the
+ * <p>An entry names a shape's key, the chosen candidate's position in the library's heuristics
+ * order and its label; it is used only when the same position still holds the same candidate (the
  * heuristics' list is deterministic for one device and library version — the label guards against a
  * list that changed). A file that cannot be read or written is ignored: the choice is then timed,
  * as without a cache.
  */
-final class PlanChoices {
+public final class TimedChoices {
   private final Path file;
   private final Properties entries = new Properties();
 
-  private PlanChoices(Path file) {
+  private TimedChoices(Path file) {
     this.file = file;
   }
 
-  /** The choices of {@code kind} in {@code dir} for this device and library, read if present. */
-  static PlanChoices open(Path dir, String kind, String device, String arch, String cudnnVersion) {
+  /**
+   * The choices of {@code kind} in {@code dir} (null: this process only) for this device and {@code
+   * library} (its name and version, e.g. "cudnn9.14.0"), read if present.
+   */
+  public static TimedChoices open(
+      Path dir, String kind, String device, String arch, String library) {
     String name =
-        (kind + "-" + device + "-" + arch + "-cudnn" + cudnnVersion)
-                .replaceAll("[^A-Za-z0-9.]+", "_")
+        (kind + "-" + device + "-" + arch + "-" + library).replaceAll("[^A-Za-z0-9.]+", "_")
             + ".properties";
-    PlanChoices choices = new PlanChoices(dir == null ? null : dir.resolve(name));
+    TimedChoices choices = new TimedChoices(dir == null ? null : dir.resolve(name));
     if (choices.file != null && Files.isReadable(choices.file)) {
       try (Reader in = Files.newBufferedReader(choices.file, StandardCharsets.UTF_8)) {
         choices.entries.load(in);
@@ -48,7 +52,7 @@ final class PlanChoices {
   }
 
   /** The recorded candidate position for {@code key}, if its engine is still {@code engineAt}. */
-  synchronized Optional<Integer> lookup(
+  public synchronized Optional<Integer> lookup(
       String key, java.util.function.IntFunction<String> engineAt, int candidates) {
     String value = entries.getProperty(key);
     if (value == null) {
@@ -67,7 +71,7 @@ final class PlanChoices {
   }
 
   /** Records a timed choice and rewrites the file (atomically; failures are ignored). */
-  synchronized void record(String key, int index, String engine) {
+  public synchronized void record(String key, int index, String engine) {
     entries.setProperty(key, index + "|" + engine);
     if (file == null) {
       return;
