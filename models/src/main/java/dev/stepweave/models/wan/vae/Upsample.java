@@ -54,6 +54,11 @@ final class Upsample implements CausalLayer {
   }
 
   @Override
+  public boolean changesFrameCount() {
+    return timeConv != null;
+  }
+
+  @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor y = timeConv == null ? x : doubleFrames(x, cache);
     Tensor up = backend.upsampleNearest2d(y, 2, 2);
