@@ -3,23 +3,14 @@ package dev.stepweave.models.wan.vae;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
-import java.util.ArrayList;
 import java.util.List;
 
 /**
  * The shape shared by encoder and decoder: a 3×3×3 input convolution, a sequence of stages, then
  * norm, SiLU and a 3×3×3 output convolution — run one temporal chunk at a time against a {@link
  * CausalCache} of {@link #cacheSlots()} slots.
- *
- * <p>The layers after the last one that changes the frame count map frames one to one, causally, so
- * they take a chunk's frames {@value #FRAME_LOCAL_RUN} at a time: in the decoder these are the
- * full-resolution stages, whose activations of a four-frame chunk would otherwise all be live at
- * once (each frame's result is the same; only the live memory is smaller).
  */
 final class CausalStack {
-  /** Frames per run through the frame-local layers. */
-  static final int FRAME_LOCAL_RUN = 2;
-
   private final Backend backend;
   private final CausalConv3d convIn;
   private final int convInSlot;
@@ -28,7 +19,6 @@ final class CausalStack {
   private final CausalConv3d convOut;
   private final int convOutSlot;
   private final int cacheSlots;
-  private final int frameLocalFrom;
 
   private CausalStack(
       Backend backend,
@@ -47,13 +37,6 @@ final class CausalStack {
     this.convOut = convOut;
     this.convOutSlot = convOutSlot;
     this.cacheSlots = cacheSlots;
-    int last = 0; // conv_in keeps the frame count
-    for (int i = 0; i < this.stages.size(); i++) {
-      if (this.stages.get(i).changesFrameCount()) {
-        last = i + 1;
-      }
-    }
-    this.frameLocalFrom = last + 1;
   }
 
   /** Builds the stack's stages between the input and output convolutions. */
@@ -104,37 +87,10 @@ final class CausalStack {
   /**
    * Layers {@code from} to {@code to - 1} (0 is {@code conv_in}, then the stages, then the output
    * layer) one after another, each layer's temporaries and the previous layer's output released
-   * once it has returned; the cache's new frames survive. The frame-local layers among them run as
-   * one last step of the chain, a few frames at a time.
+   * once it has returned; the cache's new frames survive.
    */
   private Tensor layers(Tensor x, CausalCache cache, int from, int to) {
-    int split = Math.clamp(frameLocalFrom, from, to);
-    if (split == to) {
-      return chain(x, cache, from, to);
-    }
-    return backend.chain(
-        x,
-        from,
-        split + 1,
-        (i, h) -> i < split ? layer(i, h, cache) : frameLocal(h, cache, split, to),
-        cache::remembered);
-  }
-
-  private Tensor chain(Tensor x, CausalCache cache, int from, int to) {
     return backend.chain(x, from, to, (i, h) -> layer(i, h, cache), cache::remembered);
-  }
-
-  /** Frame-local layers {@code from} to {@code to - 1} over {@code x}'s frames, a few at a time. */
-  private Tensor frameLocal(Tensor x, CausalCache cache, int from, int to) {
-    int frames = Frames.count(x);
-    if (frames <= FRAME_LOCAL_RUN) {
-      return chain(x, cache, from, to);
-    }
-    List<Tensor> runs = new ArrayList<>();
-    for (int f = 0; f < frames; f += FRAME_LOCAL_RUN) {
-      runs.add(chain(x.slice(2, f, Math.min(frames, f + FRAME_LOCAL_RUN)), cache, from, to));
-    }
-    return Frames.concat(backend, runs);
   }
 
   private Tensor layer(int index, Tensor x, CausalCache cache) {

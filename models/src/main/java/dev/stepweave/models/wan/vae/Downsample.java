@@ -50,11 +50,6 @@ final class Downsample implements CausalLayer {
   }
 
   @Override
-  public boolean changesFrameCount() {
-    return timeConv != null;
-  }
-
-  @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor padded = backend.pad(x, BOTTOM_RIGHT_PAD, 0f);
     Tensor y = backend.conv3d(padded, spatialWeight, spatialBias, SPATIAL_STRIDE, NO_PADDING);

@@ -52,11 +52,6 @@ final class ResidualDownBlock implements CausalLayer {
   }
 
   @Override
-  public boolean changesFrameCount() {
-    return path.stream().anyMatch(CausalLayer::changesFrameCount);
-  }
-
-  @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor h =
         backend.chain(x, 0, path.size(), (i, y) -> path.get(i).apply(y, cache), cache::remembered);

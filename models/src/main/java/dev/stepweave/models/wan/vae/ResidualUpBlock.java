@@ -48,11 +48,6 @@ final class ResidualUpBlock implements CausalLayer {
   }
 
   @Override
-  public boolean changesFrameCount() {
-    return path.stream().anyMatch(CausalLayer::changesFrameCount);
-  }
-
-  @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     // Asked before the upsampler runs, which marks its first chunk as passed.
     boolean firstChunk = upsampler.awaitsFirstChunk(cache);

@@ -54,11 +54,6 @@ final class Upsample implements CausalLayer {
   }
 
   @Override
-  public boolean changesFrameCount() {
-    return timeConv != null;
-  }
-
-  @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor y = timeConv == null ? x : doubleFrames(x, cache);
     Tensor up = backend.upsampleNearest2d(y, 2, 2);
