@@ -216,6 +216,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return graphs.stats();
   }
 
+  /** Each long-replaying graph key compared with an eager run, and what was kept, one per line. */
+  public String graphComparisons() {
+    return graphs.comparisons();
+  }
+
   /**
    * Keeps at most {@code n} recorded graphs (least recently used freed first); 0 runs {@link
    * #replayable} bodies eagerly.

@@ -38,6 +38,12 @@ public final class GraphBench {
     CudaBackend gpu = Bench.openBf16OrExit();
     System.out.println("== " + gpu.name());
     GraphBench bench = new GraphBench(gpu, Bench.randomDit(gpu, "1.3b"));
+    if (args.length > 0 && args[0].equals("video")) {
+      // The guided 480p×81 step: replay against eager, as the denoise loop's first calls compare.
+      bench.video();
+      System.out.println("graph comparisons:\n" + gpu.graphComparisons().indent(2));
+      System.exit(0);
+    }
     bench.shape("256×256, batch 1", 1, 32, 32, "38.6 ms");
     if (args.length == 0 || !args[0].equals("quick")) {
       bench.shape("256×256, batch 8", 8, 32, 32, "36.1 ms");
@@ -85,6 +91,28 @@ public final class GraphBench {
         "ROW %s | eager %.1f ms | graph %.1f ms (%s) | %s%n", what, eager, graph, cost, reference);
     rows.add(new Row(what, eager, graph, cost, reference));
     gpu.clearGraphs();
+  }
+
+  /**
+   * The 480p×81 guided step's forward ({@code [2, 16, 21, 60, 104]}) through {@code replayable} for
+   * five calls: the warm-up and recording, the timed replay, the timed eager run that decides, and
+   * two more by the decision; each call's CUDA-event time is printed.
+   */
+  private void video() {
+    List<Tensor> inputs =
+        List.of(
+            gpu.upload(RandomWeights.uniform(1, 1f, 2, 16, 21, 60, 104), DType.F32),
+            gpu.upload(Tensor.full(500f, 2), DType.F32),
+            gpu.upload(RandomWeights.uniform(2, 1f, 2, 512, 4096), DType.F32));
+    Function<List<Tensor>, Tensor> body =
+        in -> dit.forward(in.get(0), in.get(1), in.get(2), TapSink.NONE);
+    GraphKey key =
+        GraphKey.of("bench", "transformer", "denoise", "DIFFUSION_STEP", "bf16", "single", inputs);
+    gpu.synchronize();
+    for (int call = 1; call <= 5; call++) {
+      float ms = gpu.context().time(() -> gpu.replayable(key, inputs, body));
+      System.out.printf("  480p×81 batch 2, call %d: %.1f ms (%s)%n", call, ms, gpu.graphStats());
+    }
   }
 
   /** Median CUDA-event milliseconds of {@link #ITERATIONS} runs after one warm-up. */

@@ -179,6 +179,42 @@ class CudaGraphGpuTest {
   }
 
   @Test
+  void aLongReplayIsComparedOnceWithAnEagerRunAndTheFasterStays() {
+    CudaBackend gpu = Gpu.backend();
+    int n = 64 << 20; // 256 MiB of F32: each pass moves half a gigabyte
+    Tensor x = gpu.affine(gpu.zeros(DType.F32, n), 0f, 0.25f);
+    Function<List<Tensor>, Tensor> body =
+        in -> {
+          Tensor y = in.get(0);
+          for (int i = 0; i < 400; i++) { // ≈ 70 ms on an H200, over the comparison's bar
+            y = gpu.affine(y, 1f, 0.5f);
+          }
+          return y;
+        };
+    GraphKey k = key("long", List.of(x));
+    float expected = 0.25f + 400 * 0.5f;
+    GraphStats before = gpu.graphStats();
+    for (int call = 1; call <= 5; call++) {
+      Tensor out = gpu.replayable(k, List.of(x), body);
+      assertEquals(expected, host(gpu, out.slice(0, 0, 4))[3], "call " + call);
+    }
+    String compared = gpu.graphComparisons();
+    System.out.println("  " + compared);
+    assertTrue(compared.contains("replay ") && compared.contains(" ms, eager "), compared);
+    GraphStats after = gpu.graphStats();
+    assertEquals(before.recordings() + 1, after.recordings(), "recorded once");
+    if (compared.contains("runs eagerly")) {
+      // Calls 1 (warm-up, recording), 2 (timed replay), 3 (timed eager run), then eager: 1 replay.
+      assertEquals(before.replays() + 1, after.replays());
+      assertEquals(before.graphs(), after.graphs(), "the slower graph was freed");
+    } else {
+      assertTrue(compared.contains("keeps its graph"), compared);
+      assertEquals(before.replays() + 3, after.replays(), "replays after the eager trial");
+      assertEquals(before.graphs() + 1, after.graphs());
+    }
+  }
+
+  @Test
   void aHostOperationInsideTheRecordingFailsClearly() {
     CudaBackend gpu = Gpu.backend();
     Tensor x = gpu.upload(Tensor.of(new float[] {1, 2, 3, 4}, 4), DType.F32);
