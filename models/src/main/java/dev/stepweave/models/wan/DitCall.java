@@ -107,7 +107,7 @@ record DitCall(
     Tensor x = input(ops);
     if (!policy.needsUncond()) {
       prediction = forward(ops, x, 1, cond, work, branches);
-    } else if (batchesBranches()) {
+    } else if (policy.batched()) {
       Tensor both =
           forward(
               ops,
@@ -125,15 +125,6 @@ record DitCall(
     taps.tap("prediction", prediction);
     hooks.computedStep(ops, work, latents, prediction, step);
     return StepResult.of(prediction, work);
-  }
-
-  /**
-   * Whether the two branches run as one batch-2 forward: when the policy says so, the texts have
-   * one length, and no observer wants taps (each branch's forward is tapped on its own, as the
-   * reference records them).
-   */
-  private boolean batchesBranches() {
-    return policy.batched() && taps == TapSink.NONE && cond.dim(1) == uncond.dim(1);
   }
 
   /**

@@ -10,11 +10,8 @@ import java.util.Map;
  * second expert of a two-expert checkpoint, the denoise loop's {@code guidance_2}, else the same
  * scale, as the reference pipeline defaults it); the variant from the denoise loop's overrides:
  * {@code cfg = classic | zero_star | rescale | cond_only} (without it, {@link CfgPolicy#forScale}),
- * {@code cfg_batched = true|false} (one batched forward of the two branches — the default: on a GPU
- * a batch-2 forward takes less than two batch-1 ones, and the CPU's is bit for bit the same — or
- * two forwards, as the reference pipeline runs them), {@code cfg_zero_init_steps}, {@code
- * cfg_rescale} (phi). A step whose observers want taps runs two forwards whatever it says (see
- * {@code DitCall#run}).
+ * {@code cfg_batched = true|false} (one batched forward or two), {@code cfg_zero_init_steps},
+ * {@code cfg_rescale} (phi).
  */
 final class Guidance {
   static final String SECOND_SCALE = "guidance_2";
@@ -37,7 +34,7 @@ final class Guidance {
       throw new InvalidRequestException(
           SECOND_SCALE + " must be a finite number >= 0, got " + scale);
     }
-    boolean batched = Boolean.parseBoolean(o.getOrDefault("cfg_batched", "true"));
+    boolean batched = Boolean.parseBoolean(o.getOrDefault("cfg_batched", "false"));
     String variant = o.get("cfg");
     if (variant == null) {
       return CfgPolicy.forScale(scale, batched);

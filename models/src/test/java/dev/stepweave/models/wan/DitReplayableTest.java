@@ -60,7 +60,7 @@ class DitReplayableTest {
     List<GraphKey> keys = new CopyOnWriteArrayList<>();
     try (WanModel model = WanModel.load(ResumeInNewProcessTest.CHECKPOINT, recording(keys))) {
       float[] plain = BlockCacheTest.latents(run(model, Map.of()));
-      assertEquals(6, keys.size(), "6 steps, both guidance branches in one forward each");
+      assertEquals(12, keys.size(), "6 steps x 2 guidance branches");
       GraphKey first = keys.getFirst();
       assertTrue(keys.stream().allMatch(first::equals), "every step has the same key: " + keys);
       assertEquals(model.instanceId(), first.model());
@@ -69,9 +69,9 @@ class DitReplayableTest {
       assertEquals("DIFFUSION_STEP", first.workKind());
       assertEquals("single", first.parallelPlan());
       assertFalse(first.precision().isEmpty());
-      // Both branches per forward: latents, timesteps and texts of batch 2.
-      assertTrue(first.shape().startsWith("F32[2, 16, "), first.shape());
-      assertTrue(first.shape().contains(" F32[2] F32[2, "), first.shape());
+      // One branch per forward: latents, timestep and text of batch 1.
+      assertTrue(first.shape().startsWith("F32[1, 16, "), first.shape());
+      assertTrue(first.shape().contains(" F32[1] F32[1, "), first.shape());
 
       keys.clear();
       float[] hooked =
@@ -85,30 +85,30 @@ class DitReplayableTest {
   }
 
   /**
-   * Two forwards per step when a request asks for them ({@code cfg_batched=false}), with the same
-   * final latents bit for bit on the CPU as the default's one batch-2 forward.
+   * One batch-2 forward per step when a request asks for it ({@code cfg_batched=true}), with the
+   * same final latents bit for bit on the CPU as the default's two forwards.
    */
   @Test
-  void twoForwardsWhenAskedAndTheSameBitsOnTheCpu() throws Exception {
+  void oneBatchedForwardWhenAskedAndTheSameBitsOnTheCpu() throws Exception {
     List<GraphKey> keys = new CopyOnWriteArrayList<>();
     try (WanModel model = WanModel.load(ResumeInNewProcessTest.CHECKPOINT, recording(keys))) {
-      float[] batched = BlockCacheTest.latents(run(model, Map.of()));
+      float[] separate = BlockCacheTest.latents(run(model, Map.of()));
       keys.clear();
-      float[] separate;
+      float[] batched;
       try (Engine engine = new Engine(model, EngineConfig.defaults(), BlockCacheTest.CACHES)) {
-        var request = BlockCacheTest.request("two", 7, Map.of());
+        var request = BlockCacheTest.request("batched", 7, Map.of());
         var overrides = new java.util.HashMap<>(request.nodeOverrides());
-        overrides.put(WanCards.DENOISE, Map.of("cfg_batched", "false"));
-        separate =
+        overrides.put(WanCards.DENOISE, Map.of("cfg_batched", "true"));
+        batched =
             BlockCacheTest.latents(
                 engine
                     .submit(request.toBuilder().nodeOverrides(overrides).build())
                     .result()
                     .get(120, TimeUnit.SECONDS));
       }
-      assertEquals(12, keys.size(), "6 steps x 2 guidance branches");
-      assertTrue(keys.getFirst().shape().startsWith("F32[1, 16, "), keys.getFirst().shape());
-      assertArrayEquals(batched, separate);
+      assertEquals(6, keys.size(), "6 steps, both guidance branches in one forward each");
+      assertTrue(keys.getFirst().shape().startsWith("F32[2, 16, "), keys.getFirst().shape());
+      assertArrayEquals(separate, batched);
     }
   }
 }
