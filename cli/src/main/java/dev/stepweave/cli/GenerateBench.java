@@ -117,6 +117,7 @@ final class GenerateBench implements Callable<Integer> {
         runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
       }
       print(out, wan, load, firstWritten, runs);
+      printBareStep(out, wan, job.request(), runs);
       out.println(startup);
       printCostModel(out, engine);
       var cp = engine.stats().checkpoints();
@@ -186,6 +187,31 @@ final class GenerateBench implements Callable<Integer> {
           kinds);
     }
     out.println("(seconds; wall = the loop's wall time, steps = its measured device calls)");
+  }
+
+  /**
+   * The product's denoising step (the last run's measured calls over its steps) beside the same
+   * step's transformer forwards issued by hand in this process ({@link BareStep}).
+   */
+  private static void printBareStep(
+      PrintWriter out, WanModel wan, Request request, List<Run> runs) {
+    int steps = request.params().steps();
+    Double product = runs.getLast().stepTime().get(WorkKind.DIFFUSION_STEP);
+    var bare = BareStep.millis(wan, request);
+    if (product == null || bare.isEmpty()) {
+      out.println("bare step: not measured for this model (image tokens or per-token timesteps)");
+      return;
+    }
+    double productMs = product * 1e3 / steps;
+    out.printf(
+        Locale.ROOT,
+        "bare step (%s forward%s by hand, no engine): %.1f ms; the product's step (last run):"
+            + " %.1f ms, %+.1f ms%n",
+        request.params().guidance() > 1 ? "two batch-1" : "one batch-1",
+        request.params().guidance() > 1 ? "s" : "",
+        bare.get(),
+        productMs,
+        productMs - bare.get());
   }
 
   /**
