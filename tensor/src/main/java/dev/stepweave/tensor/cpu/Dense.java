@@ -32,16 +32,8 @@ final class Dense {
     }
   }
 
-  /**
-   * A contiguous F32 output whose elements are undefined until written: for kernels that write
-   * every element (a test run fills it with NaN to catch one that does not; see {@code Storage}).
-   */
   static Tensor output(int... shape) {
-    return Tensor.contiguousOver(
-        dev.stepweave.tensor.Storage.allocateHostUninitialized(
-            Tensor.numel(shape) * DType.F32.byteSize()),
-        DType.F32,
-        shape);
+    return Tensor.zeros(DType.F32, shape);
   }
 
   static float get(MemorySegment s, long index) {
