@@ -26,8 +26,8 @@ final class BareStep {
 
   /**
    * The median milliseconds of {@value #TIMED} bare steps after a warm-up, for a text-to-video
-   * transformer; empty for one with image tokens or per-token timesteps (their inputs are more than
-   * latents, a timestep and text).
+   * transformer; empty for one with image tokens or image-condition channels among its inputs (its
+   * step's inputs are more than latents, a timestep and text).
    */
   static Optional<Double> millis(WanModel wan, Request request) {
     WanTransformerConfig cfg = wan.transformerConfig();

@@ -199,7 +199,8 @@ final class GenerateBench implements Callable<Integer> {
     Double product = runs.getLast().stepTime().get(WorkKind.DIFFUSION_STEP);
     var bare = BareStep.millis(wan, request);
     if (product == null || bare.isEmpty()) {
-      out.println("bare step: not measured for this model (image tokens or per-token timesteps)");
+      out.println(
+          "bare step: not measured for this model (image tokens or image-condition channels)");
       return;
     }
     double productMs = product * 1e3 / steps;

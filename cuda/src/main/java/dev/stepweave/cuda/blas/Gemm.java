@@ -11,6 +11,7 @@ import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.HexFormat;
 import java.util.List;
 import java.util.Map;
@@ -126,7 +127,7 @@ public final class Gemm implements AutoCloseable {
   private final long workspace;
   private final Path choicesDir;
   private final Arena arena = Arena.ofShared();
-  private final Map<PlanKey, Plan> plans = new java.util.HashMap<>();
+  private final Map<PlanKey, Plan> plans = new HashMap<>();
   private final MemorySegment one;
   private final MemorySegment zero;
   private TimedChoices timedBefore;
