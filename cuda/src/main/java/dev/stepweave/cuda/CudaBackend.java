@@ -136,6 +136,19 @@ public final class CudaBackend implements Backend, AutoCloseable {
     allocator.resetPeaks();
   }
 
+  /**
+   * Starts or stops the allocator's census of allocation sites (slow: for benchmarks); {@link
+   * #liveAtPeak} reports it.
+   */
+  public void census(boolean on) {
+    allocator.census(on);
+  }
+
+  /** Which allocation sites held the live bytes near their latest high, largest first. */
+  public String liveAtPeak() {
+    return allocator.censusAtPeak();
+  }
+
   // ---- component pools (see ComponentPools) --------------------------------------------------
 
   /**

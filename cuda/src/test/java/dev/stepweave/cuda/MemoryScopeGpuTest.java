@@ -115,4 +115,26 @@ class MemoryScopeGpuTest {
     }
     return v;
   }
+
+  @Test
+  void theCensusNamesWhereThePeaksBytesWereAllocated() {
+    CudaBackend gpu = Gpu.backend();
+    gpu.census(true);
+    try (MemoryScope scope = gpu.openScope()) {
+      gpu.resetPeaks();
+      // 256 MB, so the census (one per 64 MB of new high) sees them; released before the report.
+      Tensor big = gpu.zeros(DType.F32, 64, 1 << 20);
+      Tensor bigger = gpu.affine(big, 2f, 0f);
+      scope.releaseExcept();
+      String census = gpu.liveAtPeak();
+      System.out.print(census);
+      assertTrue(
+          census.lines().anyMatch(l -> l.contains("MemoryScopeGpuTest.theCensus")),
+          "the test's own allocations are named: " + census);
+      assertTrue(census.contains("affine"), "the op that allocated is named: " + census);
+      assertTrue(gpu.peakLiveBytes() >= 2 * big.storage().byteSize(), "both were live at once");
+    } finally {
+      gpu.census(false);
+    }
+  }
 }

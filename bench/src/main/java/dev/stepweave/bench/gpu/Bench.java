@@ -236,6 +236,16 @@ public final class Bench {
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         "–");
     System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
+    // One more decode, not timed, that records what holds the live peak.
+    video[0] = null;
+    gpu.census(true);
+    gpu.resetPeaks();
+    video[0] = vae.decode(latents);
+    gpu.synchronize();
+    System.out.printf(
+        "  %s: live at the peak (%.2f GB), by allocation site:%n%s",
+        what, gpu.peakLiveBytes() / 1e9, gpu.liveAtPeak().indent(4));
+    gpu.census(false);
   }
 
   /** The released Wan 2.1 VAE's {@code config.json}. */

@@ -49,11 +49,14 @@ public final class DeviceAllocator {
     final long size;
     final GraphPool pool;
     final AtomicBoolean returned = new AtomicBoolean();
+    // Where it was allocated, when a census is on (null otherwise).
+    final String site;
 
-    Block(long ptr, long size, GraphPool pool) {
+    Block(long ptr, long size, GraphPool pool, String site) {
       this.ptr = ptr;
       this.size = size;
       this.pool = pool;
+      this.site = site;
     }
   }
 
@@ -241,6 +244,9 @@ public final class DeviceAllocator {
   private long peakReservedBytes;
   private long liveBytes;
   private long peakLiveBytes;
+  private boolean census;
+  private long censusBytes;
+  private Map<String, long[]> censusAtPeak = Map.of();
 
   public DeviceAllocator(Device device, CudaContext context) {
     this.device = device;
@@ -264,10 +270,15 @@ public final class DeviceAllocator {
     context.bind();
     long size = sizeClass(Math.max(bytes, 1));
     GraphPool pool = capturing;
-    Block block = new Block(pool == null ? take(size) : pool.take(size), size, pool);
+    Block block =
+        new Block(pool == null ? take(size) : pool.take(size), size, pool, census ? site() : null);
     liveBytes += size;
     peakLiveBytes = Math.max(peakLiveBytes, liveBytes);
     live.put(block.ptr, block);
+    // A census of every new high would be quadratic while memory grows: one per 64 MB more.
+    if (census && liveBytes > censusBytes + (64L << 20)) {
+      takeCensus();
+    }
     if (scoped && scope != null) {
       scope.blocks.add(block);
     }
@@ -425,11 +436,89 @@ public final class DeviceAllocator {
     return liveBytes;
   }
 
-  /** Restarts the high-water marks from the current figures. */
+  /** Restarts the high-water marks (and the census, when on) from the current figures. */
   public void resetPeaks() {
     drainReturned();
     peakLiveBytes = liveBytes;
     peakReservedBytes = reservedBytes;
+    if (census) {
+      takeCensus();
+    }
+  }
+
+  /**
+   * Starts or stops recording where each block is allocated (a stack walk per allocation, so for
+   * benchmarks and diagnosis only) and, near each new high of the live bytes, which sites hold
+   * them: {@link #censusAtPeak}. Blocks allocated while it was off count under "unrecorded".
+   */
+  public void census(boolean on) {
+    census = on;
+    censusBytes = 0;
+    censusAtPeak = Map.of();
+    if (on) {
+      takeCensus();
+    }
+  }
+
+  /**
+   * The live blocks at the census nearest the latest high (within 64 MB of it), grouped by
+   * allocation site, largest first: one line each with the site, the block count and their bytes.
+   */
+  public String censusAtPeak() {
+    StringBuilder out = new StringBuilder();
+    censusAtPeak.entrySet().stream()
+        .sorted((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1]))
+        .forEach(
+            e ->
+                out.append(
+                    String.format(
+                        "%8.3f GB in %4d blocks  %s%n",
+                        e.getValue()[1] / 1e9, e.getValue()[0], e.getKey())));
+    return out.toString();
+  }
+
+  private void takeCensus() {
+    censusBytes = liveBytes;
+    Map<String, long[]> sites = new HashMap<>();
+    for (Block b : live.values()) {
+      long[] countAndBytes =
+          sites.computeIfAbsent(b.site == null ? "unrecorded" : b.site, k -> new long[2]);
+      countAndBytes[0]++;
+      countAndBytes[1] += b.size;
+    }
+    censusAtPeak = sites;
+  }
+
+  // The innermost caller outside this package and the innermost model-side frame (outside the
+  // backend's packages), which together say what a block is for.
+  private static final StackWalker WALKER = StackWalker.getInstance();
+
+  private static String site() {
+    return WALKER.walk(
+        frames -> {
+          String[] found = new String[2];
+          frames
+              .filter(f -> !f.getClassName().startsWith("dev.stepweave.cuda.memory."))
+              .forEach(
+                  f -> {
+                    String c = f.getClassName();
+                    String where =
+                        c.substring(c.lastIndexOf('.') + 1)
+                            + "."
+                            + f.getMethodName()
+                            + ":"
+                            + f.getLineNumber();
+                    if (found[0] == null) {
+                      found[0] = where;
+                    }
+                    if (found[1] == null
+                        && !c.startsWith("dev.stepweave.cuda.")
+                        && !c.startsWith("dev.stepweave.tensor.")) {
+                      found[1] = where;
+                    }
+                  });
+          return found[0] + (found[1] == null ? "" : " <- " + found[1]);
+        });
   }
 
   /** The most bytes ever held from the driver at once. */
