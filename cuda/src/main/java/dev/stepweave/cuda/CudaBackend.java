@@ -276,8 +276,17 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public StepMemory stepMemory() {
     DeviceAllocator.Holding holding = allocator.openHolding();
-    return (body, survivors) ->
+    return new StepMemory() {
+      @Override
+      public void step(Runnable body, Supplier<? extends Collection<Tensor>> survivors) {
         holding.step(body, () -> survivors.get().stream().map(Tensor::storage).toList());
+      }
+
+      @Override
+      public void releaseNow(Tensor dead) {
+        allocator.release(dead.storage());
+      }
+    };
   }
 
   @Override

@@ -462,6 +462,14 @@ public interface Backend {
      * releases nothing.
      */
     void step(Runnable body, Supplier<? extends Collection<Tensor>> survivors);
+
+    /**
+     * Declares {@code dead} dead now, during a step: a device backend may hand its memory to what
+     * the rest of the step allocates. The caller promises that nothing issued later reads it or any
+     * tensor sharing its storage (the state holds none; its storage counts as a whole). The default
+     * releases nothing.
+     */
+    default void releaseNow(Tensor dead) {}
   }
 
   /**

@@ -152,12 +152,8 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
 
   /**
    * WanPipeline's postprocess of {@code [1, 3, F, H, W]} in [-1, 1]: x/2 + 0.5 in [0, 1], channels
-   * last, on the host.
+   * last, on the backend's device.
    */
-  private static Tensor postprocessed(Backend ops, Tensor video) {
-    return ops.download(postprocessedOnDevice(ops, video));
-  }
-
   private static Tensor postprocessedOnDevice(Backend ops, Tensor video) {
     Tensor frames = ops.clamp(ops.affine(video, 0.5f, 0.5f), 0f, 1f);
     return ops.contiguous(frames.select(0, 0).permute(1, 2, 3, 0));
@@ -251,7 +247,12 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
   @Override
   public LoopResult finalize(State s) {
     Backend ops = model.backend();
-    Tensor host = postprocessed(ops, model.vae().finish(s.decode()));
+    // On the host; the device copies made on the way die at once.
+    Tensor host =
+        ops.scoped(() -> ops.download(postprocessedOnDevice(ops, model.vae().finish(s.decode()))));
+    // The video is on the host (and the streamed chunks' copies are queued before this on the
+    // stream): the decode's frames need not wait for the collector.
+    s.decode().release();
     if (s.frames() != null) {
       s.frames().drain();
     }

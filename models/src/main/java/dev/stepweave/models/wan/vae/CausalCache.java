@@ -6,6 +6,7 @@ import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Consumer;
 
 /**
  * What one encode or decode call remembers between its temporal chunks: for every cached
@@ -16,6 +17,9 @@ import java.util.Map;
 public final class CausalCache {
   private final Tensor[] tails;
   private final boolean[] firstChunkPassed;
+  // The state stepping this cache frees a replaced tail at once, not when the step ends: a
+  // decode's old and new tails together are its largest holding (3.4 GB each at 480p).
+  private Consumer<Tensor> onReplaced = t -> {};
 
   CausalCache(int slots) {
     this.tails = new Tensor[slots];
@@ -32,7 +36,19 @@ public final class CausalCache {
   }
 
   void setTail(int slot, Tensor frames) {
+    Tensor old = tails[slot];
     tails[slot] = frames;
+    if (old != null && old != frames) {
+      onReplaced.accept(old);
+    }
+  }
+
+  /**
+   * Hands every tail a later {@link #setTail} replaces to {@code release} (after the slot holds the
+   * new one), for the state that steps this cache. A {@link #copy} starts without.
+   */
+  void onReplaced(Consumer<Tensor> release) {
+    onReplaced = release;
   }
 
   /** Every remembered frame tensor (the slots that have some), for keeping them alive. */

@@ -45,6 +45,28 @@ public final class DecodeState {
     this.globalCache = globalCache;
     this.tileCaches = tileCaches.clone();
     this.memory = memory;
+    globalCache.onReplaced(this::releaseIfUnshared);
+    for (CausalCache c : this.tileCaches) {
+      c.onReplaced(this::releaseIfUnshared);
+    }
+  }
+
+  /**
+   * Frees a cache tail a newer one replaced, unless its storage is also the storage of something
+   * this state still holds (a tail can be a view of a chunk: of the frame's features, which other
+   * tiles' caches may view as well).
+   */
+  private void releaseIfUnshared(Tensor replaced) {
+    var storage = replaced.storage();
+    if (latents.storage() == storage) {
+      return;
+    }
+    for (Tensor t : tensors().values()) {
+      if (t.storage() == storage) {
+        return;
+      }
+    }
+    memory.releaseNow(replaced);
   }
 
   public Tensor latents() {
@@ -52,9 +74,11 @@ public final class DecodeState {
   }
 
   /**
-   * A copy to step instead of this state (tensors shared; lists and caches copied), so a step can
-   * leave this state as it was. The two share this decode's step memory: once a step of the copy
-   * has succeeded, what only this state held is released (the copy is the decode now).
+   * A copy to step instead of this state (tensors shared; lists and caches copied), so a step
+   * leaves this state's lists and counters as they were. The copy is the decode now and this state
+   * is spent: they share this decode's step memory, and a step of the copy frees the cache frames
+   * it replaces as it goes (on a device backend; {@link #releaseIfUnshared}) and, once it has
+   * returned, whatever else only this state held.
    */
   DecodeState fork() {
     CausalCache[] tiles = new CausalCache[tileCaches.length];
@@ -107,6 +131,15 @@ public final class DecodeState {
 
   public boolean isDone() {
     return nextFrame == latents.dim(2);
+  }
+
+  /**
+   * Gives back the device memory this decode holds, its frames and caches: for a decode whose video
+   * has been taken ({@code WanVae.finish} and downloaded or copied). The state must not be used
+   * after; without this, a device backend gets it back when the collector finds the state.
+   */
+  public void release() {
+    memory.step(() -> {}, List::of);
   }
 
   /** Runs one step's {@code body} in this decode's memory (see {@link Backend#stepMemory}). */

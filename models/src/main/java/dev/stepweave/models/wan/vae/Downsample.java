@@ -58,11 +58,11 @@ final class Downsample implements CausalLayer {
     }
     // The first chunk (one frame) passes unchanged; later chunks are convolved together with the
     // last frame of the chunk before, which is all that is ever remembered here.
+    // The new tail replaces the previous one only after it is read: a replaced tail is freed.
     Tensor previous = cache.tail(slot);
+    Tensor out =
+        previous == null ? y : timeConv.apply(Frames.concat(backend, List.of(previous, y)), null);
     cache.setTail(slot, backend.contiguous(Frames.last(y, 1)));
-    if (previous == null) {
-      return y;
-    }
-    return timeConv.apply(Frames.concat(backend, List.of(previous, y)), null);
+    return out;
   }
 }

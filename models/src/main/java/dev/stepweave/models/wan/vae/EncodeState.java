@@ -10,8 +10,8 @@ import java.util.List;
  * A video encode in progress: the input, which temporal chunk comes next, the causal cache and the
  * encoded chunks so far. Chunk 0 is the first frame alone, every later chunk the next {@value
  * #CHUNK_FRAMES} frames (the last may be shorter), exactly as the reference splits them. Every
- * chunk runs in the state's {@link StepMemory}, so what it made and the cache frames it replaced
- * die with it; a finished encode keeps only its chunks.
+ * chunk runs in the state's {@link StepMemory}, so what it made dies with it and the cache frames
+ * it replaced as soon as they are replaced; a finished encode keeps only its chunks.
  */
 public final class EncodeState {
   /** Frames per chunk after the first; the reference's fixed chunking, not a config dimension. */
@@ -27,6 +27,21 @@ public final class EncodeState {
     this.video = video;
     this.cache = cache;
     this.memory = memory;
+    cache.onReplaced(this::releaseIfUnshared);
+  }
+
+  /**
+   * Frees a cache tail a newer one replaced, unless it shares storage with the input or with
+   * something this state still holds (a tail can be a view of a chunk).
+   */
+  private void releaseIfUnshared(Tensor replaced) {
+    var storage = replaced.storage();
+    if (video.storage() == storage
+        || encoded.stream().anyMatch(t -> t.storage() == storage)
+        || cache.remembered().stream().anyMatch(t -> t.storage() == storage)) {
+      return;
+    }
+    memory.releaseNow(replaced);
   }
 
   /** The encoder's input: the video, its pixel patches folded into channels (if it has any). */

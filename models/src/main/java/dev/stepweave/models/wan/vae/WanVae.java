@@ -185,9 +185,11 @@ public final class WanVae {
   }
 
   /**
-   * The decode after its next step, leaving {@code state} as it was: a loop's step computes the
-   * next state and its loop adopts it (see {@link DecodeState#fork} for the memory this shares). A
-   * step that throws changes nothing.
+   * The decode after its next step: a loop's step computes the next state and its loop adopts it.
+   * {@code state} keeps its lists and counters but is spent (see {@link DecodeState#fork}): on a
+   * device backend the step frees the cache frames it replaces as it goes, so a step that throws
+   * leaves no state to retry from. Its request fails then, or is rewound to a host checkpoint; the
+   * engine re-runs only batchable calls, which a decode step is not.
    */
   public DecodeState stepped(DecodeState state) {
     DecodeState next = state.fork();
@@ -239,7 +241,9 @@ public final class WanVae {
     while (step(state)) {
       // one tile of one latent frame per step
     }
-    return finish(state);
+    Tensor video = finish(state);
+    state.release();
+    return video;
   }
 
   private TileGrid tileGrid(Tensor latents, DecodeTiling tiling) {

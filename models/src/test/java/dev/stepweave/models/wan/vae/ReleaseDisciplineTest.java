@@ -86,12 +86,14 @@ class ReleaseDisciplineTest {
     Tensor video = cpu.upload(expected.load("video"), DType.F32);
     float[] before = video.toFloatArray();
     long poisoned = poisoning.poisonedBytes();
+    long releasedNow = poisoning.releasedNowBytes();
     Posterior a = plain.encode(video);
     Posterior b = released.encode(video);
     assertArrayEquals(a.mean().toFloatArray(), b.mean().toFloatArray());
     assertArrayEquals(a.logvar().toFloatArray(), b.logvar().toFloatArray());
     assertArrayEquals(before, video.toFloatArray(), "the input is never released");
     assertTrue(poisoning.poisonedBytes() > poisoned, "nothing was released");
+    assertTrue(poisoning.releasedNowBytes() > releasedNow, "no replaced tail was freed at once");
   }
 
   @Test
@@ -100,6 +102,7 @@ class ReleaseDisciplineTest {
     float[] latents = z.toFloatArray();
     DecodeState state = released.startDecode(z);
     Poisoning.Held memory = poisoning.lastMemory();
+    long releasedNow = poisoning.releasedNowBytes();
     List<Long> overhead = new ArrayList<>();
     while (!state.isDone()) {
       released.step(state);
@@ -114,6 +117,16 @@ class ReleaseDisciplineTest {
     assertArrayEquals(
         plain.decode(z).toFloatArray(), cpu.download(released.finish(state)).toFloatArray());
     assertArrayEquals(latents, z.toFloatArray(), "the latents are never released");
+    // Every step after the second replaces every cache slot's tail, during the step.
+    assertTrue(
+        poisoning.releasedNowBytes() - releasedNow >= 3L * overhead.get(1),
+        "replaced tails freed during their steps: "
+            + (poisoning.releasedNowBytes() - releasedNow)
+            + " B over "
+            + overhead.size()
+            + " steps");
+    state.release();
+    assertEquals(0, memory.bytes(), "a released decode holds nothing");
   }
 
   @Test
@@ -121,6 +134,7 @@ class ReleaseDisciplineTest {
     Tensor z = randomLatents(new Random(4), 1, 16, 3, 5, 4);
     DecodeTiling tiles = new DecodeTiling(24, 24);
     long poisoned = poisoning.poisonedBytes();
+    long releasedNow = poisoning.releasedNowBytes();
     DecodeState state = released.startDecode(z, tiles);
     Poisoning.Held memory = poisoning.lastMemory();
     while (!state.isDone()) {
@@ -130,6 +144,7 @@ class ReleaseDisciplineTest {
     assertArrayEquals(
         plain.decode(z).toFloatArray(), cpu.download(released.finish(state)).toFloatArray());
     assertTrue(poisoning.poisonedBytes() > poisoned, "nothing was released");
+    assertTrue(poisoning.releasedNowBytes() > releasedNow, "no replaced tail was freed at once");
   }
 
   @Test
@@ -183,6 +198,7 @@ class ReleaseDisciplineTest {
     private final Deque<List<Storage>> scopes = new ArrayDeque<>();
     private Held lastMemory;
     private long poisonedBytes;
+    private long releasedNowBytes;
 
     Poisoning(Backend cpu) {
       this.cpu = cpu;
@@ -202,6 +218,11 @@ class ReleaseDisciplineTest {
       return poisonedBytes;
     }
 
+    /** What {@link Backend.StepMemory#releaseNow} released, of {@link #poisonedBytes}. */
+    long releasedNowBytes() {
+      return releasedNowBytes;
+    }
+
     /** The memory of one state across its steps, as CUDA's allocator holds it. */
     final class Held implements Backend.StepMemory {
       private List<Storage> kept = new ArrayList<>();
@@ -219,6 +240,17 @@ class ReleaseDisciplineTest {
         List<Storage> candidates = new ArrayList<>(kept);
         candidates.addAll(made);
         kept = releaseExcept(candidates, survivors.get());
+      }
+
+      /** As the CUDA backend: the block is given back now, wherever it was collected. */
+      @Override
+      public void releaseNow(Tensor dead) {
+        Storage s = dead.storage();
+        kept.removeIf(k -> k == s);
+        scopes.forEach(scope -> scope.removeIf(k -> k == s));
+        s.segment().fill((byte) 0xFF);
+        poisonedBytes += s.byteSize();
+        releasedNowBytes += s.byteSize();
       }
 
       long bytes() {
