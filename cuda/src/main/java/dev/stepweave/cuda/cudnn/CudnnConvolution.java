@@ -34,8 +34,9 @@ import java.util.stream.Collectors;
  * chosen by measurement: the first run of the key times up to {@value #TUNED_CONFIGS} plans of
  * heuristics mode A (configurations needing more workspace than {@link #workspaceCap} allows are
  * passed over) on its own buffers with CUDA events, best of {@value #TIMED_RUNS} runs each, and
- * keeps the fastest for the rest of the process. A key first met while a CUDA graph records keeps
- * the heuristics' first plan untimed (events cannot be waited on then).
+ * keeps the fastest (or, of those within {@link #WORKSPACE_SLACK} of it, the one of least
+ * workspace) for the rest of the process. A key first met while a CUDA graph records keeps the
+ * heuristics' first plan untimed (events cannot be waited on then).
  */
 public final class CudnnConvolution implements AutoCloseable {
   // Unique ids of the graph's tensors.
@@ -64,6 +65,12 @@ public final class CudnnConvolution implements AutoCloseable {
   static long workspaceCap(long deviceBytes) {
     return Math.clamp(deviceBytes / 20, SMALLEST_WORKSPACE_CAP, LARGEST_WORKSPACE_CAP);
   }
+
+  /**
+   * How much slower than the fastest timed plan one with less workspace may be and still be chosen:
+   * at 480p the chosen plans' workspaces were the VAE decode's largest single block (1.5 GB).
+   */
+  static final float WORKSPACE_SLACK = 0.01f;
 
   /** Timed runs per plan; the best counts (the first may pay for lazy loading). */
   static final int TIMED_RUNS = 2;
@@ -354,7 +361,9 @@ public final class CudnnConvolution implements AutoCloseable {
               choice.untimed(),
               TIMED_RUNS,
               p -> tensors.context().time(() -> cudnn.execute(p, workspace, uids, pointers)),
-              p -> "engine " + p.engine());
+              p -> "engine " + p.engine(),
+              Plan::workspaceBytes,
+              WORKSPACE_SLACK);
       if (timed == null) {
         how = "heuristics' first; every timed plan failed";
       } else {
@@ -364,8 +373,11 @@ public final class CudnnConvolution implements AutoCloseable {
                 key + "/" + choice.variant().label, choice.untimed().indexOf(plan), plan.engine());
         how =
             String.format(
-                "fastest of %d timed: %.3f ms [%s]",
-                choice.untimed().size(), timed.ms(), String.join(", ", timed.times()));
+                "least workspace within %.0f %% of the fastest of %d timed: %.3f ms [%s]",
+                100 * WORKSPACE_SLACK,
+                choice.untimed().size(),
+                timed.ms(),
+                String.join(", ", timed.times()));
       }
     }
     choices.put(

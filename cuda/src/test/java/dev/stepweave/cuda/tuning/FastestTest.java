@@ -59,4 +59,19 @@ class FastestTest {
             },
             c -> c));
   }
+
+  @Test
+  void withinTheSlackTheCheapestWinsAndOutsideItSpeedDoes() {
+    Map<String, Float> ms = Map.of("big", 1.00f, "small", 1.009f, "tiny", 1.2f);
+    Map<String, Long> workspace = Map.of("big", 1536L, "small", 128L, "tiny", 0L);
+    Fastest.Timed<String> t =
+        Fastest.of(List.of("big", "small", "tiny"), 1, ms::get, c -> c, workspace::get, 0.01f);
+    // "tiny" needs no workspace but is 20 % slower; "small" is within 1 % for a twelfth of it.
+    assertEquals("small", t.choice());
+    assertEquals(1.009f, t.ms());
+    assertEquals(
+        "big",
+        Fastest.of(List.of("big", "small", "tiny"), 1, ms::get, c -> c, workspace::get, 0.005f)
+            .choice());
+  }
 }

@@ -17,9 +17,10 @@ import java.util.function.Consumer;
 public final class CausalCache {
   private final Tensor[] tails;
   private final boolean[] firstChunkPassed;
-  // The state stepping this cache frees a replaced tail at once, not when the step ends: a
-  // decode's old and new tails together are its largest holding (3.4 GB each at 480p).
-  private Consumer<Tensor> onReplaced = t -> {};
+  // The state stepping this cache frees a replaced tail (and a layer's dead temporaries) at once,
+  // not when the step ends: a decode's old and new tails together were its largest holding
+  // (3.4 GB each at 480p).
+  private Consumer<Tensor> release = t -> {};
 
   CausalCache(int slots) {
     this.tails = new Tensor[slots];
@@ -39,16 +40,25 @@ public final class CausalCache {
     Tensor old = tails[slot];
     tails[slot] = frames;
     if (old != null && old != frames) {
-      onReplaced.accept(old);
+      release.accept(old);
     }
   }
 
   /**
-   * Hands every tail a later {@link #setTail} replaces to {@code release} (after the slot holds the
-   * new one), for the state that steps this cache. A {@link #copy} starts without.
+   * Declares a temporary of the running step dead: nothing issued after this reads it. The state
+   * stepping this cache may free it now (unless something it holds shares its storage).
    */
-  void onReplaced(Consumer<Tensor> release) {
-    onReplaced = release;
+  void discard(Tensor dead) {
+    release.accept(dead);
+  }
+
+  /**
+   * Hands every tail a later {@link #setTail} replaces, and whatever {@link #discard} is given, to
+   * {@code release} (after the slot holds the new tail), for the state that steps this cache. A
+   * {@link #copy} starts without.
+   */
+  void releaseWith(Consumer<Tensor> release) {
+    this.release = release;
   }
 
   /** Every remembered frame tensor (the slots that have some), for keeping them alive. */

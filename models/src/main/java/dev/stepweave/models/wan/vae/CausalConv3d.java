@@ -90,6 +90,8 @@ final class CausalConv3d {
     Tensor keep = Frames.tail(backend, padded.slice(2, t - Frames.count(x), t), remembered);
     Tensor y = convolvePadded(padded);
     cache.setTail(slot, keep);
+    // The padded input is the size of the chunk and more; the rest of the layer never reads it.
+    cache.discard(padded);
     return y;
   }
 

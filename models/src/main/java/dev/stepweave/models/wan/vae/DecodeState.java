@@ -45,9 +45,9 @@ public final class DecodeState {
     this.globalCache = globalCache;
     this.tileCaches = tileCaches.clone();
     this.memory = memory;
-    globalCache.onReplaced(this::releaseIfUnshared);
+    globalCache.releaseWith(this::releaseIfUnshared);
     for (CausalCache c : this.tileCaches) {
-      c.onReplaced(this::releaseIfUnshared);
+      c.releaseWith(this::releaseIfUnshared);
     }
   }
 

@@ -27,7 +27,7 @@ public final class EncodeState {
     this.video = video;
     this.cache = cache;
     this.memory = memory;
-    cache.onReplaced(this::releaseIfUnshared);
+    cache.releaseWith(this::releaseIfUnshared);
   }
 
   /**

@@ -52,8 +52,10 @@ final class ResidualBlock implements CausalLayer {
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor skip = shortcut == null ? x : shortcut.apply(x, null);
-    Tensor h = conv1.applyStreamingNormSilu(norm1, x, cache, slot1);
-    h = conv2.applyStreamingNormSilu(norm2, h, cache, slot2);
+    Tensor inner = conv1.applyStreamingNormSilu(norm1, x, cache, slot1);
+    Tensor h = conv2.applyStreamingNormSilu(norm2, inner, cache, slot2);
+    // conv2 has read its normalised copy; at full resolution this is one of the peak's largest.
+    cache.discard(inner);
     return backend.add(h, skip);
   }
 }
