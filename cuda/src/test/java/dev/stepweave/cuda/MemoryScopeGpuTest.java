@@ -131,8 +131,8 @@ class MemoryScopeGpuTest {
       String census = gpu.liveAtPeak();
       System.out.print(census);
       // This test lives in the backend's package, so its frames are not the model-side site: the
-      // op that allocated is what names the blocks here.
-      assertTrue(census.contains("ElementwiseOps"), "the allocating op is named: " + census);
+      // backend method that allocated is what names the blocks here.
+      assertTrue(census.contains("CudaBackend.zeros"), "the allocating call is named: " + census);
       long blocks = 0;
       double gigabytes = 0;
       for (String line : census.lines().toList()) {

@@ -202,6 +202,8 @@ public final class Bench {
    */
   private void vaeDecode(int frames, int h, int w, int iterations, String reference) {
     WanVaeConfig cfg = vaeConfig();
+    // The census names the weights' and the latents' blocks too; off while decodes are timed.
+    gpu.census(true);
     WanVae vae =
         WanVae.load(
             cfg,
@@ -209,6 +211,7 @@ public final class Bench {
     // The VAE keeps F32 activations in the BF16 mode (as the reference pipeline's float32 VAE),
     // its convolutions on the tensor cores in TF32.
     Tensor latents = gpu.upload(RandomWeights.uniform(4, 1f, 1, 16, frames, h, w), DType.F32);
+    gpu.census(false);
     gpu.synchronize();
     gpu.resetPeaks();
     Tensor[] video = new Tensor[1];
@@ -236,7 +239,8 @@ public final class Bench {
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         "–");
     System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
-    // One more decode, not timed, that records what holds the live peak.
+    // One more decode, not timed, that records what holds the live peak ("unrecorded": blocks the
+    // timed decodes left live, such as the last one's video until it is collected).
     video[0] = null;
     gpu.census(true);
     gpu.resetPeaks();
