@@ -214,42 +214,47 @@ public final class Bench {
     gpu.census(false);
     gpu.synchronize();
     gpu.resetPeaks();
-    Tensor[] video = new Tensor[1];
     String what = "VAE decode " + (4 * (frames - 1) + 1) + " frames " + 8 * h + "×" + 8 * w;
     // The first decode times each convolution's cuDNN plans (their workspaces at once); a later
     // one, as every request after the first (or any in a process that finds the on-disk choices),
     // holds only the chosen plan's. Both peaks are reported.
-    video[0] = vae.decode(latents);
+    int[] shape = decodeAndFree(vae, latents);
     gpu.synchronize();
     add(
         what + ", first decode (plans timed): peak device memory (live / held)",
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         "–");
-    video[0] = null;
     gpu.resetPeaks();
-    float ms =
-        median(
-            iterations,
-            // No scope of our own: the decode releases step by step, as in production.
-            () -> video[0] = vae.decode(latents));
-    System.out.printf("  %s: output %s%n", what, Arrays.toString(video[0].shape()));
+    // No scope around the decode itself: it releases step by step, as in production.
+    float ms = median(iterations, () -> decodeAndFree(vae, latents));
+    System.out.printf("  %s: output %s%n", what, Arrays.toString(shape));
     add(what + " (F32 activations, TF32 convolutions)", String.format("%.0f ms", ms), reference);
     add(
         what + ": peak device memory (live tensors / held by the allocator)",
         String.format("%.1f / %.1f GB", gpu.peakLiveBytes() / 1e9, gpu.peakReservedBytes() / 1e9),
         "–");
     System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
-    // One more decode, not timed, that records what holds the live peak ("unrecorded": blocks the
-    // timed decodes left live, such as the last one's video until it is collected).
-    video[0] = null;
+    // One more decode, not timed, that records what holds the live peak.
     gpu.census(true);
     gpu.resetPeaks();
-    video[0] = vae.decode(latents);
+    decodeAndFree(vae, latents);
     gpu.synchronize();
     System.out.printf(
         "  %s: live at the peak (%.2f GB), by allocation site:%n%s",
         what, gpu.peakLiveBytes() / 1e9, gpu.liveAtPeak().indent(4));
     gpu.census(false);
+  }
+
+  /**
+   * One decode whose video is freed once made, as the decode loop frees its device copy once the
+   * video is on the host: the next decode's peak then holds none of this one's.
+   */
+  private int[] decodeAndFree(WanVae vae, Tensor latents) {
+    try (MemoryScope scope = gpu.openScope()) {
+      int[] shape = vae.decode(latents).shape();
+      scope.releaseExcept();
+      return shape;
+    }
   }
 
   /** The released Wan 2.1 VAE's {@code config.json}. */

@@ -85,7 +85,11 @@ final class CausalConv3d {
       return applyStreaming(norm.applySilu(x), cache, slot);
     }
     Tensor remembered = cache.tail(slot);
-    Tensor padded = norm.applySiluAfter(past(x, remembered), x);
+    Tensor past = past(x, remembered);
+    Tensor padded = norm.applySiluAfter(past, x);
+    // A converted or zero-padded past is a temporary (the remembered frames themselves are the
+    // cache's, which the release skips).
+    cache.discard(past);
     int t = Frames.count(padded);
     Tensor keep = Frames.tail(backend, padded.slice(2, t - Frames.count(x), t), remembered);
     Tensor y = convolvePadded(padded);
@@ -99,7 +103,8 @@ final class CausalConv3d {
    * The {@link #pastFrames} frames that precede {@code x}: the remembered ones, after zeros for any
    * the pass has not seen (the causal padding).
    */
-  private Tensor past(Tensor x, Tensor remembered) {
+  private Tensor past(Tensor x, Tensor cached) {
+    Tensor remembered = Frames.recalled(backend, cached, x);
     int have = remembered == null ? 0 : Frames.count(remembered);
     if (have > pastFrames) {
       throw new IllegalStateException(

@@ -61,8 +61,11 @@ final class Downsample implements CausalLayer {
     // The new tail replaces the previous one only after it is read: a replaced tail is freed.
     Tensor previous = cache.tail(slot);
     Tensor out =
-        previous == null ? y : timeConv.apply(Frames.concat(backend, List.of(previous, y)), null);
-    cache.setTail(slot, backend.contiguous(Frames.last(y, 1)));
+        previous == null
+            ? y
+            : timeConv.apply(
+                Frames.concat(backend, List.of(Frames.recalled(backend, previous, y), y)), null);
+    cache.setTail(slot, Frames.kept(backend, Frames.last(y, 1)));
     return out;
   }
 }

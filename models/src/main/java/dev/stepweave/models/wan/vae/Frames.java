@@ -1,6 +1,7 @@
 package dev.stepweave.models.wan.vae;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.List;
 
@@ -41,8 +42,26 @@ final class Frames {
   static Tensor tail(Backend backend, Tensor x, Tensor remembered) {
     Tensor recent = last(x, CACHED);
     if (count(recent) < CACHED && remembered != null) {
-      return concat(backend, List.of(last(remembered, 1), recent));
+      return kept(
+          backend, concat(backend, List.of(recalled(backend, last(remembered, 1), x), recent)));
     }
-    return backend.contiguous(recent);
+    return kept(backend, recent);
+  }
+
+  /**
+   * {@code frames} as a causal cache keeps them: a contiguous copy, in BF16 on a backend whose
+   * activations are BF16. The caches are a decode's largest holding (3.5 GB of F32 at 480p×81) and
+   * feed only the first two time taps of the convolutions that read them back, which the
+   * performance mode already runs on the tensor cores (exact mode and the CPU keep F32).
+   */
+  static Tensor kept(Backend backend, Tensor frames) {
+    return backend.activationDType() == DType.BF16 && frames.dtype() == DType.F32
+        ? backend.upload(frames, DType.BF16)
+        : backend.contiguous(frames);
+  }
+
+  /** Cached frames (null when none) in the dtype of {@code like}, which they precede in time. */
+  static Tensor recalled(Backend backend, Tensor kept, Tensor like) {
+    return kept == null || kept.dtype() == like.dtype() ? kept : backend.upload(kept, like.dtype());
   }
 }

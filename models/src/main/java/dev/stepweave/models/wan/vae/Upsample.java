@@ -80,7 +80,7 @@ final class Upsample implements CausalLayer {
     Tensor remembered = cache.tail(slot);
     Tensor keep =
         remembered == null && Frames.count(x) < Frames.CACHED
-            ? Frames.concat(backend, List.of(Frames.zeros(backend, x, 1), x))
+            ? Frames.kept(backend, Frames.concat(backend, List.of(Frames.zeros(backend, x, 1), x)))
             : Frames.tail(backend, x, remembered);
     Tensor pairs = backend.contiguous(timeConv.apply(x, remembered));
     cache.setTail(slot, keep);
