@@ -401,10 +401,13 @@ public interface Backend {
    * {@code concat([past, channelNorm(x, gamma, eps, silu)], 2)}: the normalised frames of {@code x
    * [B, C, T, …]} after the frames {@code past [B, C, P, …]} (what a causal convolution remembers
    * of its input, or zeros), written once into one tensor instead of normalised and then copied
-   * into a concatenation. The result has x's dtype as {@link #channelNorm}'s does.
+   * into a concatenation. The result has x's dtype as {@link #channelNorm}'s does; {@code past} may
+   * be of another floating dtype (a cache kept in BF16) and is converted to it.
    */
   default Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
-    return concat(List.of(past, channelNorm(x, gamma, eps, silu)), 2);
+    Tensor normed = channelNorm(x, gamma, eps, silu);
+    Tensor before = past.dtype() == normed.dtype() ? past : upload(past, normed.dtype());
+    return concat(List.of(before, normed), 2);
   }
 
   /** {@code gelu(linear(x, w, bias), tanh approximation)}: a linear layer with GELU epilogue. */

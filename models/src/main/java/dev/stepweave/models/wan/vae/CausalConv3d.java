@@ -85,11 +85,13 @@ final class CausalConv3d {
       return applyStreaming(norm.applySilu(x), cache, slot);
     }
     Tensor remembered = cache.tail(slot);
-    Tensor past = past(x, remembered);
+    // A full cache goes in as kept: the fused norm copies (and converts) it into place itself.
+    boolean full = remembered != null && Frames.count(remembered) == pastFrames;
+    Tensor past = full ? remembered : past(x, remembered);
     Tensor padded = norm.applySiluAfter(past, x);
-    // A converted or zero-padded past is a temporary (the remembered frames themselves are the
-    // cache's, which the release skips).
-    cache.discard(past);
+    if (!full) {
+      cache.discard(past); // zero-padded: a temporary of this call
+    }
     int t = Frames.count(padded);
     Tensor keep = Frames.tail(backend, padded.slice(2, t - Frames.count(x), t), remembered);
     Tensor y = convolvePadded(padded);
