@@ -1,5 +1,6 @@
 package dev.stepweave.models.wan.vae;
 
+import dev.stepweave.tensor.Backend.StepMemory;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -7,6 +8,8 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.function.Consumer;
+import java.util.function.Supplier;
+import java.util.stream.Stream;
 
 /**
  * What one encode or decode call remembers between its temporal chunks: for every cached
@@ -59,6 +62,20 @@ public final class CausalCache {
    */
   void releaseWith(Consumer<Tensor> release) {
     this.release = release;
+  }
+
+  /**
+   * A release for {@link #releaseWith}: frees a dead tensor through {@code memory} at once, unless
+   * one of {@code held} shares its storage (a tail can be a view of a chunk, or of frames another
+   * tile's cache also views).
+   */
+  static Consumer<Tensor> releasingUnlessHeld(StepMemory memory, Supplier<Stream<Tensor>> held) {
+    return dead -> {
+      var storage = dead.storage();
+      if (held.get().noneMatch(t -> t.storage() == storage)) {
+        memory.releaseNow(dead);
+      }
+    };
   }
 
   /** Every remembered frame tensor (the slots that have some), for keeping them alive. */

@@ -4,9 +4,11 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Backend.StepMemory;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /**
  * A latent decode in progress. Every latent frame (the decoder takes one at a time) is decoded in
@@ -45,28 +47,26 @@ public final class DecodeState {
     this.globalCache = globalCache;
     this.tileCaches = tileCaches.clone();
     this.memory = memory;
-    globalCache.releaseWith(this::releaseIfUnshared);
+    var release = CausalCache.releasingUnlessHeld(memory, this::held);
+    globalCache.releaseWith(release);
     for (CausalCache c : this.tileCaches) {
-      c.releaseWith(this::releaseIfUnshared);
+      c.releaseWith(release);
     }
   }
 
-  /**
-   * Frees a cache tail a newer one replaced, unless its storage is also the storage of something
-   * this state still holds (a tail can be a view of a chunk: of the frame's features, which other
-   * tiles' caches may view as well).
-   */
-  private void releaseIfUnshared(Tensor replaced) {
-    var storage = replaced.storage();
-    if (latents.storage() == storage) {
-      return;
-    }
-    for (Tensor t : tensors().values()) {
-      if (t.storage() == storage) {
-        return;
-      }
-    }
-    memory.releaseNow(replaced);
+  /** Every tensor this state holds: what a release during its step must not free. */
+  private Stream<Tensor> held() {
+    Stream<Tensor> caches =
+        Stream.concat(Stream.of(globalCache), Arrays.stream(tileCaches))
+            .flatMap(c -> c.remembered().stream());
+    Stream<Tensor> own =
+        Stream.of(
+                Stream.of(latents),
+                decoded.stream(),
+                frameTiles.stream(),
+                Stream.ofNullable(features))
+            .flatMap(t -> t);
+    return Stream.concat(own, caches);
   }
 
   public Tensor latents() {
@@ -77,8 +77,8 @@ public final class DecodeState {
    * A copy to step instead of this state (tensors shared; lists and caches copied), so a step
    * leaves this state's lists and counters as they were. The copy is the decode now and this state
    * is spent: they share this decode's step memory, and a step of the copy frees the cache frames
-   * it replaces as it goes (on a device backend; {@link #releaseIfUnshared}) and, once it has
-   * returned, whatever else only this state held.
+   * it replaces as it goes (on a device backend; {@link CausalCache#releasingUnlessHeld}) and, once
+   * it has returned, whatever else only this state held.
    */
   DecodeState fork() {
     CausalCache[] tiles = new CausalCache[tileCaches.length];

@@ -5,6 +5,7 @@ import dev.stepweave.tensor.Backend.StepMemory;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.stream.Stream;
 
 /**
  * A video encode in progress: the input, which temporal chunk comes next, the causal cache and the
@@ -27,21 +28,12 @@ public final class EncodeState {
     this.video = video;
     this.cache = cache;
     this.memory = memory;
-    cache.releaseWith(this::releaseIfUnshared);
-  }
-
-  /**
-   * Frees a cache tail a newer one replaced, unless it shares storage with the input or with
-   * something this state still holds (a tail can be a view of a chunk).
-   */
-  private void releaseIfUnshared(Tensor replaced) {
-    var storage = replaced.storage();
-    if (video.storage() == storage
-        || encoded.stream().anyMatch(t -> t.storage() == storage)
-        || cache.remembered().stream().anyMatch(t -> t.storage() == storage)) {
-      return;
-    }
-    memory.releaseNow(replaced);
+    cache.releaseWith(
+        CausalCache.releasingUnlessHeld(
+            memory,
+            () ->
+                Stream.of(Stream.of(video), encoded.stream(), cache.remembered().stream())
+                    .flatMap(t -> t)));
   }
 
   /** The encoder's input: the video, its pixel patches folded into channels (if it has any). */
