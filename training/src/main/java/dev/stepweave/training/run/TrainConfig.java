@@ -79,8 +79,11 @@ public record TrainConfig(
   /**
    * Fresh weights for the trained component, laid out and initialised as the embedded model's,
    * under the base's component config with {@code config}'s keys replaced.
+   *
+   * @param pastFramesZero a VAE's causal convolutions start with their taps on earlier frames at
+   *     zero, so the fresh VAE is a per-frame image VAE (3-D kernels inflated from 2-D ones)
    */
-  public record Init(long seed, ObjectNode config) {}
+  public record Init(long seed, ObjectNode config, boolean pastFramesZero) {}
 
   /** Training data. */
   public sealed interface Data {

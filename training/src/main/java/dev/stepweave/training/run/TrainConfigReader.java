@@ -139,7 +139,7 @@ public final class TrainConfigReader {
         }
       }
     }
-    TrainConfig.Init init = init(root, method);
+    TrainConfig.Init init = init(root, method, component);
     if (component == TrainConfig.Component.VAE) {
       for (String key : List.of("flow_shift", "caption_dropout")) {
         if (root.has(key)) {
@@ -346,7 +346,8 @@ public final class TrainConfigReader {
     }
   }
 
-  private TrainConfig.Init init(ObjectNode root, TrainConfig.Method method) {
+  private TrainConfig.Init init(
+      ObjectNode root, TrainConfig.Method method, TrainConfig.Component component) {
     if (!root.has("init")) {
       return null;
     }
@@ -354,10 +355,18 @@ public final class TrainConfigReader {
       throw bad("init", "re-initialises a full fine-tune's component; a LoRA keeps its base");
     }
     ObjectNode n = object(root, "init", "init");
-    known(n, "init.", Set.of("seed", "config"));
+    known(n, "init.", Set.of("seed", "config", "past_frames"));
     long seed = integer(n, "seed", "init.", 0L);
     ObjectNode config = n.has("config") ? object(n, "config", "init.config") : root.objectNode();
-    return new TrainConfig.Init(seed, config);
+    String pastFrames = text(n, "past_frames", "init", "random");
+    if (!pastFrames.equals("random") && !pastFrames.equals("zero")) {
+      throw bad("init.past_frames", "must be random or zero, got '" + pastFrames + "'");
+    }
+    boolean zero = pastFrames.equals("zero");
+    if (zero && component != TrainConfig.Component.VAE) {
+      throw bad("init.past_frames", "applies to a VAE's causal convolutions only");
+    }
+    return new TrainConfig.Init(seed, config, zero);
   }
 
   private TrainConfig.Schedule schedule(ObjectNode root, int steps) {

@@ -319,6 +319,9 @@ public final class TrainingRun {
     } catch (RuntimeException e) {
       throw new TrainConfigException("init.config: " + e.getMessage());
     }
+    if (config.init().pastFramesZero()) {
+      weights = PerFrameStart.of(merged, weights);
+    }
     CheckpointCopy.write(base, dir, folder, merged, weights, true);
     return dir;
   }

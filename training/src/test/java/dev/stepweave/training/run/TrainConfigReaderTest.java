@@ -85,7 +85,7 @@ class TrainConfigReaderTest {
                 "vae.yml",
                 """
                 component: vae
-                init: {seed: 4, config: {base_dim: 8}}
+                init: {seed: 4, past_frames: zero, config: {base_dim: 8}}
                 data: {type: folder, path: clips}
                 steps: 3
                 output: o
@@ -94,6 +94,7 @@ class TrainConfigReaderTest {
     assertEquals(TrainConfig.Component.VAE, c.component());
     assertEquals(4, c.init().seed());
     assertEquals(8, c.init().config().get("base_dim").intValue());
+    assertTrue(c.init().pastFramesZero());
     assertEquals(new TrainConfig.Data.Folder(tmp.resolve("clips")), c.data());
     assertTrue(c.measureLatentStatistics()); // a fresh VAE measures its latent scale
     TrainConfig fineTune =
@@ -141,6 +142,8 @@ class TrainConfigReaderTest {
         "method: {type: distill, temperature: 1}|'method.temperature' unknown key",
         "method: {type: lora, rank: 2}\\ninit: {seed: 1}|'init' re-initialises a full fine-tune's component",
         "init: {seed: 1, dims: {}}|'init.dims' unknown key",
+        "init: {seed: 1, past_frames: none}|'init.past_frames' must be random or zero, got 'none'",
+        "init: {seed: 1, past_frames: zero}|'init.past_frames' applies to a VAE's causal convolutions only",
         "base: missing|'base' directory not found: ",
         "checkpoint_every: 0|'checkpoint_every' must be a positive integer, got 0",
         "keep_checkpoints: 0|'keep_checkpoints' must be a positive integer, got 0",
