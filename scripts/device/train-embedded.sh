@@ -3,25 +3,28 @@
 # no network, such as the 16-core device machine (the training runs on the CPU backend; no GPU is
 # used):
 #   training/configs/embedded-vae-stills.yaml -> runs/embedded-vae-stills
-#   training/configs/embedded-vae.yaml        -> runs/embedded-vae
 #   training/configs/embedded-dit.yaml        -> runs/embedded-dit
 #
 #   here:   scripts/device/train-embedded.sh package   # builds .device-train/ (git-ignored): a
-#                                                      # jlink'd Java 25 runtime and a slim jar
+#                                                      # jlink'd Java 25 runtime and the runnable
+#                                                      # jar's classes, each as a .tar.xz
 #   there:  bash scripts/device/train-embedded.sh      # from the repository root; carry
 #                                                      # [".device-train", "runs"]; results in $OUT
+#   here:   scripts/device/train-embedded.sh unpack DIR  # DIR: where $OUT's files came back
 #
-# Resumable across calls: each call trains for at most TIME_LIMIT seconds (default 540, under the
-# device's 10-minute limit), skipping finished runs and resuming a started one from its last
-# checkpoint (`stepweave train --resume`, bit for bit the uninterrupted run). It then writes the
-# state to carry into the next call to $OUT/runs/ (finished runs: model/, loss.jsonl, loss.png,
-# run.json; the started one: also base/ and its checkpoints). Copy $OUT/runs/ over ./runs/ here
-# and call again, until $OUT/DONE exists; then $OUT/trained/ holds what
-# training/configs/ship-embedded-default.sh --copy-only ships.
+# Resumable across calls and machines: each call trains for at most TIME_LIMIT seconds (default
+# 530, under the device's 10-minute limit), skipping finished runs and resuming a started one from
+# its last checkpoint (`stepweave train --resume`, bit for bit the uninterrupted run); the absolute
+# paths a run recorded (its output, the DiT's base) are first moved to this checkout's runs/. It
+# then packs the state to carry into the next call (finished runs: model/, loss.jsonl, loss.png,
+# run.json; the started one: also base/ and its latest checkpoint) as $OUT/runs.tar.NN, 15 MB
+# parts (what comes back from the device is at most 8 files of 16 MiB, two folders deep). `unpack`
+# puts them over ./runs/ here; call again until the log says "all stages trained", then
+# training/configs/ship-embedded-default.sh --copy-only ships them.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 pack=$repo/.device-train
-stages=(embedded-vae-stills embedded-vae embedded-dit)
+stages=(embedded-vae-stills embedded-dit)
 
 if [[ "${1:-}" == package ]]; then
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
@@ -30,28 +33,40 @@ if [[ "${1:-}" == package ]]; then
   mkdir -p "$(dirname "$exclude")"
   grep -qx '/.device-train/' "$exclude" 2>/dev/null || echo '/.device-train/' >> "$exclude"
   (cd "$repo" && ./stepweave build)
-  # The runnable jar without other platforms' natives (the tokenizer's and SQLite's): the carry
-  # is limited to 64 MiB.
-  cp "$repo/cli/target/stepweave.jar" "$pack/stepweave.jar"
-  zip -q -d "$pack/stepweave.jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' \
+  # The runnable jar's classes without other platforms' natives (the tokenizer's and SQLite's),
+  # recompressed: the working tree and the carry together are limited to 64 MiB.
+  jar=$(mktemp -d)/stepweave.jar
+  cp "$repo/cli/target/stepweave.jar" "$jar"
+  zip -q -d "$jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' \
     'org/sqlite/native/Mac/*' 'org/sqlite/native/Windows/*' 'org/sqlite/native/FreeBSD/*' \
     'org/sqlite/native/Linux-Musl/*' 'org/sqlite/native/Linux-Android/*' \
     'org/sqlite/native/Linux/aarch64/*' 'org/sqlite/native/Linux/arm*' \
     'org/sqlite/native/Linux/ppc64/*' 'org/sqlite/native/Linux/x86/*' \
     'org/sqlite/native/Linux/riscv64/*' 'org/sqlite/native/Linux/s390x/*' >/dev/null 2>&1 || true
+  classes=$(dirname "$jar")/classes
+  mkdir -p "$classes" && (cd "$classes" && unzip -q "$jar")
+  tar -C "$classes" -cf - . | xz -T2 -6 > "$pack/classes.tar.xz"
+  rm -rf "$(dirname "$jar")"
   [[ -f "$pack/jre.tar.xz" ]] || bash "$repo/../shared/device/make-jre.sh" "$pack" ||
     bash /work/shared/device/make-jre.sh "$pack"
   du -sh "$pack"/* "$repo/runs" 2>/dev/null || true
   exit 0
 fi
+if [[ "${1:-}" == unpack ]]; then
+  mkdir -p "$repo/runs"
+  cat "${2:?unpack DIR}"/runs.tar.* | tar -C "$repo/runs" -xf -
+  exit 0
+fi
 
 out=${OUT:-$repo/device-out}
-limit=${TIME_LIMIT:-540}
+limit=${TIME_LIMIT:-530}
 start=$(date +%s)
-mkdir -p "$out/runs" /tmp/j
+mkdir -p "$out" /tmp/j /tmp/j/classes
 tar -xJf "$pack/jre.tar.xz" -C /tmp/j
+tar -xJf "$pack/classes.tar.xz" -C /tmp/j/classes
 sw=(/tmp/j/jre/bin/java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
-    -XX:+UseParallelGC -Xmx16g -jar "$pack/stepweave.jar")
+    -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -Xmx16g -cp /tmp/j/classes
+    dev.stepweave.cli.StepweaveCli)
 export STEPWEAVE_HOME=/tmp/stepweave-home
 cd "$repo"
 log=$out/train.log
@@ -62,7 +77,12 @@ for s in "${stages[@]}"; do
   left=$(( limit - ($(date +%s) - start) ))
   (( left > 30 )) || { done_all=0; break; }
   resume=()
-  if [[ -f runs/$s/run.json ]]; then resume=(--resume); fi
+  if [[ -f runs/$s/run.json ]]; then
+    resume=(--resume)
+    # A run trained in another checkout recorded that checkout's absolute paths.
+    find "runs/$s" -maxdepth 3 -name '*.json' ! -path '*/model/*' ! -path '*/base/*' \
+      -exec sed -i "s#\"[^\"]*/runs/#\"$repo/runs/#g" {} +
+  fi
   echo "== $s ${resume[*]} (up to ${left} s)" | tee -a "$log"
   set +e
   timeout --signal=INT --kill-after=20 "$left" "${sw[@]}" train --config "training/configs/$s.yaml" \
@@ -73,24 +93,21 @@ for s in "${stages[@]}"; do
   [[ -d runs/$s/model ]] || { done_all=0; break; }
 done
 # What the next call needs (and what to read): each run without superseded files.
+keep=$(mktemp -d)
 for s in "${stages[@]}"; do
   [[ -d runs/$s ]] || continue
-  mkdir -p "$out/runs/$s"
+  mkdir -p "$keep/$s"
   for f in run.json loss.jsonl loss.png; do
-    if [[ -f runs/$s/$f ]]; then cp "runs/$s/$f" "$out/runs/$s/"; fi
+    if [[ -f runs/$s/$f ]]; then cp "runs/$s/$f" "$keep/$s/"; fi
   done
   if [[ -d runs/$s/model ]]; then
-    cp -r "runs/$s/model" "$out/runs/$s/"
+    cp -r "runs/$s/model" "$keep/$s/"
   else
-    for d in base checkpoints; do
-      if [[ -d runs/$s/$d ]]; then cp -r "runs/$s/$d" "$out/runs/$s/"; fi
-    done
+    if [[ -d runs/$s/base ]]; then cp -r "runs/$s/base" "$keep/$s/"; fi
+    last=$(ls -d runs/$s/checkpoints/step-* 2>/dev/null | tail -n1)
+    if [[ -n "$last" ]]; then mkdir -p "$keep/$s/checkpoints" && cp -r "$last" "$keep/$s/checkpoints/"; fi
   fi
 done
-if (( done_all )); then
-  bash training/configs/ship-embedded-default.sh --copy-only | tee -a "$log"
-  mkdir -p "$out/trained"
-  cp -r models/src/main/resources/dev/stepweave/models/wan/embedded/trained/. "$out/trained/"
-  touch "$out/DONE"
-fi
-du -sh "$out/runs" | tee -a "$log"
+tar -C "$keep" -cf - . | split -b 15M -d - "$out/runs.tar."
+(( done_all )) && echo "all stages trained" | tee -a "$log"
+du -sh "$keep" | tee -a "$log"
