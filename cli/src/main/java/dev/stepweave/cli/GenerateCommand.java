@@ -9,6 +9,7 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import java.io.PrintWriter;
 import java.time.Duration;
 import java.util.Locale;
@@ -28,11 +29,12 @@ import picocli.CommandLine.Spec;
           + " --prompts file, and writes it in the format the output's extension names, with the"
           + " prompt, seed and settings in the file's metadata (stepweave info FILE shows them).",
       "",
-      "Without --model it uses the small Wan-architecture model embedded in Stepweave, whose"
-          + " weights are deterministic but UNTRAINED: its output is noise-like. It exists to show"
-          + " the whole pipeline working on any machine. For real videos download"
-          + " Wan-AI/Wan2.1-T2V-1.3B-Diffusers and pass its folder with --model.",
-      "Settings left out come from the model card's defaults (the embedded model: 128x128,"
+      "Without --model it uses the small Wan-architecture model embedded in Stepweave, which"
+          + " this project trained on its synthetic shapes data, on captions of the form '"
+          + EmbeddedWan.CAPTIONS
+          + "' (it draws their background and colour, not yet their shape or motion). For other"
+          + " videos download Wan-AI/Wan2.1-T2V-1.3B-Diffusers and pass its folder with --model.",
+      "Settings left out come from the model card's defaults (the embedded model: 64x64,"
           + " 9 frames at 8 fps, 8 steps; Wan 2.1: 832x480, 81 frames at 16 fps, 50 steps)."
           + " Every setting is checked against the card before the model loads: a bad one is one"
           + " line and exit code 2, and nothing is written.",

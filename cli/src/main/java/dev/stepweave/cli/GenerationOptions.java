@@ -356,14 +356,12 @@ final class GenerationOptions {
             p.height()));
   }
 
-  /** --model, or the embedded model (with a note that it is untrained). */
+  /** --model, or the embedded model (with a note on what it draws). */
   Path modelDir(PrintWriter err) {
     if (model != null) {
       return model;
     }
-    err.println(
-        "note: no --model given; using the embedded tiny model (untrained: its output is"
-            + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
+    err.println("note: no --model given; using " + EmbeddedWan.NOTE);
     return EmbeddedWan.ensure();
   }
 

@@ -35,7 +35,8 @@ import picocli.CommandLine.Spec;
       "Serves an OpenAI-compatible HTTP API: POST /v1/videos, GET /v1/videos/{id}[/content|/events],"
           + " DELETE /v1/videos/{id}, POST /v1/images/generations, GET /v1/models,"
           + " POST /v1/loras/rescan, /health, /ready, /metrics.",
-      "Without --model it serves the small embedded model (untrained: noise-like output).",
+      "Without --model it serves the small embedded model, trained here on shapes captions"
+          + " such as 'a red ball moving left on a black background'.",
       "Jobs are kept in a database in --artifacts (or the PostgreSQL --store): a restart on the"
           + " same directory lists finished jobs and resumes running ones from their checkpoints.",
       "On SIGTERM (or Ctrl-C) it stops admitting new jobs (503), lets running ones finish (up to"
@@ -328,9 +329,7 @@ final class ServeCommand implements Callable<Integer> {
     Path dir = model;
     if (dir == null) {
       dir = EmbeddedWan.ensure();
-      err.println(
-          "stepweave: no --model given; serving the embedded tiny model (untrained: its output is"
-              + " noise-like). For real videos pass --model with a Wan2.1-T2V-1.3B-Diffusers folder.");
+      err.println("stepweave: no --model given; serving " + EmbeddedWan.NOTE);
     }
     StoreConfig storeConfig =
         StoreConfig.defaults()

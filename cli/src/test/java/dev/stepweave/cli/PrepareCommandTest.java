@@ -86,7 +86,8 @@ class PrepareCommandTest {
       assertEquals(2, s.index().shards().size());
       assertEquals(DatasetFolder.open(data).contentHash(), s.index().datasetSha256());
       assertEquals("third", s.get(2).id());
-      assertArrayEquals(new int[] {16, 3, 8, 8}, s.get(2).latents().shape());
+      // 64x64x9 through the embedded VAE: 8 channels, every frame, 4x in space.
+      assertArrayEquals(new int[] {8, 9, 16, 16}, s.get(2).latents().shape());
     }
     assertTrue(r.out().contains("wrote 3 samples in 2 shards to "), r.out());
   }

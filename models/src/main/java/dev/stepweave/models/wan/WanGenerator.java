@@ -45,7 +45,7 @@ public final class WanGenerator implements AutoCloseable {
   }
 
   /**
-   * The embedded tiny model ({@link EmbeddedWan}: untrained, its output noise-like; written to the
+   * The embedded tiny model ({@link EmbeddedWan}: trained here on shapes captions; written to the
    * cache directory on first use), loaded onto {@code backend}.
    */
   public static WanGenerator embedded(Backend backend) {

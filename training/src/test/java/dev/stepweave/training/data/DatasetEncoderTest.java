@@ -79,8 +79,8 @@ class DatasetEncoderTest {
         LatentSample s = shards.get(i);
         assertEquals(folder.entries().get(i).id(), s.id());
         assertEquals(folder.entries().get(i).caption(), s.caption());
-        // Wan 2.1's VAE: 16 channels, 4x in time (1 + 8/4 frames), 8x in space.
-        assertArrayEquals(new int[] {16, 3, 8, 8}, s.latents().shape());
+        // The embedded VAE: 8 channels, every frame kept, 4x in space.
+        assertArrayEquals(new int[] {8, 9, 16, 16}, s.latents().shape());
         assertArrayEquals(
             new int[] {EmbeddedWan.MAX_SEQUENCE_LENGTH, 32}, s.promptEmbeds().shape());
       }

@@ -79,7 +79,8 @@ class TrainingRunTest {
     TrainConfig c =
         config(
             "fall",
-            "steps: 12\nbatch: 4\nmicro_batch: 2\nlearning_rate: 3e-3\nseed: 1\n"
+            // From fresh weights: the shipped transformer has little left to learn here.
+            "init: {seed: 1}\nsteps: 12\nbatch: 4\nmicro_batch: 2\nlearning_rate: 3e-3\nseed: 1\n"
                 + "schedule: {type: warmup, warmup: 2}\n");
     TrainingRun.Result r = TrainingRun.run(c, false, null, QUIET);
 
@@ -268,7 +269,8 @@ class TrainingRunTest {
               TrainableLora.load(model, lora.resolve("adapter_wan.safetensors"), 1f)) {
         Map<String, dev.stepweave.tensor.Tensor> a = diffusers.parameters();
         Map<String, dev.stepweave.tensor.Tensor> b = wan.parameters();
-        assertEquals(8, a.size()); // 2 blocks × 2 targets × (down, up)
+        // blocks × 2 targets × (down, up)
+        assertEquals(model.model().config().numLayers() * 2 * 2, a.size());
         assertEquals(a.keySet(), b.keySet());
         a.forEach(
             (name, f) -> assertArrayEquals(f.toFloatArray(), b.get(name).toFloatArray(), name));
@@ -305,7 +307,7 @@ class TrainingRunTest {
       // normalised latents have zero mean and unit deviation per channel.
       DatasetEncoder encoder = new DatasetEncoder(loaded);
       ShapesDataset shapes = new ShapesDataset(1, 64, 64, 5);
-      int z = 16;
+      int z = loaded.vae().config().zDim();
       double[] sum = new double[z];
       double[] squares = new double[z];
       long n = 0;

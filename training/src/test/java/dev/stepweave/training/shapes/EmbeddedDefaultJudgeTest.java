@@ -22,32 +22,50 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The judge on what {@code ./stepweave generate} makes today: the embedded default at its card's
- * settings, on a handful of shapes prompts. Its weights are untrained, so it scores about chance;
- * this test records that figure and holds it under the trained bar. When the trained default lands
- * (issue 16, item 6) it becomes the test that requires ≥ 90 %.
+ * The judge on what {@code ./stepweave generate} makes: the embedded default at its card's settings
+ * on twelve shapes prompts (every colour, shape, direction and background at least twice; seeds
+ * 100–111, none of which the judging in docs/training.md used). The trained default draws the
+ * background and the object's colour it is asked for: on the judging's 24 random captions it got 24
+ * and 22 of them right, so this test requires at least {@link #BACKGROUND_BAR} and {@link
+ * #COLOR_BAR} of each here. Shape and motion it has not learnt yet (about chance there), so the
+ * whole score is under issue 16's bar of {@link #TRAINED_BAR}; the test prints it and requires it
+ * above what the untrained default scored (0.40).
  */
 class EmbeddedDefaultJudgeTest {
-  /** The share of attributes the trained default must get right. */
+  /** The share of attributes the trained default must get right (issue 16, item 6): not yet. */
   static final double TRAINED_BAR = 0.90;
+
+  static final double BACKGROUND_BAR = 0.90;
+  static final double COLOR_BAR = 0.75;
+
+  /** The untrained default's score on these prompts at its settings then. */
+  static final double UNTRAINED = 0.40;
 
   @TempDir Path home;
 
   @Test
-  void theUntrainedDefaultScoresUnderTheTrainedBar() throws Exception {
-    // Every colour, shape, direction and background at least once.
+  void theDefaultDrawsTheBackgroundAndColourItsPromptsAskFor() throws Exception {
     List<ShapeCaption> prompts =
         List.of(
                 "a red ball moving left on a black background",
                 "a green square moving right on a gray background",
                 "a blue ball moving up on a purple background",
                 "a yellow square moving down on a black background",
-                "a white ball moving right on a purple background")
+                "a white ball moving right on a purple background",
+                "a red square moving up on a gray background",
+                "a green ball moving down on a purple background",
+                "a blue square moving left on a gray background",
+                "a yellow ball moving left on a purple background",
+                "a white square moving up on a black background",
+                "a red ball moving down on a gray background",
+                "a blue square moving right on a black background")
             .stream()
             .map(ShapeCaption::parse)
             .toList();
     ShapesJudge judge = new ShapesJudge();
     double total = 0;
+    int backgrounds = 0;
+    int colors = 0;
     try (WanModel model = WanModel.load(EmbeddedWan.ensure(home), new CpuBackend(2));
         Engine engine = new Engine(model)) {
       GenerationDefaults d = model.card().defaults();
@@ -81,19 +99,23 @@ class EmbeddedDefaultJudgeTest {
             v.seen(),
             v.score());
         total += v.score();
+        backgrounds += v.backgroundRight() ? 1 : 0;
+        colors += v.colorRight() ? 1 : 0;
       }
     }
-    double score = total / prompts.size();
+    int n = prompts.size();
+    double score = total / n;
     System.out.printf(
         Locale.ROOT,
-        "embedded default (untrained) judged: %.3f of attributes right over %d prompts%n",
+        "embedded default judged: %.3f of attributes right over %d prompts (background %d,"
+            + " colour %d; issue 16 asks for %.2f)%n",
         score,
-        prompts.size());
-    assertTrue(
-        score < TRAINED_BAR,
-        "the untrained default scores "
-            + score
-            + ": if it was trained, this test must now require "
-            + TRAINED_BAR);
+        n,
+        backgrounds,
+        colors,
+        TRAINED_BAR);
+    assertTrue(backgrounds >= BACKGROUND_BAR * n, backgrounds + " of " + n + " backgrounds right");
+    assertTrue(colors >= COLOR_BAR * n, colors + " of " + n + " object colours right");
+    assertTrue(score > UNTRAINED, "score " + score + ", no better than the untrained default");
   }
 }

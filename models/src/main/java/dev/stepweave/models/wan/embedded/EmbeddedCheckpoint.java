@@ -15,6 +15,7 @@ import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
+import java.io.InputStream;
 import java.io.UncheckedIOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -25,13 +26,27 @@ import java.util.Map;
 
 /**
  * Writes the embedded model as a diffusers {@code WanPipeline} directory, laid out exactly as a
- * {@code Wan2.1-T2V-1.3B-Diffusers} download: configs from {@link EmbeddedConfigs}, tensors from
- * the component layouts filled by {@link SeededValues}, stored as F32, and the word-level
- * tokenizer.
+ * {@code Wan2.1-T2V-1.3B-Diffusers} download. The transformer and the VAE are the ones this project
+ * trained ({@code training/configs/embedded-vae-stills.yaml}, then {@code embedded-dit.yaml}),
+ * shipped as resources under {@value #TRAINED} and copied byte for byte; the text encoder, which
+ * those runs kept frozen, is written from {@link EmbeddedConfigs} and the layouts filled by {@link
+ * SeededValues}, stored as F32, beside the word-level tokenizer.
  */
 final class EmbeddedCheckpoint {
-  /** Seed of every weight; changing it (or any dimension) needs a new format version. */
+  /**
+   * Seed of the text encoder's weights, which the shipped transformer was trained against: changing
+   * it (or any of its dimensions) needs retraining and a new format version.
+   */
   static final long SEED = 0x5745_4156_4557_414eL;
+
+  /** Resource folder, beside this class, of the trained components and their training cards. */
+  static final String TRAINED = "trained/";
+
+  /** The components trained here; their config and weights files are shipped verbatim. */
+  private static final List<String> TRAINED_COMPONENTS = List.of("transformer", "vae");
+
+  private static final List<String> TRAINED_FILES =
+      List.of("config.json", "diffusion_pytorch_model.safetensors");
 
   private static final Map<String, String> SAFETENSORS_METADATA = Map.of("format", "pt");
   private static final ObjectWriter JSON_WRITER =
@@ -55,17 +70,11 @@ final class EmbeddedCheckpoint {
     writeJson(dir.resolve("tokenizer/tokenizer.json"), WordTokenizer.tokenizerJson(vocabulary));
     writeJson(dir.resolve("tokenizer/tokenizer_config.json"), EmbeddedConfigs.tokenizerConfig());
 
-    JsonNode transformer = EmbeddedConfigs.transformer();
-    writeJson(dir.resolve("transformer/config.json"), transformer);
-    writeTensors(
-        dir.resolve("transformer/diffusion_pytorch_model.safetensors"),
-        TransformerLayout.tensors(transformer),
-        values);
-
-    JsonNode vae = EmbeddedConfigs.vae();
-    writeJson(dir.resolve("vae/config.json"), vae);
-    writeTensors(
-        dir.resolve("vae/diffusion_pytorch_model.safetensors"), VaeLayout.tensors(vae), values);
+    for (String component : TRAINED_COMPONENTS) {
+      for (String file : TRAINED_FILES) {
+        copyResource(TRAINED + component + "/" + file, dir.resolve(component).resolve(file));
+      }
+    }
 
     JsonNode textEncoder = EmbeddedConfigs.textEncoder(vocabulary.size());
     writeJson(dir.resolve("text_encoder/config.json"), textEncoder);
@@ -74,26 +83,68 @@ final class EmbeddedCheckpoint {
     writeCard(dir);
   }
 
-  /** The card: imported components, a recipe that says what these weights are, small defaults. */
+  /**
+   * The card: imported components, small defaults, and the recipe of the training run that made the
+   * transformer (the last stage; its card names the data, the parent weights and the config's
+   * hash), its provenance extended by the VAE stage's.
+   */
   private static void writeCard(Path dir) {
     ModelCard imported = WanCards.importDiffusers(DiffusersDirectory.open(dir));
+    RecipeSpec transformer = trainedRecipe("transformer-card.json");
+    RecipeSpec vae = trainedRecipe("vae-card.json");
     RecipeSpec recipe =
         new RecipeSpec(
-            "base",
-            List.of(),
-            "stepweave embedded " + EmbeddedWan.FORMAT + ": deterministic, untrained weights",
+            transformer.method(),
+            transformer.parents(),
+            "stepweave embedded "
+                + EmbeddedWan.FORMAT
+                + ": trained here from fresh weights; transformer: "
+                + transformer.provenance()
+                + "; vae: "
+                + vae.provenance(),
             null,
             null,
             null,
             null,
-            ConsistencyRung.C3);
+            ConsistencyRung.C3,
+            transformer.parentWeights(),
+            transformer.data(),
+            null);
     ModelCard card =
         WanCards.card(EmbeddedWan.MODEL_ID, imported.components(), recipe, EmbeddedWan.DEFAULTS);
     try {
       CardJson.write(card, dir.resolve(CardJson.FILE_NAME));
-    } catch (java.io.IOException e) {
-      throw new java.io.UncheckedIOException("cannot write " + dir.resolve(CardJson.FILE_NAME), e);
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot write " + dir.resolve(CardJson.FILE_NAME), e);
     }
+  }
+
+  private static RecipeSpec trainedRecipe(String cardResource) {
+    try (InputStream in = resource(TRAINED + cardResource)) {
+      return CardJson.fromJson(
+              new String(in.readAllBytes(), StandardCharsets.UTF_8), TRAINED + cardResource)
+          .recipe();
+    } catch (IOException e) {
+      throw new UncheckedIOException("cannot read the resource " + TRAINED + cardResource, e);
+    }
+  }
+
+  private static void copyResource(String name, Path file) {
+    createParent(file);
+    try (InputStream in = resource(name)) {
+      Files.copy(in, file);
+    } catch (IOException e) {
+      throw new UncheckedIOException(file + ": cannot write from the resource " + name, e);
+    }
+  }
+
+  private static InputStream resource(String name) {
+    InputStream in = EmbeddedCheckpoint.class.getResourceAsStream(name);
+    if (in == null) {
+      // Only a broken build gets here: the trained files are part of the module.
+      throw new IllegalStateException("the embedded model's resource " + name + " is missing");
+    }
+    return in;
   }
 
   private static void writeTensors(Path file, List<TensorSpec> specs, SeededValues values) {

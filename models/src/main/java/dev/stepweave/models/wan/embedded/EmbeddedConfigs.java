@@ -5,25 +5,16 @@ import com.fasterxml.jackson.databind.node.JsonNodeFactory;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 
 /**
- * The config files of the embedded model: the diffusers / transformers keys a real {@code
- * Wan2.1-T2V-1.3B-Diffusers} download carries, with the embedded model's small dimensions. This is
- * the one place those dimensions are chosen; the tensor layouts read them back from these trees.
+ * The config files of the embedded model that are not trained here: the diffusers / transformers
+ * keys a real {@code Wan2.1-T2V-1.3B-Diffusers} download carries, with the embedded text encoder's
+ * small dimensions. This is the one place those are chosen; the tensor layout reads them back. The
+ * trained transformer's and VAE's configs ship with their weights ({@link EmbeddedCheckpoint}).
  */
 final class EmbeddedConfigs {
   private static final JsonNodeFactory JSON = JsonNodeFactory.instance;
   private static final String DIFFUSERS_VERSION = "0.40.0.dev0";
 
   static final int TEXT_DIM = 32;
-
-  // Wan 2.1's published latent statistics, so latents are scaled exactly as the real VAE's are.
-  private static final double[] LATENTS_MEAN = {
-    -0.7571, -0.7089, -0.9113, 0.1075, -0.1745, 0.9653, -0.1517, 1.5508, 0.4134, -0.0715, 0.5517,
-    -0.3632, -0.1922, -0.9497, 0.2503, -0.2921
-  };
-  private static final double[] LATENTS_STD = {
-    2.8184, 1.4541, 2.3275, 2.6558, 1.2196, 1.7708, 2.6052, 2.0743, 3.2687, 2.1526, 2.8652, 1.5579,
-    1.6382, 1.1253, 2.8251, 1.916
-  };
 
   private EmbeddedConfigs() {}
 
@@ -39,52 +30,6 @@ final class EmbeddedConfigs {
     n.set("transformer", pair("diffusers", "WanTransformer3DModel"));
     n.set("transformer_2", JSON.arrayNode().addNull().addNull());
     n.set("vae", pair("diffusers", "AutoencoderKLWan"));
-    return n;
-  }
-
-  static ObjectNode transformer() {
-    ObjectNode n = JSON.objectNode();
-    n.put("_class_name", "WanTransformer3DModel");
-    n.put("_diffusers_version", DIFFUSERS_VERSION);
-    n.putNull("added_kv_proj_dim");
-    n.put("attention_head_dim", 32);
-    n.put("cross_attn_norm", true);
-    n.put("eps", 1e-6);
-    n.put("ffn_dim", 128);
-    n.put("freq_dim", 256);
-    n.putNull("image_dim");
-    n.put("in_channels", 16);
-    n.put("num_attention_heads", 2);
-    n.put("num_layers", 2);
-    n.put("out_channels", 16);
-    n.set("patch_size", ints(1, 2, 2));
-    n.putNull("pos_embed_seq_len");
-    n.put("qk_norm", "rms_norm_across_heads");
-    n.put("rope_max_seq_len", 1024);
-    n.put("text_dim", TEXT_DIM);
-    return n;
-  }
-
-  static ObjectNode vae() {
-    ObjectNode n = JSON.objectNode();
-    n.put("_class_name", "AutoencoderKLWan");
-    n.put("_diffusers_version", DIFFUSERS_VERSION);
-    n.set("attn_scales", JSON.arrayNode());
-    n.put("base_dim", 4);
-    n.putNull("decoder_base_dim");
-    n.set("dim_mult", ints(1, 2, 4, 4));
-    n.put("dropout", 0.0);
-    n.put("in_channels", 3);
-    n.put("is_residual", false);
-    n.set("latents_mean", doubles(LATENTS_MEAN));
-    n.set("latents_std", doubles(LATENTS_STD));
-    n.put("num_res_blocks", 1);
-    n.put("out_channels", 3);
-    n.putNull("patch_size");
-    n.put("scale_factor_spatial", 8);
-    n.put("scale_factor_temporal", 4);
-    n.set("temperal_downsample", JSON.arrayNode().add(false).add(true).add(true));
-    n.put("z_dim", 16);
     return n;
   }
 
@@ -168,21 +113,5 @@ final class EmbeddedConfigs {
 
   private static ArrayNode pair(String library, String className) {
     return JSON.arrayNode().add(library).add(className);
-  }
-
-  private static ArrayNode ints(int... values) {
-    ArrayNode a = JSON.arrayNode();
-    for (int v : values) {
-      a.add(v);
-    }
-    return a;
-  }
-
-  private static ArrayNode doubles(double[] values) {
-    ArrayNode a = JSON.arrayNode();
-    for (double v : values) {
-      a.add(v);
-    }
-    return a;
   }
 }

@@ -51,7 +51,9 @@ class EmbeddedComponentsTest {
   void theWholeCheckpointLoadsAsAWanModel() {
     try (WanModel wan = WanModel.load(checkpoint.dir(), backend)) {
       assertEquals(EmbeddedConfigs.TEXT_DIM, wan.transformer().config().textDim());
-      assertEquals(16, wan.vae().config().zDim());
+      // The trained DiT works in the trained VAE's latent space.
+      assertEquals(wan.vae().config().zDim(), wan.transformer().config().inChannels());
+      assertEquals(wan.vae().config().zDim(), wan.transformer().config().outChannels());
     }
   }
 
@@ -151,9 +153,13 @@ class EmbeddedComponentsTest {
     assertVaried(values, 0.1, 1.0);
   }
 
+  /** The latent of a default-sized video, in the shipped VAE's compression and channels. */
   private static int[] latentShape(int batch) {
     GenerationDefaults d = EmbeddedWan.DEFAULTS;
-    return new int[] {batch, 16, (d.frames() - 1) / 4 + 1, d.height() / 8, d.width() / 8};
+    WanVaeConfig vae = WanVaeConfig.fromJson(checkpoint.component("vae").config());
+    int t = vae.temporalCompression();
+    int s = vae.spatialCompression();
+    return new int[] {batch, vae.zDim(), (d.frames() - 1) / t + 1, d.height() / s, d.width() / s};
   }
 
   private static Tensor noise(String name, int... shape) {
