@@ -6,8 +6,9 @@
 # when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
 # (wan_pipeline.py).
 # Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
-# DEVICE_CLI=0 leaves the CLI (and the server's libraries it pulls in) out: enough for TESTS, BENCH
-# and MAINS, not for PIPELINE, and a smaller carry.
+# DEVICE_CLI=0 leaves the CLI (and the server's libraries it pulls in) out, and the runtime's
+# desktop and HTTP modules: enough for TESTS, BENCH, MAINS and REFERENCE, not for PIPELINE, and a
+# smaller carry.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -71,7 +72,14 @@ tar -C "$stored" -cf - . | xz -T2 -6 > "$dest/lib.tar.xz"
 rm -rf "$stored"
 # A diffusers archive from an earlier package goes unless this one asks for it.
 [ -n "$diffusers" ] || rm -f "$dest/diffusers.tar.xz"
-[ -f "$dest/jre.tar.xz" ] || /work/shared/device/make-jre.sh "$dest" >/dev/null
+# Without the CLI nothing needs the desktop (ImageIO) or HTTP modules: a runtime 7 MB smaller,
+# which the 64 MiB limit on the working tree and carry together needs.
+jre_modules=java.base,java.logging,java.management,java.naming,java.sql,jdk.incubator.vector,jdk.unsupported,jdk.zipfs
+[ "${DEVICE_CLI:-1}" = 0 ] || jre_modules=$jre_modules,java.net.http,java.desktop,jdk.httpserver,jdk.crypto.ec
+if [ ! -f "$dest/jre.tar.xz" ] || [ "$(cat "$dest/jre.modules" 2>/dev/null)" != "$jre_modules" ]; then
+  /work/shared/device/make-jre.sh "$dest" "$jre_modules" >/dev/null
+  echo "$jre_modules" > "$dest/jre.modules"
+fi
 if [ -n "$diffusers" ]; then
   tar -C "$diffusers" -cJf "$dest/diffusers.tar.xz" diffusers
 fi

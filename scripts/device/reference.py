@@ -408,6 +408,34 @@ def variants(only=None):
         torch.cuda.empty_cache()
 
 
+def vae22(iterations="2"):
+    """The Wan2.2 VAE decode at 720p×121 (latents [1, 48, 31, 44, 80] to [1, 3, 121, 704, 1280])
+    through diffusers' own AutoencoderKLWan at the released TI2V-5B configuration, random weights
+    (std 0.05 as VariantBench draws ours), untiled: bf16 and f32 weights and activations, CUDA-event
+    medians after a warm-up. Needs diffusers on PYTHONPATH (run.sh unpacks diffusers.tar.xz)."""
+    from diffusers import AutoencoderKLWan
+
+    vae = AutoencoderKLWan(
+        base_dim=160, decoder_base_dim=256, z_dim=48, dim_mult=[1, 2, 4, 4], num_res_blocks=2,
+        attn_scales=[], temperal_downsample=[False, True, True], dropout=0.0, is_residual=True,
+        in_channels=12, out_channels=12, patch_size=2, scale_factor_spatial=16,
+        scale_factor_temporal=4, latents_mean=[0.0] * 48, latents_std=[1.0] * 48)
+    with torch.no_grad():
+        for p in vae.parameters():
+            p.normal_(0.0, 0.05)
+    latents = torch.randn(1, 48, 31, 44, 80, device=DEV)
+    for dtype in (BF16, torch.float32):
+        vae.to(DEV, dtype)
+        z = latents.to(dtype)
+        torch.cuda.synchronize()
+        torch.cuda.empty_cache()
+        torch.cuda.reset_peak_memory_stats()
+        ms = median_ms(lambda: vae.decode(z).sample, int(iterations))
+        name = "bf16" if dtype == BF16 else "f32"
+        row(f"Wan2.2 VAE decode [1, 48, 31, 44, 80] -> 121×704×1280, diffusers AutoencoderKLWan {name}", f"{ms:.0f} ms")
+        row(f"Wan2.2 VAE decode {name}: peak memory (torch max allocated)", f"{torch.cuda.max_memory_allocated() / 1e9:.1f} GB")
+
+
 def median_ms(work, iterations):
     times = []
     for i in range(iterations + 1):
@@ -429,8 +457,8 @@ def row(what, value):
 def main():
     quick = len(sys.argv) > 1 and sys.argv[1] == "quick"
     print(f"== torch {torch.__version__}, cuDNN {torch.backends.cudnn.version()}, {torch.cuda.get_device_name()}")
-    if len(sys.argv) > 1 and sys.argv[1] in ("lora", "variants"):
-        {"lora": lora, "variants": variants}[sys.argv[1]](*sys.argv[2:])
+    if len(sys.argv) > 1 and sys.argv[1] in ("lora", "variants", "vae22"):
+        {"lora": lora, "variants": variants, "vae22": vae22}[sys.argv[1]](*sys.argv[2:])
         return
     l = 300 if quick else 32760
     q, k, v = (torch.randn(1, 12, l, 128, device=DEV, dtype=BF16) for _ in range(3))

@@ -6,10 +6,12 @@
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
 #   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
-#   REFERENCE=all|quick|lora|variants [ti2v|i2v]|none (default none)  scripts/device/reference.py: the PyTorch side,
+#   REFERENCE=all|quick|lora|variants [ti2v|i2v]|vae22 [N]|none (default none)  scripts/device/reference.py: the PyTorch side,
 #                                                 measured in the same run on the same GPU (lora:
 #                                                 the 1.3B forward plain and with PEFT's unmerged
-#                                                 rank-32 LoRA, beside MAINS="LoraBench")
+#                                                 rank-32 LoRA, beside MAINS="LoraBench"; vae22:
+#                                                 diffusers' AutoencoderKLWan decode at 720p×121,
+#                                                 needs .device/diffusers.tar.xz)
 #   PIPELINE="WxH:FRAMES:STEPS …"                  whole generations on a random-weight 1.3B-config
 #                                                 checkpoint (wan_pipeline.py make): diffusers'
 #                                                 WanPipeline (needs .device/diffusers.tar.xz), then
@@ -74,9 +76,18 @@ for entry in ${MAINS:-}; do
   } 2>&1 | tee -a "$out/$main.log"
 done
 
+# diffusers' source, when carried (package.sh DEST DIFFUSERS_SRC), on PYTHONPATH.
+unpack_diffusers() {
+  if [ -f "$here/diffusers.tar.xz" ] && [ ! -d /tmp/pylib/diffusers ]; then
+    mkdir -p /tmp/pylib && tar -xJf "$here/diffusers.tar.xz" -C /tmp/pylib
+  fi
+  export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
+}
+
 if [ "${REFERENCE:-none}" != none ]; then
   {
     echo "$header"
+    unpack_diffusers
     # Unquoted: REFERENCE may carry the mode's arguments ("variants i2v").
     # shellcheck disable=SC2086
     timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/reference.py" $REFERENCE
@@ -88,10 +99,7 @@ fi
 ckpt=/tmp/wan13-random
 make_checkpoint() {
   py=/opt/torch/.venv/bin/python
-  if [ -f "$here/diffusers.tar.xz" ] && [ ! -d /tmp/pylib/diffusers ]; then
-    mkdir -p /tmp/pylib && tar -xJf "$here/diffusers.tar.xz" -C /tmp/pylib
-  fi
-  export PYTHONPATH=/tmp/pylib:${PYTHONPATH:-}
+  unpack_diffusers
   [ -f "$ckpt/model_index.json" ] || "$py" "$here/wan_pipeline.py" make "$ckpt" || echo "make failed"
 }
 

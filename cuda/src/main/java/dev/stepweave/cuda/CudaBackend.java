@@ -429,6 +429,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.convolution().conv3d(x, w, bias, stride, padding);
   }
 
+  @Override
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
+    return ops.convolution().conv3d(x, w, bias, stride, padding, out);
+  }
+
   /** Which implementation runs {@link #conv3d} of these arguments, in words. */
   public String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return ops.convolution().conv3dPath(x, w, bias, stride, padding);
@@ -460,13 +465,14 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
-  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
-    return ops.norms().channelNorm(x, gamma, eps, silu);
+  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
+    return ops.norms().channelNorm(x, gamma, eps, silu, out);
   }
 
   @Override
-  public Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
-    return ops.norms().channelNormAfter(past, x, gamma, eps, silu);
+  public Tensor channelNormAfter(
+      Tensor past, Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
+    return ops.norms().channelNormAfter(past, x, gamma, eps, silu, out);
   }
 
   @Override

@@ -349,12 +349,23 @@ class FusedOpsGpuTest {
           "channelNorm",
           gpu,
           t,
-          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false));
+          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false, t));
       same(
           "channelNorm + SiLU",
           gpu,
           t,
-          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true));
+          b -> b.channelNorm(act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true, t));
+      // The VAE's mixed precision: an F32 stream normalised into a BF16 convolution input.
+      same(
+          "channelNorm + SiLU, F32 into BF16",
+          gpu,
+          DType.BF16,
+          b -> b.channelNorm(f32(b, x), f32(b, gamma), 1e-12f, true, DType.BF16));
+      same(
+          "channelNorm, BF16 into F32",
+          gpu,
+          DType.F32,
+          b -> b.channelNorm(b.upload(x, DType.BF16), f32(b, gamma), 1e-12f, false, DType.F32));
       same("l2Normalize", gpu, t, b -> b.l2Normalize(act(b, x), 1, 1e-12f));
       same("l2Normalize dim 2", gpu, t, b -> b.l2Normalize(act(b, x), 2, 1e-12f));
       // Two remembered frames, then the normalised chunk: a causal convolution's input.
@@ -365,14 +376,21 @@ class FusedOpsGpuTest {
           t,
           b ->
               b.channelNormAfter(
-                  act(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true));
+                  act(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, true, t));
       same(
           "channelNormAfter, F32 past",
           gpu,
           t,
           b ->
               b.channelNormAfter(
-                  f32(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false));
+                  f32(b, past), act(b, x), b.upload(gamma, DType.BF16), 1e-12f, false, t));
+      same(
+          "channelNormAfter + SiLU, F32 into BF16 after a BF16 past",
+          gpu,
+          DType.BF16,
+          b ->
+              b.channelNormAfter(
+                  b.upload(past, DType.BF16), f32(b, x), f32(b, gamma), 1e-12f, true, DType.BF16));
     }
   }
 

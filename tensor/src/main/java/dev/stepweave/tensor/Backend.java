@@ -263,6 +263,18 @@ public interface Backend {
    */
   Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding);
 
+  /**
+   * {@link #conv3d} with its result in {@code out}, whatever x's dtype. A device backend runs a
+   * BF16 x on the tensor cores (its filter rounded to BF16, F32 accumulation) and writes the
+   * accumulators straight in {@code out}: with {@code out} F32 the products are the only rounding,
+   * so a model may keep its residual stream in F32 and still convolve at BF16 speed. The default
+   * converts conv3d's result.
+   */
+  default Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
+    Tensor y = conv3d(x, w, bias, stride, padding);
+    return y.dtype() == out ? y : upload(y, out);
+  }
+
   // ---- normalisation --------------------------------------------------------------------------
 
   /** LayerNorm over the last dimension; weight and bias may be null (no affine). */
@@ -389,24 +401,26 @@ public interface Backend {
   /**
    * {@code l2Normalize(x, 1, eps) · gamma}, then SiLU when {@code silu}: RMS norm across the
    * channels of {@code x [B, C, …]} with {@code gamma [C, 1, …, 1]} (the Wan VAE's norm, its scale
-   * √C folded into gamma). On a backend with BF16 activations the result has x's dtype (computed in
-   * F32, rounded once).
+   * √C folded into gamma), written in {@code out} (computed in F32 and rounded once: an F32 stream
+   * may be normalised straight into the BF16 input of the convolution that reads it).
    */
-  default Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+  default Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
     Tensor y = mul(l2Normalize(x, 1, eps), gamma);
-    return silu ? silu(y) : y;
+    Tensor activated = silu ? silu(y) : y;
+    return activated.dtype() == out ? activated : upload(activated, out);
   }
 
   /**
-   * {@code concat([past, channelNorm(x, gamma, eps, silu)], 2)}: the normalised frames of {@code x
-   * [B, C, T, …]} after the frames {@code past [B, C, P, …]} (what a causal convolution remembers
-   * of its input, or zeros), written once into one tensor instead of normalised and then copied
-   * into a concatenation. The result has x's dtype as {@link #channelNorm}'s does; {@code past} may
-   * be of another floating dtype (a cache kept in BF16) and is converted to it.
+   * {@code concat([past, channelNorm(x, gamma, eps, silu, out)], 2)}: the normalised frames of
+   * {@code x [B, C, T, …]} after the frames {@code past [B, C, P, …]} (what a causal convolution
+   * remembers of its input, or zeros), written once into one tensor of {@code out} instead of
+   * normalised and then copied into a concatenation; {@code past} may be of another floating dtype
+   * and is converted.
    */
-  default Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
-    Tensor normed = channelNorm(x, gamma, eps, silu);
-    Tensor before = past.dtype() == normed.dtype() ? past : upload(past, normed.dtype());
+  default Tensor channelNormAfter(
+      Tensor past, Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
+    Tensor normed = channelNorm(x, gamma, eps, silu, out);
+    Tensor before = past.dtype() == out ? past : upload(past, out);
     return concat(List.of(before, normed), 2);
   }
 

@@ -22,15 +22,16 @@ import java.util.Set;
  * medians after one warm-up: the Wan2.2-TI2V-5B DiT forward at 720p×121 (latent {@code [1, 48, 31,
  * 44, 80]}, 27 280 tokens, text 512, per-token timesteps with the first latent frame's tokens at 0
  * as in TI2V image mode), the Wan2.2 VAE decode of the same latents to 121 frames of 704×1280 (F32
- * activations as the BF16 mode runs the VAE, and BF16 activations with the golden error that would
- * cost), and the Wan2.1-I2V-14B DiT forward at 480p×81 (latent {@code [1, 36, 21, 60, 104]}: 16
- * noisy + 20 condition channels, 257 CLIP image tokens of width 1280, text 512). {@code
- * VariantBench profile} times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what |
- * ours}. Parts, one argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code
- * profile}, {@code vae}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p decode, then the
- * convolution engines cuDNN was given per shape, with their timings), {@code vae-profile} (a
- * 17-frame 720p decode op by op with BF16 activations, then the engines of every shape), {@code
- * vae21} (the Wan2.1 VAE's 480p×81 decode, F32 and BF16 activations).
+ * latents as the product decodes them — an F32 stream, BF16 convolution operands — and BF16
+ * latents, which keep the whole stream BF16; each with its golden tiny decode's error), and the
+ * Wan2.1-I2V-14B DiT forward at 480p×81 (latent {@code [1, 36, 21, 60, 104]}: 16 noisy + 20
+ * condition channels, 257 CLIP image tokens of width 1280, text 512). {@code VariantBench profile}
+ * times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what | ours}. Parts, one
+ * argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code profile}, {@code
+ * vae}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p decode, then the convolution
+ * engines cuDNN was given per shape, with their timings), {@code vae-profile} (a 17-frame 720p
+ * decode op by op with BF16 activations, then the engines of every shape), {@code vae21} (the
+ * Wan2.1 VAE's 480p×81 decode, F32 and BF16 activations).
  */
 public final class VariantBench {
   private static final int[] TI2V_LATENTS = {1, 48, 31, 44, 80};
@@ -188,9 +189,7 @@ public final class VariantBench {
    * 1e-2.
    */
   private void vaeDecode(VaeVariant variant, DType activations, int[] shape, int iterations) {
-    if (activations == DType.BF16) {
-      goldenDecodeError(variant.golden());
-    }
+    goldenDecodeError(variant.golden(), activations);
     System.gc();
     WanVaeConfig cfg = variant.config();
     // F32 weights as WanModel holds a VAE's; the latents' dtype sets the activations'.
@@ -216,7 +215,7 @@ public final class VariantBench {
         Arrays.toString(video[0].shape()));
   }
 
-  private void goldenDecodeError(String checkpoint) {
+  private void goldenDecodeError(String checkpoint, DType activations) {
     Path golden = Path.of(System.getProperty("stepweave.golden", "testdata/golden"));
     Path dir = golden.resolve(checkpoint + "/vae");
     try (SafetensorsFile weights =
@@ -226,7 +225,7 @@ public final class VariantBench {
       WanVae vae =
           WanVae.load(
               WanVaeConfig.read(dir.resolve("config.json")), new Weights(weights, gpu, DType.F32));
-      float[] got = gpu.download(vae.decode(gpu.upload(rec.load("z"), DType.BF16))).toFloatArray();
+      float[] got = gpu.download(vae.decode(gpu.upload(rec.load("z"), activations))).toFloatArray();
       float[] want = rec.loadF32("decoded").toFloatArray();
       double diff = 0, norm = 0;
       for (int i = 0; i < want.length; i++) {
@@ -234,9 +233,9 @@ public final class VariantBench {
         norm += (double) want[i] * want[i];
       }
       System.out.printf(
-          "ROW golden %s VAE decoded with BF16 activations: relative L2 | %.2e"
+          "ROW golden %s VAE decoded from %s latents (%s): relative L2 | %.2e"
               + " (the BF16 mode's bound 1e-2)%n",
-          checkpoint, Math.sqrt(diff / norm));
+          checkpoint, activations, vae.precision(), Math.sqrt(diff / norm));
     }
   }
 

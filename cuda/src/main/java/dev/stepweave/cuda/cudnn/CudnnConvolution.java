@@ -25,7 +25,8 @@ import java.util.stream.Collectors;
  * copy ({@link Bf16Weights}). An F32 input (the VAE's activations, kept F32 as the reference
  * pipeline keeps its VAE in float32) runs on F32 data, which cuDNN computes in TF32 on the tensor
  * cores — as torch does by default for convolutions. The result is a fresh contiguous [N, K, Do,
- * Ho, Wo] tensor of the input's type.
+ * Ho, Wo] tensor of the type asked for: the input's, or F32 from a BF16 input (the VAE's mixed
+ * precision: BF16 operands, its F32 stream never rounded), where cuDNN offers an engine for it.
  *
  * <p>For each {@link Key} the choice is made once and cached, trying in order: NCDHW with the bias
  * add fused into the graph (a pointwise ADD after the convolution), NCDHW with the bias added by
@@ -93,10 +94,10 @@ public final class CudnnConvolution implements AutoCloseable {
   /**
    * Everything a plan depends on: batch, input channels and spatial sizes, output channels, filter
    * size, stride, padding, whether there is a bias, the largest power of two up to 16 dividing the
-   * input's byte address, and the output's dtype: BF16 for a BF16 input, F32 for an F32 one (the
-   * text encoder and the VAE keep F32 activations in the BF16 mode, as the reference pipeline runs
-   * its VAE in float32; only the tensor-core inputs are rounded to BF16). Input and filter are
-   * BF16, compute F32, layouts packed per {@link Variant}, so sizes determine the strides.
+   * input's byte address, the input's dtype (BF16, or F32: TF32 on the tensor cores, filter F32)
+   * and the output's: the input's, or F32 for a BF16 input whose products join an F32 stream (the
+   * VAE's, which the reference keeps in float32) without a BF16 rounding of their sums. Compute
+   * F32, layouts packed per {@link Variant}, so sizes determine the strides.
    */
   record Key(
       int n,
@@ -108,13 +109,14 @@ public final class CudnnConvolution implements AutoCloseable {
       Dims3 padding,
       boolean bias,
       int alignment,
-      boolean f32) {
-    DType dataType() {
-      return f32 ? DType.F32 : DType.BF16;
+      DType inputType,
+      DType outputType) {
+    boolean f32() {
+      return inputType == DType.F32;
     }
 
-    int cudnnDataType() {
-      return f32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16;
+    static int cudnnDataType(DType dtype) {
+      return dtype == DType.F32 ? CUDNN_DATA_FLOAT : CUDNN_DATA_BFLOAT16;
     }
 
     Dims3 output() {
@@ -141,7 +143,7 @@ public final class CudnnConvolution implements AutoCloseable {
           List.of(stride.d(), stride.h(), stride.w()),
           List.of(padding.d(), padding.h(), padding.w()),
           bias ? " +bias" : "",
-          f32 ? " F32" : "");
+          (f32() ? " F32" : "") + (outputType == inputType ? "" : " out " + outputType));
     }
   }
 
@@ -195,29 +197,29 @@ public final class CudnnConvolution implements AutoCloseable {
 
   /**
    * The convolution of validated x [N, C, D, H, W] with w [K, C, kd, kh, kw] plus {@code bias} [K]
-   * (or none), as [N, K, Do, Ho, Wo] of x's type (BF16 or F32), or null when cuDNN is missing or
-   * refuses this shape.
+   * (or none), as [N, K, Do, Ho, Wo] in {@code out} (x's type, or F32 for a BF16 x), or null when
+   * cuDNN is missing or refuses this shape and these types.
    */
-  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
     if (x.numel() == 0 || w.numel() == 0 || !cudnn.ready()) {
       return null;
     }
     Tensor xd = tensors.onDevice(x);
-    Key key = key(xd, w, bias, stride, padding);
+    Key key = key(xd, w, bias, stride, padding, out);
     Choice choice = choices.computeIfAbsent(key, this::choose);
-    Tensor out = choice.plan() == null ? null : run(key, choice, xd, w, bias);
+    Tensor y = choice.plan() == null ? null : run(key, choice, xd, w, bias);
     tensors.releaseDerived(xd, x);
-    return out;
+    return y;
   }
 
   /** What runs this convolution: cuDNN's variant and engine, or why cuDNN does not. */
-  public String describe(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+  public String describe(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
     if (!cudnn.ready()) {
       return "not cuDNN: " + cudnn.unavailable();
     }
     Tensor xd = tensors.onDevice(x);
     String description =
-        choices.computeIfAbsent(key(xd, w, bias, stride, padding), this::choose).description();
+        choices.computeIfAbsent(key(xd, w, bias, stride, padding, out), this::choose).description();
     tensors.releaseDerived(xd, x);
     return description;
   }
@@ -245,7 +247,7 @@ public final class CudnnConvolution implements AutoCloseable {
     for (int i = 0; i < 5; i++) {
       yShape[i] = ncdhw[order[i]];
     }
-    Tensor y = tensors.empty(key.dataType(), yShape);
+    Tensor y = tensors.empty(key.outputType(), yShape);
     long wsBytes = choice.workspaceBytes();
     // 8-byte elements: a workspace of several GiB still counts its elements in an int.
     Tensor ws = wsBytes == 0 ? null : tensors.empty(DType.I64, Math.toIntExact((wsBytes + 7) / 8));
@@ -272,7 +274,7 @@ public final class CudnnConvolution implements AutoCloseable {
     Tensor out = y;
     if (variant.channelsLast) {
       // [N, Do, Ho, Wo, K] viewed as [N, K, Do, Ho, Wo], copied densely.
-      out = tensors.convert(y.permute(0, 4, 1, 2, 3), key.dataType());
+      out = tensors.convert(y.permute(0, 4, 1, 2, 3), key.outputType());
       tensors.releaseDerived(y, out);
     }
     if (bias != null && !variant.biasFused) {
@@ -318,7 +320,7 @@ public final class CudnnConvolution implements AutoCloseable {
    * may pass {@code x} as it is (in either layout), else that of a fresh copy; a variant that
    * copies anyway gets memory at least this aligned.
    */
-  private static Key key(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+  private static Key key(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
     boolean asIs =
         x.dtype() == DType.F32
             ? x.isContiguous()
@@ -336,7 +338,8 @@ public final class CudnnConvolution implements AutoCloseable {
         Dims3.of(padding),
         bias != null,
         alignment,
-        x.dtype() == DType.F32);
+        x.dtype() == DType.F32 ? DType.F32 : DType.BF16,
+        out);
   }
 
   private static long addr(Tensor t) {
@@ -398,7 +401,7 @@ public final class CudnnConvolution implements AutoCloseable {
         cudnn.version(),
         variant.label,
         key.bias() && !variant.biasFused
-            ? " + channel_bias_" + DeviceTensors.code(key.dataType())
+            ? " + channel_bias_" + DeviceTensors.code(key.outputType())
             : "",
         plan.engine(),
         how,
@@ -516,9 +519,9 @@ public final class CudnnConvolution implements AutoCloseable {
 
   /**
    * X ⋆ W → Y as one convolution-forward operation (alpha 1, beta 0), or, for a fused variant, X ⋆
-   * W into a virtual F32 tensor plus the F32 [1, K, 1, 1, 1] bias → Y (data in the key's type). All
-   * tensors are dims [N, C, D, H, W] (filter [K, C, kd, kh, kw]) with packed strides in NCDHW or
-   * channels-last order.
+   * W into a virtual F32 tensor plus the F32 [1, K, 1, 1, 1] bias → Y (X and W in the key's input
+   * type, Y in its output type). All tensors are dims [N, C, D, H, W] (filter [K, C, kd, kh, kw])
+   * with packed strides in NCDHW or channels-last order.
    */
   static CudnnDescriptor graph(CudnnDescriptors g, long cudnnHandle, Key key, Variant variant) {
     boolean cl = variant.channelsLast;
@@ -526,9 +529,9 @@ public final class CudnnConvolution implements AutoCloseable {
     long[] xDims = {key.n(), key.c(), in.d(), in.h(), in.w()};
     long[] wDims = {key.k(), key.c(), f.d(), f.h(), f.w()};
     long[] yDims = {key.n(), key.k(), o.d(), o.h(), o.w()};
-    CudnnDescriptor x = io(g, key, X, xDims, cl, key.alignment());
-    CudnnDescriptor w = io(g, key, W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
-    CudnnDescriptor y = io(g, key, Y, yDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor x = io(g, key.inputType(), X, xDims, cl, key.alignment());
+    CudnnDescriptor w = io(g, key.inputType(), W, wDims, cl, CudnnRuntime.MAX_ALIGNMENT);
+    CudnnDescriptor y = io(g, key.outputType(), Y, yDims, cl, CudnnRuntime.MAX_ALIGNMENT);
     CudnnDescriptor convolution =
         g.create(Cudnn.CUDNN_BACKEND_CONVOLUTION_DESCRIPTOR)
             .dataType(Cudnn.CUDNN_ATTR_CONVOLUTION_COMP_TYPE, CUDNN_DATA_FLOAT)
@@ -581,11 +584,17 @@ public final class CudnnConvolution implements AutoCloseable {
     return CudnnRuntime.operationGraph(g, cudnnHandle, fprop, add);
   }
 
-  /** A graph input or output in the key's data type with packed strides. */
+  /** A graph input or output of {@code dtype} with packed strides. */
   private static CudnnDescriptor io(
-      CudnnDescriptors g, Key key, long uid, long[] dims, boolean channelsLast, int alignment) {
+      CudnnDescriptors g, DType dtype, long uid, long[] dims, boolean channelsLast, int alignment) {
     return CudnnRuntime.tensor(
-        g, uid, key.cudnnDataType(), dims, packedStrides(dims, channelsLast), alignment, false);
+        g,
+        uid,
+        Key.cudnnDataType(dtype),
+        dims,
+        packedStrides(dims, channelsLast),
+        alignment,
+        false);
   }
 
   /**

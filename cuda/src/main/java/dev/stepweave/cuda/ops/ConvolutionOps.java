@@ -35,18 +35,50 @@ public final class ConvolutionOps {
     cudnnConv.close();
   }
 
+  /** The convolution with its result in x's type in the BF16 mode (BF16 or F32), else F32. */
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    int[] outShape = OpShapes.conv3d(x, w, bias, stride, padding);
-    int batch = x.dim(0), c = x.dim(1), t = x.dim(2), hh = x.dim(3), ww = x.dim(4);
-    int o = w.dim(0), kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
-    int to = outShape[2], ho = outShape[3], wo = outShape[4];
+    return conv3d(x, w, bias, stride, padding, cudnnType(x));
+  }
+
+  /**
+   * The convolution with its result in {@code out}. In the BF16 mode cuDNN runs it on x's type when
+   * present and it takes the shape: a BF16 x straight into an F32 result where cuDNN offers an
+   * engine for that, else into BF16, converted; otherwise im2col in F32.
+   */
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
+    OpShapes.conv3d(x, w, bias, stride, padding);
     if (operands.bf16Mode()) {
-      // cuDNN's convolution (BF16 out) when present and it takes the shape; else im2col in F32.
-      Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding);
+      Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding, out);
+      DType own = cudnnType(x);
+      if (fast == null && out != own) {
+        fast = converted(cudnnConv.conv3d(x, w, bias, stride, padding, own), out);
+      }
       if (fast != null) {
         return fast;
       }
     }
+    return converted(im2colF32(x, w, bias, stride, padding), out);
+  }
+
+  /** The type cuDNN convolves x in: BF16 for a BF16 x, else F32 (TF32 products). */
+  private static DType cudnnType(Tensor x) {
+    return x.dtype() == DType.BF16 ? DType.BF16 : DType.F32;
+  }
+
+  private Tensor converted(Tensor y, DType out) {
+    if (y == null || y.dtype() == out) {
+      return y;
+    }
+    Tensor c = tensors.convert(y, out);
+    tensors.release(y); // the conversion is issued: stream order makes the reuse safe
+    return c;
+  }
+
+  private Tensor im2colF32(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    int[] outShape = OpShapes.conv3d(x, w, bias, stride, padding);
+    int batch = x.dim(0), c = x.dim(1), t = x.dim(2), hh = x.dim(3), ww = x.dim(4);
+    int o = w.dim(0), kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
+    int to = outShape[2], ho = outShape[3], wo = outShape[4];
     Tensor out = tensors.empty(DType.F32, batch, o, to, ho, wo);
     Tensor xf = tensors.f32(x);
     Tensor wf = tensors.f32(w);
@@ -146,7 +178,7 @@ public final class ConvolutionOps {
    */
   public String conv3dPath(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
     return operands.bf16Mode()
-        ? cudnnConv.describe(x, w, bias, stride, padding)
+        ? cudnnConv.describe(x, w, bias, stride, padding, cudnnType(x))
         : "im2col + cuBLASLt F32 GEMM (F32 precision)";
   }
 

@@ -248,34 +248,53 @@ public final class NormOps {
   }
 
   public Tensor l2Normalize(Tensor x, int dim, float eps) {
-    Tensor out = tensors.empty(operands.activation(x).dtype(), x.shape());
-    channelNormInto(out, x, x.axis(dim), null, eps, false);
+    Tensor xd = operands.activation(x);
+    Tensor out = tensors.empty(xd.dtype(), x.shape());
+    channelNormInto(out, xd, x.axis(dim), null, eps, false);
+    tensors.releaseDerived(xd, x);
     return out;
   }
 
   /**
-   * {@code l2Normalize(x, 1, eps) · gamma}, SiLU when {@code silu}, in one pass: the Wan VAE's
-   * channel norm ({@code gamma [C, 1, …, 1]}). BF16 activations stay BF16.
+   * {@code l2Normalize(x, 1, eps) · gamma}, SiLU when {@code silu}, in one pass, written in {@code
+   * out}: the Wan VAE's channel norm ({@code gamma [C, 1, …, 1]}), an F32 or BF16 x into an F32 or
+   * BF16 result.
    */
-  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu) {
+  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
     requireChannelGamma(x, gamma);
-    Tensor out = tensors.empty(operands.activation(x).dtype(), x.shape());
-    channelNormInto(out, x, 1, gamma, eps, silu);
-    return out;
+    Tensor xd = normInput(x);
+    Tensor y = tensors.empty(out, x.shape());
+    channelNormInto(y, xd, 1, gamma, eps, silu);
+    tensors.releaseDerived(xd, x);
+    return y;
   }
 
   /**
    * {@link #channelNorm} of {@code x [B, C, T, …]} written after {@code past [B, C, P, …]} along
    * time, in one tensor: the input of a causal convolution without a separate concatenation.
    */
-  public Tensor channelNormAfter(Tensor past, Tensor x, Tensor gamma, float eps, boolean silu) {
+  public Tensor channelNormAfter(
+      Tensor past, Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
     requireChannelGamma(x, gamma);
     int[] shape = OpShapes.concat(List.of(past, x), 2);
-    Tensor out = tensors.empty(operands.activation(x).dtype(), shape);
+    Tensor y = tensors.empty(out, shape);
     int p = past.dim(2);
-    tensors.copy(tensors.onDevice(past), out.slice(2, 0, p));
-    channelNormInto(out.slice(2, p, shape[2]), x, 1, gamma, eps, silu);
-    return out;
+    tensors.copy(tensors.onDevice(past), y.slice(2, 0, p));
+    Tensor xd = normInput(x);
+    channelNormInto(y.slice(2, p, shape[2]), xd, 1, gamma, eps, silu);
+    tensors.releaseDerived(xd, x);
+    return y;
+  }
+
+  /** x on the device as the kernel reads it: F32 or BF16 as it is, anything else as F32. */
+  private Tensor normInput(Tensor x) {
+    Tensor here = tensors.onDevice(x);
+    if (here.dtype() == DType.F32 || here.dtype() == DType.BF16) {
+      return here;
+    }
+    Tensor f = tensors.f32(here);
+    tensors.releaseDerived(here, x);
+    return f;
   }
 
   private static void requireChannelGamma(Tensor x, Tensor gamma) {
@@ -298,14 +317,15 @@ public final class NormOps {
     for (int i = a + 1; i < x.rank(); i++) {
       inner *= x.dim(i);
     }
-    Tensor xd = operands.activation(x);
     Tensor g = gamma == null ? null : tensors.f32(gamma);
     if (out.numel() > 0) {
       long yOuter = a == 0 ? 0 : out.stride(a - 1);
       long yChannel = out.stride(a);
-      String kernel = "channel_norm_" + DeviceTensors.code(out.dtype());
+      String in = DeviceTensors.code(x.dtype());
+      String to = DeviceTensors.code(out.dtype());
+      String kernel = "channel_norm_" + (in.equals(to) ? in : in + "_" + to);
       try (Launch l = kernels.launch("norms.cu", kernel)) {
-        l.ptr(addr(xd)).ptr(g == null ? 0L : addr(g)).ptr(addr(out));
+        l.ptr(addr(x)).ptr(g == null ? 0L : addr(g)).ptr(addr(out));
         l.i64(outer).i32(x.dim(a)).i64(inner).i64(yOuter).i64(yChannel);
         l.f32(eps).i32(silu ? 1 : 0);
         kernels.elementwise(l, outer * inner);
@@ -314,6 +334,5 @@ public final class NormOps {
     if (g != null) {
       tensors.releaseDerived(g, gamma);
     }
-    tensors.releaseDerived(xd, x);
   }
 }

@@ -253,39 +253,59 @@ extern "C" __global__ void sum_last_f32(const float* x, float* y, int n) {
 }
 
 // x viewed as [outer, n, inner]; one thread per (outer, inner) column, normalised along n, then
-// (the Wan VAE's channel norm) times gamma[k] when gamma is given, then SiLU when silu is set. The
-// same float operations, in the same order, as l2Normalize, mul and silu one after another (the
-// sum in double), so the F32 result equals that composition; a BF16 output is rounded once. y's
+// (the Wan VAE's channel norm) times gamma[k] when gamma is given, then SiLU when silu is set. For
+// an F32 result, the same float operations, in the same order, as l2Normalize, mul and silu one
+// after another (the sum in double), so it equals that composition; a BF16 result is computed in
+// float and rounded once. y's
 // element (o, k, c) is at o * yOuter + k * yChannel + c: the dense layout, or the later frames of a
 // longer tensor whose first frames hold a causal convolution's remembered input.
-template <typename T>
-__device__ void channel_norm(const T* x, const float* gamma, T* y, i64 outer, int n, i64 inner,
+// Input and output types may differ: an F32 stream normalised straight into the BF16 input of the
+// convolution that reads it (rounded once, at the store).
+template <typename TI, typename TO>
+__device__ void channel_norm(const TI* x, const float* gamma, TO* y, i64 outer, int n, i64 inner,
                              i64 yOuter, i64 yChannel, float eps, int silu) {
   GRID_STRIDE(i, outer * inner) {
     i64 o = i / inner, c = i % inner;
-    const T* p = x + o * n * inner + c;
-    T* q = y + o * yOuter + c;
-    double s = 0.0;
-    for (int k = 0; k < n; ++k) {
-      float v = load_f(p + k * inner);
-      s += (double)v * v;
-    }
-    float inv = (float)(1.0 / fmax(sqrt(s), (double)eps));
-    for (int k = 0; k < n; ++k) {
-      float v = load_f(p + k * inner) * inv;
-      if (gamma != nullptr) v = v * gamma[k];
-      if (silu) v = v * (float)(1.0 / (1.0 + exp(-(double)v)));
-      store_f(q + k * yChannel, v);
+    const TI* p = x + o * n * inner + c;
+    TO* q = y + o * yOuter + c;
+    if constexpr (sizeof(TO) == sizeof(float)) {
+      double s = 0.0;
+      for (int k = 0; k < n; ++k) {
+        float v = load_f(p + k * inner);
+        s += (double)v * v;
+      }
+      float inv = (float)(1.0 / fmax(sqrt(s), (double)eps));
+      for (int k = 0; k < n; ++k) {
+        float v = load_f(p + k * inner) * inv;
+        if (gamma != nullptr) v = v * gamma[k];
+        if (silu) v = v * (float)(1.0 / (1.0 + exp(-(double)v)));
+        store_f(q + k * yChannel, v);
+      }
+    } else {
+      // A BF16 result keeps 8 bits: float sums and a fast exponential change it by a rounding at
+      // most, where the double arithmetic above made this kernel bound by FP64 throughput (a
+      // fifth of the memory bandwidth at the 720p Wan2.2 decode's full-resolution shapes).
+      float s = 0.0f;
+      for (int k = 0; k < n; ++k) {
+        float v = load_f(p + k * inner);
+        s = fmaf(v, v, s);
+      }
+      float inv = 1.0f / fmaxf(sqrtf(s), eps);
+      for (int k = 0; k < n; ++k) {
+        float v = load_f(p + k * inner) * inv;
+        if (gamma != nullptr) v = v * gamma[k];
+        if (silu) v = v / (1.0f + __expf(-v));
+        store_f(q + k * yChannel, v);
+      }
     }
   }
 }
-extern "C" __global__ void channel_norm_f32(const float* x, const float* gamma, float* y,
-                                            i64 outer, int n, i64 inner, i64 yOuter,
-                                            i64 yChannel, float eps, int silu) {
-  channel_norm<float>(x, gamma, y, outer, n, inner, yOuter, yChannel, eps, silu);
-}
-extern "C" __global__ void channel_norm_bf16(const bf16_t* x, const float* gamma, bf16_t* y,
-                                             i64 outer, int n, i64 inner, i64 yOuter,
-                                             i64 yChannel, float eps, int silu) {
-  channel_norm<bf16_t>(x, gamma, y, outer, n, inner, yOuter, yChannel, eps, silu);
-}
+#define CHANNEL_NORM(NAME, TI, TO)                                                           \
+  extern "C" __global__ void NAME(const TI* x, const float* gamma, TO* y, i64 outer, int n,    \
+                                  i64 inner, i64 yOuter, i64 yChannel, float eps, int silu) { \
+    channel_norm<TI, TO>(x, gamma, y, outer, n, inner, yOuter, yChannel, eps, silu);          \
+  }
+CHANNEL_NORM(channel_norm_f32, float, float)
+CHANNEL_NORM(channel_norm_bf16, bf16_t, bf16_t)
+CHANNEL_NORM(channel_norm_f32_bf16, float, bf16_t)
+CHANNEL_NORM(channel_norm_bf16_f32, bf16_t, float)

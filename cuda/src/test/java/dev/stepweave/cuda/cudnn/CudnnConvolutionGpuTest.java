@@ -89,6 +89,42 @@ class CudnnConvolutionGpuTest {
     }
   }
 
+  /**
+   * The VAE's mixed precision: BF16 input and filter, the result straight in F32. Against the CPU's
+   * F32 convolution of the same BF16-rounded operands only the order of the F32 sums differs (about
+   * 1e-7 relative), where a BF16 rounding of the result would add about 1e-3: the bound 1e-4 tells
+   * the two apart.
+   */
+  @Test
+  void bf16OperandsGiveAnUnroundedF32ResultAtTheWanShapes() {
+    CudaBackend gpu = Gpu.bf16();
+    int seed = 81;
+    for (Case c : WAN_SHAPES) {
+      Tensor host = RandomWeights.uniform(seed, 1f, c.x()).toHost(DType.BF16);
+      Tensor w = RandomWeights.uniform(seed + 1, 0.2f, c.w());
+      Tensor b = c.bias() ? RandomWeights.uniform(seed + 2, 0.5f, c.w()[0]) : null;
+      seed += 3;
+      Tensor x = gpu.upload(host, DType.BF16);
+      Tensor wd = gpu.upload(w, DType.F32);
+      Tensor bd = b == null ? null : gpu.upload(b, DType.F32);
+      Tensor expected =
+          CPU.conv3d(
+              host.toHost(DType.F32),
+              w.toHost(DType.BF16).toHost(DType.F32),
+              b,
+              c.stride(),
+              c.padding());
+      Tensor out = gpu.conv3d(x, wd, bd, c.stride(), c.padding(), DType.F32);
+      double err = RelativeL2.of(gpu.download(out), expected);
+      System.out.printf(
+          "  conv3d %s, BF16 operands into F32: rel L2 %.2e (bound 1e-4)%n%s%n",
+          c.what(), err, gpu.conv3dPaths().lines().filter(l -> l.contains("out F32")).toList());
+      assertEquals(DType.F32, out.dtype(), c.what());
+      assertArrayEquals(expected.shape(), out.shape());
+      assertTrue(err <= 1e-4, c.what() + ": relative L2 " + err);
+    }
+  }
+
   @Test
   void oddSizesAreRightWhicheverPathRunsThem() {
     CudaBackend gpu = Gpu.bf16();
@@ -193,13 +229,14 @@ class CudnnConvolutionGpuTest {
     // convolution touches no kernel, so none are given.
     try (CudnnRuntime refusing = new CudnnRuntime(gpu.context(), RefusingPlans::new);
         CudnnConvolution conv = new CudnnConvolution(gpu.tensors(), refusing)) {
-      String path = conv.describe(x, w, b, c.stride(), c.padding());
+      String path = conv.describe(x, w, b, c.stride(), c.padding(), DType.BF16);
       System.out.printf("  refused: %s%n", path);
       assertTrue(path.startsWith("not cuDNN"), path);
       for (CudnnConvolution.Variant v : CudnnConvolution.Variant.values()) {
         assertTrue(path.contains(v.label + ": "), "each variant tried: " + path);
       }
-      assertNull(conv.conv3d(x, w, b, c.stride(), c.padding()), "the caller runs im2col");
+      assertNull(
+          conv.conv3d(x, w, b, c.stride(), c.padding(), DType.BF16), "the caller runs im2col");
     }
     // The F32 mode never asks cuDNN, and the real cuDNN still takes the shape.
     assertEquals(

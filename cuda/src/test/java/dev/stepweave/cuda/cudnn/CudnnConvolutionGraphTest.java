@@ -3,10 +3,12 @@ package dev.stepweave.cuda.cudnn;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertNull;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Dims3;
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Key;
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Variant;
+import dev.stepweave.tensor.DType;
 import java.util.ArrayList;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -31,7 +33,8 @@ class CudnnConvolutionGraphTest {
           new Dims3(1, 1, 1),
           true,
           16,
-          false);
+          DType.BF16,
+          DType.BF16);
 
   @Test
   void theFusedGraphIsConvolutionIntoAVirtualF32TensorThenABiasAdd() {
@@ -60,6 +63,36 @@ class CudnnConvolutionGraphTest {
   }
 
   @Test
+  void aMixedKeyHasBf16OperandsAndAnF32Result() {
+    RecordingGraphApi api = new RecordingGraphApi();
+    Key mixed =
+        new Key(
+            CONV3.n(),
+            CONV3.c(),
+            CONV3.input(),
+            CONV3.k(),
+            CONV3.kernel(),
+            CONV3.stride(),
+            CONV3.padding(),
+            true,
+            16,
+            DType.BF16,
+            DType.F32);
+    try (CudnnDescriptors g = new CudnnDescriptors(api)) {
+      CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, mixed, Variant.NCDHW_BIAS_FUSED);
+      List<String> all = api.descriptors();
+      // X and W BF16 (9), Y F32 (0), the virtual convolution output F32 as before.
+      assertTrue(all.get(0).startsWith("17 901/1=[9] 902/3=[1,8,5,12,10]"), all.get(0));
+      assertTrue(all.get(1).startsWith("17 901/1=[9] 902/3=[16,8,3,3,3]"), all.get(1));
+      assertTrue(all.get(2).startsWith("17 901/1=[0] 902/3=[1,16,5,12,10]"), all.get(2));
+      assertTrue(all.get(4).startsWith("17 901/1=[0] 902/3=[1,16,5,12,10]"), all.get(4));
+    }
+    assertEquals(
+        "x [1,8,5,12,10] w [16,8,3,3,3] stride [1, 1, 1] pad [1, 1, 1] +bias out F32",
+        mixed.toString());
+  }
+
+  @Test
   void thePatchEmbeddingIsOneStridedOperationWritingYDirectly() {
     RecordingGraphApi api = new RecordingGraphApi();
     // The DiT's patch embedding: kernel (1, 2, 2), stride (1, 2, 2), no padding, at a small size.
@@ -74,7 +107,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(0, 0, 0),
             false,
             8,
-            false);
+            DType.BF16,
+            DType.BF16);
     assertEquals(new Dims3(3, 4, 6), key.output());
     try (CudnnDescriptors g = new CudnnDescriptors(api)) {
       CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, key, Variant.NCDHW);
@@ -131,7 +165,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(1, 0, 1),
             true,
             2,
-            false);
+            DType.BF16,
+            DType.BF16);
     // (7 + 2 − 3) / 2 + 1 = 4, (9 − 3) / 1 + 1 = 7, (11 + 2 − 3) / 2 + 1 = 6.
     assertEquals(new Dims3(4, 7, 6), odd.output());
     assertEquals(
@@ -146,7 +181,8 @@ class CudnnConvolutionGraphTest {
             new Dims3(1, 0, 1),
             true,
             2,
-            false));
+            DType.BF16,
+            DType.BF16));
   }
 
   @Test

@@ -351,10 +351,10 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   }
 
   /**
-   * What a component computes in on {@code backend}: the backend's activation dtype, except the
-   * VAE, which keeps float32 weights and activations as the reference does. With BF16 activations
-   * its decode of the golden tiny checkpoints lands at 1.0e-2 (Wan2.2) and 1.6e-2 (Wan2.1) relative
-   * L2, over the bound; docs/performance.md says where that error comes from.
+   * The dtype a component's weights load in on {@code backend}: the backend's activation dtype,
+   * except the VAE's, which stay float32 as the reference keeps them: its norm scales and biases
+   * act on whole channels, and its activations stay F32 too (a residual VAE rounds only its
+   * convolutions' operands to BF16 in the performance mode: {@link WanVae#precision}).
    */
   private static DType computeDType(String component, Backend backend) {
     return component.equals("vae") ? DType.F32 : backend.activationDType();
@@ -372,7 +372,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /** The precision component {@code id} computes in on this instance's backend. */
   public Precision precisionOf(String id) {
-    return Precision.of(computeDType(id, backend));
+    return id.equals("vae") ? vae.precision() : Precision.of(computeDType(id, backend));
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Tensor;
 import java.util.List;
@@ -208,11 +209,11 @@ class BackwardRulesTest {
         List.of(check.normal(2, 5, 9), check.normal(2, 5, 9), check.normal(2, 1, 9)));
     check.check(
         "channelNorm with SiLU",
-        (b, in) -> b.channelNorm(in.get(0), in.get(1), 1e-12f, true),
+        (b, in) -> b.channelNorm(in.get(0), in.get(1), 1e-12f, true, DType.F32),
         List.of(check.normal(2, 5, 3, 4, 3), check.normal(5, 1, 1, 1)));
     check.check(
         "channelNormAfter",
-        (b, in) -> b.channelNormAfter(in.get(0), in.get(1), in.get(2), 1e-12f, true),
+        (b, in) -> b.channelNormAfter(in.get(0), in.get(1), in.get(2), 1e-12f, true, DType.F32),
         List.of(
             check.normal(1, 5, 2, 3, 4), check.normal(1, 5, 3, 3, 4), check.normal(5, 1, 1, 1)));
     check.check(

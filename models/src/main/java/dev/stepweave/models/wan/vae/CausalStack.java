@@ -49,13 +49,19 @@ final class CausalStack {
    * (the encoder's or decoder's scope).
    */
   static CausalStack load(
-      Weights weights, int in, int first, StageLoader stages, int last, int out) {
+      Weights weights,
+      int in,
+      int first,
+      StageLoader stages,
+      int last,
+      int out,
+      ConvolutionPrecision precision) {
     CacheSlots slots = new CacheSlots();
-    CausalConv3d convIn = CausalConv3d.cube(weights.scope("conv_in"), in, first, 3);
+    CausalConv3d convIn = CausalConv3d.cube(weights.scope("conv_in"), in, first, 3, precision);
     int convInSlot = slots.allocate();
     List<CausalLayer> body = stages.load(slots);
     ChannelRmsNorm normOut = ChannelRmsNorm.load(weights.scope("norm_out"), last, false);
-    CausalConv3d convOut = CausalConv3d.cube(weights.scope("conv_out"), last, out, 3);
+    CausalConv3d convOut = CausalConv3d.cube(weights.scope("conv_out"), last, out, 3, precision);
     int convOutSlot = slots.allocate();
     return new CausalStack(
         weights.backend(), convIn, convInSlot, body, normOut, convOut, convOutSlot, slots.count());

@@ -1,6 +1,7 @@
 package dev.stepweave.models.wan.vae;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 
@@ -32,17 +33,20 @@ final class ChannelRmsNorm {
     return new ChannelRmsNorm(backend, backend.affine(gamma, (float) Math.sqrt(channels), 0f));
   }
 
+  /** The norm of {@code x} in x's dtype. */
   Tensor apply(Tensor x) {
-    return backend.channelNorm(x, scaledGamma, EPS, false);
+    return backend.channelNorm(x, scaledGamma, EPS, false, x.dtype());
   }
 
-  /** {@code silu(apply(x))}, in one pass where the backend fuses it. */
-  Tensor applySilu(Tensor x) {
-    return backend.channelNorm(x, scaledGamma, EPS, true);
+  /** {@code silu(apply(x))} in {@code out} (a convolution's input dtype), in one pass. */
+  Tensor applySilu(Tensor x, DType out) {
+    return backend.channelNorm(x, scaledGamma, EPS, true, out);
   }
 
-  /** {@code past} then {@link #applySilu}'s frames of x, along time, in one tensor. */
-  Tensor applySiluAfter(Tensor past, Tensor x) {
-    return backend.channelNormAfter(past, x, scaledGamma, EPS, true);
+  /**
+   * {@code past} then {@link #applySilu}'s frames of x, along time, in one tensor of {@code out}.
+   */
+  Tensor applySiluAfter(Tensor past, Tensor x, DType out) {
+    return backend.channelNormAfter(past, x, scaledGamma, EPS, true, out);
   }
 }

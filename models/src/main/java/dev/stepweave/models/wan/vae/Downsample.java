@@ -20,10 +20,17 @@ final class Downsample implements CausalLayer {
   private final Tensor spatialBias;
   private final CausalConv3d timeConv;
   private final int slot;
+  private final ConvolutionPrecision precision;
 
   private Downsample(
-      Backend backend, Tensor spatialWeight, Tensor spatialBias, CausalConv3d timeConv, int slot) {
+      Backend backend,
+      Tensor spatialWeight,
+      Tensor spatialBias,
+      CausalConv3d timeConv,
+      int slot,
+      ConvolutionPrecision precision) {
     this.backend = backend;
+    this.precision = precision;
     this.spatialWeight = spatialWeight;
     this.spatialBias = spatialBias;
     this.timeConv = timeConv;
@@ -31,12 +38,17 @@ final class Downsample implements CausalLayer {
   }
 
   /** Loads {@code resample.1} and, when {@code temporal}, {@code time_conv}. */
-  static Downsample load(Weights weights, int channels, boolean temporal, CacheSlots slots) {
+  static Downsample load(
+      Weights weights,
+      int channels,
+      boolean temporal,
+      CacheSlots slots,
+      ConvolutionPrecision precision) {
     Weights conv = weights.scope("resample.1");
     Tensor w = conv.take("weight", channels, channels, 3, 3).unsqueeze(2);
     Tensor b = conv.take("bias", channels);
     if (!temporal) {
-      return new Downsample(weights.backend(), w, b, null, -1);
+      return new Downsample(weights.backend(), w, b, null, -1, precision);
     }
     CausalConv3d time =
         CausalConv3d.load(
@@ -45,14 +57,17 @@ final class Downsample implements CausalLayer {
             channels,
             new int[] {3, 1, 1},
             new int[] {2, 1, 1},
-            NO_PADDING);
-    return new Downsample(weights.backend(), w, b, time, slots.allocate());
+            NO_PADDING,
+            precision);
+    return new Downsample(weights.backend(), w, b, time, slots.allocate(), precision);
   }
 
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
-    Tensor padded = backend.pad(x, BOTTOM_RIGHT_PAD, 0f);
-    Tensor y = backend.conv3d(padded, spatialWeight, spatialBias, SPATIAL_STRIDE, NO_PADDING);
+    Tensor padded = backend.pad(precision.asInput(backend, x), BOTTOM_RIGHT_PAD, 0f);
+    Tensor y =
+        precision.convolve(
+            backend, padded, spatialWeight, spatialBias, SPATIAL_STRIDE, NO_PADDING, x.dtype());
     if (timeConv == null) {
       return y;
     }

@@ -15,11 +15,12 @@ final class MidBlock implements CausalLayer {
     this.second = second;
   }
 
-  static MidBlock load(Weights weights, int channels, CacheSlots slots) {
+  static MidBlock load(
+      Weights weights, int channels, CacheSlots slots, ConvolutionPrecision precision) {
     return new MidBlock(
-        ResidualBlock.load(weights.scope("resnets.0"), channels, channels, slots),
+        ResidualBlock.load(weights.scope("resnets.0"), channels, channels, slots, precision),
         AttentionBlock.load(weights.scope("attentions.0"), channels),
-        ResidualBlock.load(weights.scope("resnets.1"), channels, channels, slots));
+        ResidualBlock.load(weights.scope("resnets.1"), channels, channels, slots, precision));
   }
 
   @Override

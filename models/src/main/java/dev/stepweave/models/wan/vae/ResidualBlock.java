@@ -37,14 +37,15 @@ final class ResidualBlock implements CausalLayer {
     this.slot2 = slot2;
   }
 
-  static ResidualBlock load(Weights weights, int in, int out, CacheSlots slots) {
+  static ResidualBlock load(
+      Weights weights, int in, int out, CacheSlots slots, ConvolutionPrecision precision) {
     return new ResidualBlock(
         weights.backend(),
         ChannelRmsNorm.load(weights.scope("norm1"), in, false),
-        CausalConv3d.cube(weights.scope("conv1"), in, out, 3),
+        CausalConv3d.cube(weights.scope("conv1"), in, out, 3, precision),
         ChannelRmsNorm.load(weights.scope("norm2"), out, false),
-        CausalConv3d.cube(weights.scope("conv2"), out, out, 3),
-        in == out ? null : CausalConv3d.cube(weights.scope("conv_shortcut"), in, out, 1),
+        CausalConv3d.cube(weights.scope("conv2"), out, out, 3, precision),
+        in == out ? null : CausalConv3d.cube(weights.scope("conv_shortcut"), in, out, 1, precision),
         slots.allocate(),
         slots.allocate());
   }

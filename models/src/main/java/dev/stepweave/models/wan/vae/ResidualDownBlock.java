@@ -33,15 +33,16 @@ final class ResidualDownBlock implements CausalLayer {
       int resBlocks,
       boolean downsample,
       boolean temporal,
-      CacheSlots slots) {
+      CacheSlots slots,
+      ConvolutionPrecision precision) {
     List<CausalLayer> path = new ArrayList<>();
     int width = in;
     for (int r = 0; r < resBlocks; r++) {
-      path.add(ResidualBlock.load(weights.scope("resnets." + r), width, out, slots));
+      path.add(ResidualBlock.load(weights.scope("resnets." + r), width, out, slots, precision));
       width = out;
     }
     if (downsample) {
-      path.add(Downsample.load(weights.scope("downsampler"), out, temporal, slots));
+      path.add(Downsample.load(weights.scope("downsampler"), out, temporal, slots, precision));
     }
     int timeFactor = downsample && temporal ? 2 : 1;
     int spaceFactor = downsample ? 2 : 1;

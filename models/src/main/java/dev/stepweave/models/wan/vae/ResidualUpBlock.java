@@ -31,14 +31,21 @@ final class ResidualUpBlock implements CausalLayer {
    * @param temporal whether the upsampler also doubles time
    */
   static ResidualUpBlock load(
-      Weights weights, int in, int out, int resBlocks, boolean temporal, CacheSlots slots) {
+      Weights weights,
+      int in,
+      int out,
+      int resBlocks,
+      boolean temporal,
+      CacheSlots slots,
+      ConvolutionPrecision precision) {
     List<CausalLayer> path = new ArrayList<>();
     int width = in;
     for (int r = 0; r <= resBlocks; r++) {
-      path.add(ResidualBlock.load(weights.scope("resnets." + r), width, out, slots));
+      path.add(ResidualBlock.load(weights.scope("resnets." + r), width, out, slots, precision));
       width = out;
     }
-    Upsample upsampler = Upsample.load(weights.scope("upsampler"), out, out, temporal, slots);
+    Upsample upsampler =
+        Upsample.load(weights.scope("upsampler"), out, out, temporal, slots, precision);
     path.add(upsampler);
     return new ResidualUpBlock(
         weights.backend(),

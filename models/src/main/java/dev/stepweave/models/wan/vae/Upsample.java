@@ -20,10 +20,17 @@ final class Upsample implements CausalLayer {
   private final Tensor spatialBias;
   private final CausalConv3d timeConv;
   private final int slot;
+  private final ConvolutionPrecision precision;
 
   private Upsample(
-      Backend backend, Tensor spatialWeight, Tensor spatialBias, CausalConv3d timeConv, int slot) {
+      Backend backend,
+      Tensor spatialWeight,
+      Tensor spatialBias,
+      CausalConv3d timeConv,
+      int slot,
+      ConvolutionPrecision precision) {
     this.backend = backend;
+    this.precision = precision;
     this.spatialWeight = spatialWeight;
     this.spatialBias = spatialBias;
     this.timeConv = timeConv;
@@ -35,12 +42,17 @@ final class Upsample implements CausalLayer {
    * time_conv}.
    */
   static Upsample load(
-      Weights weights, int channels, int outChannels, boolean temporal, CacheSlots slots) {
+      Weights weights,
+      int channels,
+      int outChannels,
+      boolean temporal,
+      CacheSlots slots,
+      ConvolutionPrecision precision) {
     Weights conv = weights.scope("resample.1");
     Tensor w = conv.take("weight", outChannels, channels, 3, 3).unsqueeze(2);
     Tensor b = conv.take("bias", outChannels);
     if (!temporal) {
-      return new Upsample(weights.backend(), w, b, null, -1);
+      return new Upsample(weights.backend(), w, b, null, -1, precision);
     }
     CausalConv3d time =
         CausalConv3d.load(
@@ -49,15 +61,18 @@ final class Upsample implements CausalLayer {
             2 * channels,
             new int[] {3, 1, 1},
             UNIT_STRIDE,
-            new int[] {1, 0, 0});
-    return new Upsample(weights.backend(), w, b, time, slots.allocate());
+            new int[] {1, 0, 0},
+            precision);
+    return new Upsample(weights.backend(), w, b, time, slots.allocate(), precision);
   }
 
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor y = timeConv == null ? x : doubleFrames(x, cache);
-    Tensor up = backend.upsampleNearest2d(y, 2, 2);
-    return backend.conv3d(up, spatialWeight, spatialBias, UNIT_STRIDE, SAME_PADDING_2D);
+    // Converted before the doubling, which copies: a quarter of the values to convert.
+    Tensor up = backend.upsampleNearest2d(precision.asInput(backend, y), 2, 2);
+    return precision.convolve(
+        backend, up, spatialWeight, spatialBias, UNIT_STRIDE, SAME_PADDING_2D, x.dtype());
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.stepweave.models.wan.vae;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.Weights;
 import java.util.Arrays;
@@ -32,6 +33,7 @@ public final class WanVae {
   private final CausalConv3d quantConv;
   private final CausalConv3d postQuantConv;
   private final WanVaeDecoder decoder;
+  private final ConvolutionPrecision precision;
   private final PixelPatches patches;
   private final Tensor latentsMean;
   private final Tensor latentsInverseStd;
@@ -42,8 +44,10 @@ public final class WanVae {
       CausalStack encoder,
       CausalConv3d quantConv,
       CausalConv3d postQuantConv,
-      WanVaeDecoder decoder) {
+      WanVaeDecoder decoder,
+      ConvolutionPrecision precision) {
     this.config = config;
+    this.precision = precision;
     this.backend = backend;
     this.encoder = encoder;
     this.quantConv = quantConv;
@@ -69,21 +73,36 @@ public final class WanVae {
    * @throws dev.stepweave.tensor.io.CheckpointException naming the file and tensor on a mismatch
    */
   public static WanVae load(WanVaeConfig config, Weights weights) {
+    return load(config, weights, ConvolutionPrecision.of(weights.backend(), config));
+  }
+
+  /** {@link #load} with its convolutions' precision given. */
+  static WanVae load(WanVaeConfig config, Weights weights, ConvolutionPrecision precision) {
     int z = config.zDim();
     WanVae vae =
         new WanVae(
             config,
             weights.backend(),
-            WanVaeEncoder.load(config, weights.scope("encoder")),
-            CausalConv3d.cube(weights.scope("quant_conv"), 2 * z, 2 * z, 1),
-            CausalConv3d.cube(weights.scope("post_quant_conv"), z, z, 1),
-            WanVaeDecoder.load(config, weights.scope("decoder")));
+            WanVaeEncoder.load(config, weights.scope("encoder"), precision),
+            CausalConv3d.cube(weights.scope("quant_conv"), 2 * z, 2 * z, 1, precision),
+            CausalConv3d.cube(weights.scope("post_quant_conv"), z, z, 1, precision),
+            WanVaeDecoder.load(config, weights.scope("decoder"), precision),
+            precision);
     weights.finish();
     return vae;
   }
 
   public WanVaeConfig config() {
     return config;
+  }
+
+  /**
+   * What the VAE computes in: BF16 when its convolutions read BF16 operands (a residual VAE in the
+   * performance mode; its stream stays F32), else F32 — F32 data, whose products cuDNN computes in
+   * TF32 in the performance mode.
+   */
+  public Precision precision() {
+    return precision == ConvolutionPrecision.BF16_OPERANDS ? Precision.BF16 : Precision.F32;
   }
 
   // ---- encode ---------------------------------------------------------------------------------

@@ -25,7 +25,7 @@ final class WanVaeDecoder {
     this.stack = stack;
   }
 
-  static WanVaeDecoder load(WanVaeConfig config, Weights weights) {
+  static WanVaeDecoder load(WanVaeConfig config, Weights weights, ConvolutionPrecision precision) {
     int stages = config.dimMult().size();
     int[] dims = config.decoderWidths();
     List<Boolean> temporal = config.temporalUpsample();
@@ -36,7 +36,7 @@ final class WanVaeDecoder {
             dims[0],
             slots -> {
               List<CausalLayer> layers = new ArrayList<>();
-              layers.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots));
+              layers.add(MidBlock.load(weights.scope("mid_block"), dims[0], slots, precision));
               for (int i = 0; i < stages; i++) {
                 Weights block = weights.scope("up_blocks." + i);
                 boolean upsample = i < stages - 1;
@@ -48,14 +48,16 @@ final class WanVaeDecoder {
                           dims[i + 1],
                           config.numResBlocks(),
                           temporal.get(i),
-                          slots));
+                          slots,
+                          precision));
                   continue;
                 }
                 // A Wan 2.1 upsampler halves the width, so its next stage starts from half.
                 int in = i == 0 || config.isResidual() ? dims[i] : dims[i] / 2;
                 for (int r = 0; r <= config.numResBlocks(); r++) {
                   layers.add(
-                      ResidualBlock.load(block.scope("resnets." + r), in, dims[i + 1], slots));
+                      ResidualBlock.load(
+                          block.scope("resnets." + r), in, dims[i + 1], slots, precision));
                   in = dims[i + 1];
                 }
                 if (upsample) {
@@ -65,13 +67,15 @@ final class WanVaeDecoder {
                           dims[i + 1],
                           dims[i + 1] / 2,
                           temporal.get(i),
-                          slots));
+                          slots,
+                          precision));
                 }
               }
               return layers;
             },
             dims[stages],
-            config.outChannels()));
+            config.outChannels(),
+            precision));
   }
 
   int cacheSlots() {

@@ -12,7 +12,7 @@ import java.util.List;
 final class WanVaeEncoder {
   private WanVaeEncoder() {}
 
-  static CausalStack load(WanVaeConfig config, Weights weights) {
+  static CausalStack load(WanVaeConfig config, Weights weights, ConvolutionPrecision precision) {
     int[] dims = config.encoderWidths();
     int stages = config.dimMult().size();
     int deepest = dims[stages];
@@ -35,24 +35,26 @@ final class WanVaeEncoder {
                       config.numResBlocks(),
                       downsample,
                       temporal,
-                      slots));
+                      slots,
+                      precision));
               continue;
             }
             int in = dims[i];
             for (int r = 0; r < config.numResBlocks(); r++) {
               Weights scope = weights.scope("down_blocks." + block++);
-              layers.add(ResidualBlock.load(scope, in, dims[i + 1], slots));
+              layers.add(ResidualBlock.load(scope, in, dims[i + 1], slots, precision));
               in = dims[i + 1];
             }
             if (downsample) {
               Weights scope = weights.scope("down_blocks." + block++);
-              layers.add(Downsample.load(scope, dims[i + 1], temporal, slots));
+              layers.add(Downsample.load(scope, dims[i + 1], temporal, slots, precision));
             }
           }
-          layers.add(MidBlock.load(weights.scope("mid_block"), deepest, slots));
+          layers.add(MidBlock.load(weights.scope("mid_block"), deepest, slots, precision));
           return layers;
         },
         deepest,
-        2 * config.zDim());
+        2 * config.zDim(),
+        precision);
   }
 }
