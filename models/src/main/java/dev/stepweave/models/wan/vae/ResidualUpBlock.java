@@ -60,6 +60,6 @@ final class ResidualUpBlock implements CausalLayer {
     boolean firstChunk = upsampler.awaitsFirstChunk(cache);
     Tensor h =
         backend.chain(x, 0, path.size(), (i, y) -> path.get(i).apply(y, cache), cache::remembered);
-    return backend.add(h, shortcut.apply(x, firstChunk));
+    return shortcut.addTo(h, x, firstChunk);
   }
 }
