@@ -334,6 +334,24 @@ class FusedOpsGpuTest {
                   f32(b, sin).slice(1, 0, 10)));
       same("gelu tanh", gpu, t, b -> b.gelu(act(b, x), true));
       same("add of strided views", gpu, t, b -> b.add(act(b, x), act(b, xt).transpose(1, 2)));
+      // A dense block repeated along the leading dims (a learned table over batch and sequence):
+      // the periodic kernel, either operand repeating.
+      Tensor block = rand(28, 1f, 3, 32);
+      same(
+          "add of a repeated block",
+          gpu,
+          t,
+          b -> b.add(act(b, x), act(b, block).reshape(1, 1, 3, 32)));
+      same(
+          "sub from a repeated block",
+          gpu,
+          t,
+          b -> b.sub(act(b, block).reshape(1, 1, 3, 32), act(b, x)));
+      same(
+          "add of an F32 table and a BF16 or F32 embedding",
+          gpu,
+          DType.F32,
+          b -> b.add(f32(b, block).reshape(1, 1, 3, 32), act(b, x)));
       same("add of a BF16 and an F32 tensor", gpu, DType.F32, b -> b.add(act(b, x), f32(b, x)));
       same("mul broadcast", gpu, t, b -> b.mul(act(b, x), act(b, row).reshape(1, 9, 1, 32)));
     }

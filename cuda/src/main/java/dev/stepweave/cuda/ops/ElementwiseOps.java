@@ -81,9 +81,19 @@ public final class ElementwiseOps {
     long n = out.numel();
     if (n > 0) {
       String code = DeviceTensors.code(out.dtype());
+      long periodA = period(av), periodB = period(bv);
       if (av.isContiguous() && bv.isContiguous() && packable(n, av, bv, out)) {
         try (Launch l = kernels.launch("elementwise.cu", "binary_packed_" + code)) {
           l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out)).i64(n).i32(op.ordinal());
+          kernels.elementwise(l, n / pack(out));
+        }
+      } else if ((av.isContiguous() && periodB > 0 || bv.isContiguous() && periodA > 0)
+          && packable(av.isContiguous() ? periodB : periodA, out)
+          && packable(n, av, bv, out)) {
+        boolean periodicB = av.isContiguous();
+        try (Launch l = kernels.launch("elementwise.cu", "binary_periodic_" + code)) {
+          l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out)).i64(n);
+          l.i64(periodicB ? periodB : periodA).i32(periodicB ? 1 : 0).i32(op.ordinal());
           kernels.elementwise(l, n / pack(out));
         }
       } else {
@@ -98,6 +108,27 @@ public final class ElementwiseOps {
     tensors.releaseDerived(av, a);
     tensors.releaseDerived(bv, b);
     return out;
+  }
+
+  /**
+   * The period of a broadcast view that repeats one dense block along its leading dims (strides 0
+   * there, the block's own contiguous strides after): the block's element count; 0 for any other
+   * view, a dense tensor included.
+   */
+  static long period(Tensor view) {
+    int rank = view.rank();
+    long block = 1;
+    int d = rank - 1;
+    while (d >= 0 && (view.dim(d) == 1 || view.stride(d) == block)) {
+      block *= view.dim(d);
+      d--;
+    }
+    for (int i = d; i >= 0; i--) {
+      if (view.dim(i) != 1 && view.stride(i) != 0) {
+        return 0;
+      }
+    }
+    return block == view.numel() ? 0 : block;
   }
 
   /** {@code x + y · gate} in one pass; the result has x's dtype in the BF16 mode. */

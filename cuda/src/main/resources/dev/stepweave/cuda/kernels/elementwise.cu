@@ -72,6 +72,26 @@ __device__ void binary_packed(const T* a, const T* b, T* y, i64 n, int op) {
   }
 }
 
+// One dense operand of out's shape and one that repeats a dense block of `period` elements along
+// the leading dims (a bias or a learned table broadcast over batch and sequence), n and period
+// multiples of PACK(T), 16-byte aligned: one pack per step, the repeated block indexed modulo its
+// period instead of through the eight-dim index of `binary`. periodicB: which operand repeats.
+template <typename T>
+__device__ void binary_periodic(const T* a, const T* b, T* y, i64 n, i64 period, int periodicB,
+                                int op) {
+  constexpr int N = PACK(T);
+  float u[N], v[N];
+  GRID_STRIDE(j, n / N) {
+    i64 e = j * N;
+    i64 p = e % period;
+    load_pack(a + (periodicB ? e : p), u);
+    load_pack(b + (periodicB ? p : e), v);
+#pragma unroll
+    for (int k = 0; k < N; ++k) u[k] = binary_op(op, u[k], v[k]);
+    store_pack(y + e, u);
+  }
+}
+
 // x + y·gate per row; W elements per access (PACK(T) when n is a multiple of it, pointers
 // 16-byte aligned). The intrinsics keep the separate roundings of the unfused mul and add.
 template <typename T, int W>
@@ -100,6 +120,10 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
   extern "C" __global__ void binary_packed_##SUFFIX(const T* a, const T* b, T* y, i64 n,        \
                                                     int op) {                                   \
     binary_packed<T>(a, b, y, n, op);                                                           \
+  }                                                                                             \
+  extern "C" __global__ void binary_periodic_##SUFFIX(const T* a, const T* b, T* y, i64 n,      \
+                                                      i64 period, int periodicB, int op) {      \
+    binary_periodic<T>(a, b, y, n, period, periodicB, op);                                      \
   }                                                                                             \
   extern "C" __global__ void gated_residual_##SUFFIX(const T* x, const T* y, const float* gate, \
                                                      T* out, i64 rows, int n, i64 groupStride,  \
