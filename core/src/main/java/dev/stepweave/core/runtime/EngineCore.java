@@ -258,9 +258,11 @@ final class EngineCore {
       List<WorkPlan> members = batch.members().stream().map(plans::get).toList();
       long t0;
       List<BatchExecutor.Outcome> outcomes;
-      List<RequestHandle> stepping = stepping(batch, members, runs);
+      Optional<String> wake = toWake(swapped, members);
+      double switchMillis = wake.isEmpty() ? 0 : swapped.orElseThrow().switchMillis();
+      List<RequestHandle> stepping = stepping(batch, members, runs, switchMillis);
       try {
-        if (!switchFor(swapped, members, batch, runs)) {
+        if (wake.isPresent() && !switchTo(swapped.orElseThrow(), wake.get(), batch, runs)) {
           continue;
         }
         t0 = System.nanoTime();
@@ -289,25 +291,32 @@ final class EngineCore {
   }
 
   /**
-   * Before a call, makes the swapped component its members need awake when it sleeps (their batch
-   * key holds it, so they all need the same): timed and counted apart from the call, so the cost
-   * model learns the call's time alone. A pool-fatal failure propagates; any other fails the
-   * members' requests.
+   * The swapped component a call's members need awake while it sleeps (their batch key holds it, so
+   * they all need the same); empty when the call can run as things are.
+   */
+  private static Optional<String> toWake(
+      Optional<SwappedComponents> swapped, List<WorkPlan> members) {
+    Optional<String> needs = members.getFirst().call().awakeComponent();
+    return swapped.isEmpty() || needs.isEmpty() || needs.equals(swapped.get().awake())
+        ? Optional.empty()
+        : needs;
+  }
+
+  /**
+   * Before a call, makes {@code component} the awake one of {@code swapped}: timed and counted
+   * apart from the call, so the cost model learns the call's time alone. A pool-fatal failure
+   * propagates; any other fails the requests of the call's members.
    *
    * @return whether the call may run
    */
-  private boolean switchFor(
-      Optional<SwappedComponents> swapped,
-      List<WorkPlan> members,
+  private boolean switchTo(
+      SwappedComponents swapped,
+      String component,
       BatchScheduler.Batch batch,
       List<ProgramRun> runs) {
-    Optional<String> needs = members.getFirst().call().awakeComponent();
-    if (swapped.isEmpty() || needs.isEmpty() || needs.equals(swapped.get().awake())) {
-      return true;
-    }
     try {
       long t0 = System.nanoTime();
-      swapped.get().switchTo(needs.get());
+      swapped.switchTo(component);
       model.backend().synchronize();
       metrics.observeSwitch((System.nanoTime() - t0) / 1e9);
       return true;
@@ -315,8 +324,8 @@ final class EngineCore {
       if (executor.faultOf(e) instanceof dev.stepweave.tensor.Fault.PoolFatal p) {
         throw e instanceof PoolFatalException pf ? pf : new PoolFatalException(p.reason(), e);
       }
-      for (int i = 0; i < members.size(); i++) {
-        fail(runs.get(batch.members().get(i)), e);
+      for (int member : batch.members()) {
+        fail(runs.get(member), e);
       }
       return false;
     }
@@ -362,14 +371,19 @@ final class EngineCore {
 
   /** Tells each member's handle which step it is in, for a cancel to say when it lands. */
   private List<RequestHandle> stepping(
-      BatchScheduler.Batch batch, List<WorkPlan> members, List<ProgramRun> runs) {
+      BatchScheduler.Batch batch,
+      List<WorkPlan> members,
+      List<ProgramRun> runs,
+      double switchMillis) {
     Instant now = clock.instant();
     List<RequestHandle> handles = new ArrayList<>(members.size());
     for (int i = 0; i < members.size(); i++) {
       RequestHandle h = runs.get(batch.members().get(i)).handle;
       WorkPlan p = members.get(i);
-      // The longer of the call's calibrated prediction and the unit's static one: a bound.
-      double predicted = Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
+      // The longer of the call's calibrated prediction and the unit's static one (a bound), after
+      // the switch the call waits for, if any.
+      double predicted =
+          switchMillis + Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
       h.stepping(new StepInFlight(p.loopId(), p.stepIndex(), now, predicted / 1e3));
       handles.add(h);
     }

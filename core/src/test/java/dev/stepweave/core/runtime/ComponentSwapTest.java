@@ -168,10 +168,14 @@ class ComponentSwapTest {
   void aSwitchIsTimedApartFromTheCallAndOneThatFailsFailsOnlyTheRequestsThatNeededIt()
       throws Exception {
     EngineCore core = core(Double.POSITIVE_INFINITY);
+    List<Double> predictedDuringSwitch = new ArrayList<>();
+    List<RequestHandle> handles = new ArrayList<>();
     pool.turns =
         new FakeTurns(
             1000,
             () -> {
+              predictedDuringSwitch.add(
+                  handles.getFirst().stepInFlight().orElseThrow().predictedSeconds());
               try {
                 Thread.sleep(300);
               } catch (InterruptedException e) {
@@ -180,8 +184,12 @@ class ComponentSwapTest {
             });
     pool.turns.plan("x", "ab");
     RequestHandle x = submit(core, "x", 2);
+    handles.add(x);
     tickToEnd(core);
     assertEquals(expected(2), value(x.result().get()));
+    // The step waiting for the switch is predicted to take the switch (1 s) and its call (1 ms).
+    assertEquals(1, predictedDuringSwitch.size());
+    assertTrue(predictedDuringSwitch.getFirst() > 1, predictedDuringSwitch.toString());
     var switches = core.stats(true).componentSwitchSeconds();
     assertEquals(1, switches.count());
     assertTrue(switches.sum() >= 0.3, "switch " + switches.sum() + " s");
