@@ -194,11 +194,6 @@ final class SimulatedDevice {
     return List.copyOf(events);
   }
 
-  /** Sleeps and wakes of {@code component}. */
-  synchronized long count(String event, String component) {
-    return events.stream().filter((event + " " + component)::equals).count();
-  }
-
   /** Everything that went wrong, in order; empty when the model kept every rule. */
   synchronized List<String> violations() {
     return Collections.unmodifiableList(new ArrayList<>(violations));
