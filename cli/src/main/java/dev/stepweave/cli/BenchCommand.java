@@ -150,7 +150,8 @@ final class BenchCommand {
         throw new ParameterException(spec.commandLine(), e.getMessage());
       }
       Path dir = model != null ? model : EmbeddedWan.ensure();
-      try (WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16))) {
+      try (WanModel wan =
+          WanModel.load(dir, backendOption.open(err, Precision.BF16), deviceBudget.loadOptions())) {
         EngineConfig base = deviceBudget.apply(EngineConfig.defaults(), wan, err);
         ServingRun runner = new ServingRun(wan, base, maxBatch);
         OutputCheck check = OutputCheck.forBackend(wan.backend());

@@ -75,7 +75,7 @@ final class GenerateBench implements Callable<Integer> {
     }
     GenerationOptions.Job job = plan.jobs().getFirst();
     long loadStart = System.nanoTime();
-    try (WanModel wan = WanModel.load(plan.modelDir(), plan.backend());
+    try (WanModel wan = generate.load(plan);
         Engine engine = generateEngine(wan, err)) {
       Duration loadTime = Duration.ofNanos(loaded - loadStart);
       double load = loadTime.toNanos() / 1e9;

@@ -52,7 +52,7 @@ final class GenerateCommand implements Callable<Integer> {
     PrintWriter err = spec.commandLine().getErr();
     GenerationOptions.Plan plan = options.plan(err);
     long loadStart = System.nanoTime();
-    try (WanModel wan = WanModel.load(plan.modelDir(), plan.backend());
+    try (WanModel wan = options.load(plan);
         Engine engine = options.engine(wan, err)) {
       printModel(out, wan, Duration.ofNanos(System.nanoTime() - loadStart));
       for (GenerationOptions.Job job : plan.jobs()) {

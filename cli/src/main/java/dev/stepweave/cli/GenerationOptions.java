@@ -365,6 +365,11 @@ final class GenerationOptions {
     return EmbeddedWan.ensure();
   }
 
+  /** Loads the plan's checkpoint on its backend as --experts and --memory-headroom say. */
+  WanModel load(Plan plan) {
+    return WanModel.load(plan.modelDir(), plan.backend(), deviceBudget.loadOptions());
+  }
+
   /**
    * The engine generate runs on: the device's memory budget, the CLI's deployed caches, and a
    * registry of the --lora files, each inspected by the model.

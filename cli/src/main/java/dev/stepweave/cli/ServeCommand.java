@@ -5,6 +5,7 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.RegisteredAdapter;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
+import dev.stepweave.models.wan.WanLoadOptions;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.WanPoolRecovery;
 import dev.stepweave.models.wan.cache.WanCaches;
@@ -357,7 +358,8 @@ final class ServeCommand implements Callable<Integer> {
             enabledCaches.stream().map(String::strip).toList(),
             GenerationOptions.parseSettings(cacheDefaults, "--cache-default", "ID"));
     Map<String, Path> namedLoras = LoraArguments.named(loras);
-    WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16));
+    WanLoadOptions loadOptions = deviceBudget.loadOptions();
+    WanModel wan = WanModel.load(dir, backendOption.open(err, Precision.BF16), loadOptions);
     Extensions extensions;
     Engine engine;
     try {
@@ -371,7 +373,9 @@ final class ServeCommand implements Callable<Integer> {
           EngineConfig.builder()
               .costLimits(costLimits.limits(wan.backend().device().kind()))
               // A pool-fatal fault: a new backend, the weights again from the host.
-              .recovery(new WanPoolRecovery(weights, () -> backendOption.open(err, Precision.BF16)))
+              .recovery(
+                  new WanPoolRecovery(
+                      weights, () -> backendOption.open(err, Precision.BF16), loadOptions))
               .build();
       engine = new Engine(wan, deviceBudget.apply(engineConfig, wan, err), extensions);
     } catch (RuntimeException e) {

@@ -208,6 +208,14 @@ class GenerateCommandTest {
         m,
         "--memory-headroom",
         "-1");
+    rejected(
+        "unknown expert residency 'fast' (available: resident, swap, auto)",
+        "generate",
+        "x",
+        "--model",
+        m,
+        "--experts",
+        "fast");
     // A checkpoint without its VAE.
     Path noVae = copy(TINY, tmp.resolve("novae"));
     deleteTree(noVae.resolve("vae"));

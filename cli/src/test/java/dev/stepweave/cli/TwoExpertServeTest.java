@@ -12,6 +12,7 @@ import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.media.Mp4Reader;
 import dev.stepweave.media.Mp4Writer;
+import dev.stepweave.models.wan.WanModel;
 import java.io.PrintWriter;
 import java.io.StringWriter;
 import java.net.URI;
@@ -21,6 +22,8 @@ import java.net.http.HttpResponse;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import org.junit.jupiter.api.Test;
@@ -30,25 +33,32 @@ import picocli.CommandLine;
 /**
  * {@code guidance_scale_2} over HTTP: on a two-expert checkpoint it is the second expert's scale
  * (the served video equals the engine's with {@code denoise.guidance_2}); on a one-expert model, or
- * out of bounds, it is a 400 naming it.
+ * out of bounds, it is a 400 naming it. {@code --experts swap} serves the experts one at a time.
  */
 class TwoExpertServeTest {
   private static final Path GOLDEN = Path.of(System.getProperty("stepweave.golden"));
   private static final ObjectMapper JSON = new ObjectMapper();
   @TempDir Path tmp;
 
-  private ServeCommand.Serving serve(String checkpoint) throws java.io.IOException {
+  private ServeCommand.Serving serve(String checkpoint, String... more) throws java.io.IOException {
+    return serve(checkpoint, new StringWriter(), more);
+  }
+
+  private ServeCommand.Serving serve(String checkpoint, StringWriter err, String... more)
+      throws java.io.IOException {
     ServeCommand cmd = new ServeCommand();
-    new CommandLine(cmd)
-        .parseArgs(
-            "--model",
-            GOLDEN.resolve(checkpoint).toString(),
-            "--port",
-            "0",
-            "--artifacts",
-            tmp.resolve("artifacts-" + checkpoint).toString());
-    return cmd.start(
-        new PrintWriter(new StringWriter(), true), new PrintWriter(new StringWriter(), true));
+    List<String> args =
+        new ArrayList<>(
+            List.of(
+                "--model",
+                GOLDEN.resolve(checkpoint).toString(),
+                "--port",
+                "0",
+                "--artifacts",
+                tmp.resolve("artifacts-" + checkpoint).toString()));
+    args.addAll(List.of(more));
+    new CommandLine(cmd).parseArgs(args.toArray(String[]::new));
+    return cmd.start(new PrintWriter(new StringWriter(), true), new PrintWriter(err, true));
   }
 
   private static HttpResponse<String> post(HttpClient http, String base, String body)
@@ -111,6 +121,26 @@ class TwoExpertServeTest {
       HttpResponse<String> bad = post(http, base, BODY + ",\"guidance_scale_2\":-1}");
       assertEquals(400, bad.statusCode());
       assertEquals("guidance_scale_2", JSON.readTree(bad.body()).at("/error/param").asText());
+    }
+  }
+
+  @Test
+  void swapServesTheExpertsOneAtATime() throws Exception {
+    StringWriter err = new StringWriter();
+    try (ServeCommand.Serving serving = serve("wan22-moe-tiny", err, "--experts", "swap")) {
+      assertTrue(
+          err.toString().contains("experts: one awake at a time (--experts swap)"), err.toString());
+      WanModel model = (WanModel) serving.engine().model();
+      assertEquals(Optional.of("transformer"), model.swappedComponents().orElseThrow().awake());
+      Request request =
+          Request.builder(
+                  TaskType.T2V,
+                  new DiffusionParams(
+                      4, 4.0, 3, 48, 32, 5, 8, "", Optional.empty(), Optional.empty()))
+              .prompt("a red ball bouncing")
+              .build();
+      serving.engine().submit(request).result().get();
+      assertEquals(1, serving.engine().stats().componentSwitchSeconds().count());
     }
   }
 

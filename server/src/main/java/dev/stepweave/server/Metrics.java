@@ -116,6 +116,15 @@ final class Metrics {
                 .help("|predicted - measured| / measured device time of each executed batch.")
                 .dataPoint(point(engine.stats().costPredictionError()))
                 .build());
+    registry.register(
+        () ->
+            HistogramSnapshot.builder()
+                .name("stepweave_component_switch_seconds")
+                .help(
+                    "Each switch between components that take turns on the device (a two-expert"
+                        + " model's experts, one awake at a time).")
+                .dataPoint(point(engine.stats().componentSwitchSeconds()))
+                .build());
     ExtensionMetrics plugins = engine.extensions().metrics();
     CounterWithCallback.builder()
         .name("stepweave_cache")

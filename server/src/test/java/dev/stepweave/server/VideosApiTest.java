@@ -200,7 +200,8 @@ class VideosApiTest {
             "stepweave_accepting 1.0",
             "# TYPE stepweave_step_seconds histogram",
             "stepweave_batch_size_bucket{le=\"+Inf\"}",
-            "stepweave_cost_model_relative_error_count")) {
+            "stepweave_cost_model_relative_error_count",
+            "stepweave_component_switch_seconds_count 0")) {
       assertTrue(text.contains(series), () -> series + " missing from\n" + text);
     }
   }

@@ -85,6 +85,15 @@ public interface ModelInstance {
     return dev.stepweave.core.card.ParallelismContract.SINGLE;
   }
 
+  /**
+   * The components of this instance that take turns on the device, one awake at a time; empty (the
+   * default) when every component stays awake. The engine reads it on its scheduler thread, once a
+   * tick, to order the tick's calls so that switches are rare.
+   */
+  default java.util.Optional<SwappedComponents> swappedComponents() {
+    return java.util.Optional.empty();
+  }
+
   /** The weights version; bumps when weights are swapped in place. */
   default long weightsVersion() {
     return 0;

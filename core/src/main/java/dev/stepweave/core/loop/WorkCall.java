@@ -8,4 +8,12 @@ package dev.stepweave.core.loop;
 @FunctionalInterface
 public interface WorkCall {
   StepResult run();
+
+  /**
+   * The component of its instance's {@link ModelInstance#swappedComponents} this call computes
+   * with, which must be awake while it runs; empty (the default) when it needs none of them.
+   */
+  default java.util.Optional<String> awakeComponent() {
+    return java.util.Optional.empty();
+  }
 }

@@ -1,30 +1,38 @@
 package dev.stepweave.core.memory;
 
 import dev.stepweave.core.loop.ModelInstance;
+import dev.stepweave.core.loop.SwappedComponents;
 import dev.stepweave.tensor.ComponentMemory;
 import dev.stepweave.tensor.DeviceMemory;
 import java.util.List;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.OptionalLong;
+import java.util.Set;
 import java.util.stream.Collectors;
 
 /**
  * The device memory admission may reserve requests against (the engine configuration's {@code
  * memoryBudgetBytes}), from what the device reports: its total memory, less the component pools
- * that hold the weights (counted awake, since a sleeping component wakes when it is used), less
- * what was in use outside Stepweave when measured (the driver's context, libraries, other
- * processes), less a stated headroom for what no reservation counts — the allocator's size rounding
- * and cache, library workspaces, recorded CUDA graphs' pools, the model's shared caches, modules
- * loaded later.
+ * that hold the weights (counted awake, since a sleeping component wakes when it is used; of
+ * components that take turns, one awake at a time, only the largest), less what was in use outside
+ * Stepweave when measured (the driver's context, libraries, other processes), less a stated
+ * headroom for what no reservation counts — the allocator's size rounding and cache, library
+ * workspaces, recorded CUDA graphs' pools, the model's shared caches, modules loaded later.
  *
  * @param deviceBytes the device's total memory
  * @param components the component pools, each with its awake size
+ * @param takingTurns the tags of the pools of which only one is awake at a time ({@link
+ *     dev.stepweave.core.loop.SwappedComponents#poolTags}); empty when all stay awake
  * @param outsideBytes memory in use that neither the pools nor the backend's allocator held
  * @param headroomBytes memory kept out of the budget
  */
 public record MemoryBudget(
-    long deviceBytes, List<ComponentMemory> components, long outsideBytes, long headroomBytes) {
+    long deviceBytes,
+    List<ComponentMemory> components,
+    Set<String> takingTurns,
+    long outsideBytes,
+    long headroomBytes) {
 
   /** The headroom when none is stated: this fraction of the device's memory. */
   public static final double DEFAULT_HEADROOM_FRACTION = 0.10;
@@ -34,12 +42,25 @@ public record MemoryBudget(
       throw new IllegalArgumentException("negative memory in a budget");
     }
     components = List.copyOf(components);
+    takingTurns = Set.copyOf(takingTurns);
   }
 
-  /** The budget of {@code memory} with {@code headroomBytes} kept out. */
+  /** The budget of {@code memory} with {@code headroomBytes} kept out, every component awake. */
   public static MemoryBudget of(DeviceMemory memory, long headroomBytes) {
+    return of(memory, headroomBytes, Set.of());
+  }
+
+  /**
+   * The budget of {@code memory} with {@code headroomBytes} kept out, the pools {@code takingTurns}
+   * counted as one awake at a time.
+   */
+  public static MemoryBudget of(DeviceMemory memory, long headroomBytes, Set<String> takingTurns) {
     return new MemoryBudget(
-        memory.totalBytes(), memory.components(), memory.outsideBytes(), headroomBytes);
+        memory.totalBytes(),
+        memory.components(),
+        takingTurns,
+        memory.outsideBytes(),
+        headroomBytes);
   }
 
   /**
@@ -48,10 +69,14 @@ public record MemoryBudget(
    * whose budget stays what the configuration says.
    */
   public static Optional<MemoryBudget> measure(ModelInstance model, OptionalLong headroomBytes) {
+    Set<String> takingTurns =
+        model.swappedComponents().map(SwappedComponents::poolTags).orElse(Set.of());
     return model
         .backend()
         .deviceMemory()
-        .map(m -> of(m, headroomBytes.orElseGet(() -> defaultHeadroom(m.totalBytes()))));
+        .map(
+            m ->
+                of(m, headroomBytes.orElseGet(() -> defaultHeadroom(m.totalBytes())), takingTurns));
   }
 
   /** {@link #DEFAULT_HEADROOM_FRACTION} of {@code deviceBytes}. */
@@ -59,9 +84,23 @@ public record MemoryBudget(
     return (long) (deviceBytes * DEFAULT_HEADROOM_FRACTION);
   }
 
-  /** Bytes the component pools hold with every component awake. */
+  /**
+   * Bytes the component pools hold with every component awake, but of those taking turns only the
+   * largest.
+   */
   public long componentBytes() {
-    return components.stream().mapToLong(ComponentMemory::awakeBytes).sum();
+    long alwaysAwake =
+        components.stream()
+            .filter(c -> !takingTurns.contains(c.component()))
+            .mapToLong(ComponentMemory::awakeBytes)
+            .sum();
+    long largestTakingTurns =
+        components.stream()
+            .filter(c -> takingTurns.contains(c.component()))
+            .mapToLong(ComponentMemory::awakeBytes)
+            .max()
+            .orElse(0);
+    return alwaysAwake + largestTakingTurns;
   }
 
   /** What requests may reserve: the device less the pools, the outside use and the headroom. */
@@ -76,8 +115,13 @@ public record MemoryBudget(
   public String describe() {
     String weights =
         components.stream()
-            .map(c -> c.component() + " " + gib(c.awakeBytes()) + (c.asleep() ? " asleep" : ""))
-            .collect(Collectors.joining(", "));
+                .map(c -> c.component() + " " + gib(c.awakeBytes()) + (c.asleep() ? " asleep" : ""))
+                .collect(Collectors.joining(", "))
+            + (takingTurns.isEmpty()
+                ? ""
+                : "; of "
+                    + String.join(", ", new java.util.TreeSet<>(takingTurns))
+                    + " one awake at a time");
     return "memory budget: "
         + gib(deviceBytes)
         + " GiB device − "

@@ -13,9 +13,10 @@ import java.util.Map;
 /**
  * Groups one tick's work plans into calls: plans share a call only when they run on the same
  * instance, are of the same kind, shape signature, precision, parallel plan and weights version,
- * and their calls are {@link BatchableCall}s with equal batch keys. A batch holds at most {@code
- * maxBatchSize} units and, by the cost model's prediction, at most {@code maxBatchMillis} (a unit
- * that alone predicts more still runs, alone). Batches keep the plans' order.
+ * need the same swapped component awake, and their calls are {@link BatchableCall}s with equal
+ * batch keys. A batch holds at most {@code maxBatchSize} units and, by the cost model's prediction,
+ * at most {@code maxBatchMillis} (a unit that alone predicts more still runs, alone). Batches keep
+ * the plans' order.
  */
 final class BatchScheduler {
   /** Everything that must be equal for plans to share a call. */
@@ -26,6 +27,7 @@ final class BatchScheduler {
       Precision precision,
       String parallelPlan,
       long weightsVersion,
+      java.util.Optional<String> awakeComponent,
       Object batchKey) {}
 
   /** The pool facts a plan does not carry itself. */
@@ -67,6 +69,7 @@ final class BatchScheduler {
               pool.precision(),
               pool.parallelPlan(),
               pool.weightsVersion(),
+              plan.call().awakeComponent(),
               batchKey);
       if (batchKey == null) {
         closed.add(batch(key, List.of(i), plans, pool));

@@ -27,6 +27,11 @@ import java.util.Objects;
  * @param recovery re-initialises the pool after a pool-fatal fault
  * @param costLimits what one request may cost, priced at submit ({@link CostLimits#UNLIMITED} by
  *     default; {@code stepweave serve} sets the device's)
+ * @param switchDeferral while the model's components take turns on the device ({@link
+ *     dev.stepweave.core.loop.ModelInstance#swappedComponents}), how long a step that needs a
+ *     sleeping one may be passed over while steps of the awake one run, in multiples of the model's
+ *     predicted switch cost ({@link #DEFAULT_SWITCH_DEFERRAL}; infinite: until no step needs the
+ *     awake one)
  */
 public record EngineConfig(
     int maxRunning,
@@ -41,7 +46,15 @@ public record EngineConfig(
     Admission admission,
     RecoveryCheckpoints recoveryCheckpoints,
     PoolRecovery recovery,
-    CostLimits costLimits) {
+    CostLimits costLimits,
+    double switchDeferral) {
+
+  /**
+   * Four switches: while requests in both phases keep coming, switching takes at most a fifth of
+   * the device's time, and a passed-over step waits at most about four switches (≈ 73 s for Wan2.2
+   * A14B's 14B experts, ≈ 18 s a switch on an H200) plus the step in flight.
+   */
+  public static final double DEFAULT_SWITCH_DEFERRAL = 4;
 
   /** What becomes of a running request displaced by a higher-priority one. */
   public enum Preemption {
@@ -88,12 +101,17 @@ public record EngineConfig(
     Objects.requireNonNull(admission, "admission");
     Objects.requireNonNull(recovery, "recovery");
     Objects.requireNonNull(costLimits, "costLimits");
+    if (!(switchDeferral >= 0)) {
+      throw new IllegalArgumentException("switchDeferral must be >= 0, got " + switchDeferral);
+    }
   }
 
   /**
    * Eight requests, batches of up to eight units and 10 s, no memory or compute limit (set them for
    * the device), a CPU-class device (100 GFLOP/s, 10 GB/s), no preemption, continuous admission,
-   * recovery checkpoints on, a pool that needs nothing to re-initialise, and no cost limits.
+   * recovery checkpoints on, a pool that needs nothing to re-initialise, no cost limits, and steps
+   * of a sleeping swapped component passed over for at most {@link #DEFAULT_SWITCH_DEFERRAL}
+   * switches.
    */
   public static EngineConfig defaults() {
     return builder().build();
@@ -124,6 +142,7 @@ public record EngineConfig(
     private RecoveryCheckpoints recoveryCheckpoints = RecoveryCheckpoints.DEFAULT;
     private PoolRecovery recovery = PoolRecovery.SAME_INSTANCE;
     private CostLimits costLimits = CostLimits.UNLIMITED;
+    private double switchDeferral = DEFAULT_SWITCH_DEFERRAL;
 
     private Builder() {}
 
@@ -141,6 +160,7 @@ public record EngineConfig(
       recoveryCheckpoints = c.recoveryCheckpoints;
       recovery = c.recovery;
       costLimits = c.costLimits;
+      switchDeferral = c.switchDeferral;
     }
 
     public Builder maxRunning(int n) {
@@ -208,6 +228,14 @@ public record EngineConfig(
       return this;
     }
 
+    /**
+     * In multiples of the model's predicted switch cost; infinite: while the awake one has work.
+     */
+    public Builder switchDeferral(double switchCosts) {
+      switchDeferral = switchCosts;
+      return this;
+    }
+
     public EngineConfig build() {
       return new EngineConfig(
           maxRunning,
@@ -222,7 +250,8 @@ public record EngineConfig(
           admission,
           recoveryCheckpoints,
           recovery,
-          costLimits);
+          costLimits,
+          switchDeferral);
     }
   }
 }

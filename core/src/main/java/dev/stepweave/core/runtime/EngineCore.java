@@ -5,6 +5,7 @@ import dev.stepweave.core.extend.Extensions;
 import dev.stepweave.core.extend.Profiler;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.StepResult;
+import dev.stepweave.core.loop.SwappedComponents;
 import dev.stepweave.core.loop.WorkPlan;
 import dev.stepweave.core.request.Artifact;
 import dev.stepweave.core.request.CancelledException;
@@ -18,6 +19,7 @@ import java.time.Instant;
 import java.time.InstantSource;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Optional;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BooleanSupplier;
@@ -26,12 +28,13 @@ import java.util.function.BooleanSupplier;
  * The engine core of one pool: its layers and one {@link #tick} — requests that passed the {@link
  * Intake} wait in the queue; admit what fits ({@link AdmissionController}, in the {@link
  * RequestScheduler}'s order, making room through the {@link Preemptor}) → ask every running loop
- * for its next step ({@link LoopScheduler}) → group the plans into batched calls ({@link
- * BatchScheduler}, priced by the {@link CostModel}) → run each call and split it ({@link
- * BatchExecutor}; a pool-fatal fault goes to {@link FaultRecovery}) → fold each result into its
- * loop → emit. It has no thread: a {@link SchedulerThread} calls {@link #tick} in production, a
- * test calls it directly. Submitting is thread-safe; everything else runs on the one thread that
- * ticks.
+ * for its next step ({@link LoopScheduler}) → while the model's components take turns on the
+ * device, pass over the plans of a sleeping one ({@link SwapScheduler}) → group the plans into
+ * batched calls ({@link BatchScheduler}, priced by the {@link CostModel}) → run each call,
+ * switching the components first when it needs a sleeping one, and split it ({@link BatchExecutor};
+ * a pool-fatal fault goes to {@link FaultRecovery}) → fold each result into its loop → emit. It has
+ * no thread: a {@link SchedulerThread} calls {@link #tick} in production, a test calls it directly.
+ * Submitting is thread-safe; everything else runs on the one thread that ticks.
  */
 final class EngineCore {
   private final EngineConfig config;
@@ -49,6 +52,7 @@ final class EngineCore {
   private final FaultRecovery recovery;
   private final LoopScheduler loops = new LoopScheduler();
   private final BatchScheduler batcher;
+  private final SwapScheduler swaps;
   private final BatchExecutor executor = new BatchExecutor(e -> backend().classify(e));
   private final EngineMetrics metrics = new EngineMetrics();
   private final WeightSync weightSync = new WeightSync();
@@ -76,6 +80,7 @@ final class EngineCore {
     this.preemptor = new Preemptor(config.preemption(), admission);
     this.recovery = new FaultRecovery(config.recovery());
     this.batcher = new BatchScheduler(config.maxBatchSize(), config.maxBatchMillis(), cost);
+    this.swaps = new SwapScheduler(config.switchDeferral());
   }
 
   ModelInstance model() {
@@ -222,8 +227,8 @@ final class EngineCore {
                 latencyRunning
                     && r.handle.costClass() == CostClass.JUMBO
                     && !r.handle.cancelScope().isCancelled());
-    List<ProgramRun> runs = new ArrayList<>();
-    List<WorkPlan> plans = new ArrayList<>();
+    List<ProgramRun> planned = new ArrayList<>();
+    List<WorkPlan> plansMade = new ArrayList<>();
     for (LoopScheduler.Turn turn : turns) {
       switch (turn) {
         case LoopScheduler.Planned p -> {
@@ -231,8 +236,8 @@ final class EngineCore {
           if (overdraft != null) {
             fail(p.run(), new IllegalStateException(overdraft));
           } else {
-            runs.add(p.run());
-            plans.add(p.plan());
+            planned.add(p.run());
+            plansMade.add(p.plan());
           }
         }
         case LoopScheduler.Finished f -> complete(f.run());
@@ -240,15 +245,27 @@ final class EngineCore {
       }
     }
     ModelInstance m = model;
+    Optional<SwappedComponents> swapped = m.swappedComponents();
+    List<Integer> order =
+        swaps.order(
+            planned.stream().map(ProgramRun::id).toList(), plansMade, swapped, clock.instant());
+    List<ProgramRun> runs = order.stream().map(planned::get).toList();
+    List<WorkPlan> plans = order.stream().map(plansMade::get).toList();
     BatchScheduler.Pool pool =
         new BatchScheduler.Pool(
             m.card().modelId(), m.precision(), m.parallelPlan(), m.weightsVersion());
     for (BatchScheduler.Batch batch : batcher.group(plans, pool)) {
       List<WorkPlan> members = batch.members().stream().map(plans::get).toList();
-      long t0 = System.nanoTime();
+      long t0;
       List<BatchExecutor.Outcome> outcomes;
-      List<RequestHandle> stepping = stepping(batch, members, runs);
+      Optional<String> wake = toWake(swapped, members);
+      double switchMillis = wake.isEmpty() ? 0 : swapped.orElseThrow().switchMillis();
+      List<RequestHandle> stepping = stepping(batch, members, runs, switchMillis);
       try {
+        if (wake.isPresent() && !switchTo(swapped.orElseThrow(), wake.get(), batch, runs)) {
+          continue;
+        }
+        t0 = System.nanoTime();
         outcomes = executor.run(members);
         if (onDevice(outcomes)) {
           outcomes = synchronize(outcomes);
@@ -271,6 +288,47 @@ final class EngineCore {
     }
     recovery.tickCompleted();
     publishRunning();
+  }
+
+  /**
+   * The swapped component a call's members need awake while it sleeps (their batch key holds it, so
+   * they all need the same); empty when the call can run as things are.
+   */
+  private static Optional<String> toWake(
+      Optional<SwappedComponents> swapped, List<WorkPlan> members) {
+    Optional<String> needs = members.getFirst().call().awakeComponent();
+    return swapped.isEmpty() || needs.isEmpty() || needs.equals(swapped.get().awake())
+        ? Optional.empty()
+        : needs;
+  }
+
+  /**
+   * Before a call, makes {@code component} the awake one of {@code swapped}: timed and counted
+   * apart from the call, so the cost model learns the call's time alone. A pool-fatal failure
+   * propagates; any other fails the requests of the call's members.
+   *
+   * @return whether the call may run
+   */
+  private boolean switchTo(
+      SwappedComponents swapped,
+      String component,
+      BatchScheduler.Batch batch,
+      List<ProgramRun> runs) {
+    try {
+      long t0 = System.nanoTime();
+      swapped.switchTo(component);
+      model.backend().synchronize();
+      metrics.observeSwitch((System.nanoTime() - t0) / 1e9);
+      return true;
+    } catch (RuntimeException e) {
+      if (executor.faultOf(e) instanceof dev.stepweave.tensor.Fault.PoolFatal p) {
+        throw e instanceof PoolFatalException pf ? pf : new PoolFatalException(p.reason(), e);
+      }
+      for (int member : batch.members()) {
+        fail(runs.get(member), e);
+      }
+      return false;
+    }
   }
 
   /**
@@ -313,14 +371,19 @@ final class EngineCore {
 
   /** Tells each member's handle which step it is in, for a cancel to say when it lands. */
   private List<RequestHandle> stepping(
-      BatchScheduler.Batch batch, List<WorkPlan> members, List<ProgramRun> runs) {
+      BatchScheduler.Batch batch,
+      List<WorkPlan> members,
+      List<ProgramRun> runs,
+      double switchMillis) {
     Instant now = clock.instant();
     List<RequestHandle> handles = new ArrayList<>(members.size());
     for (int i = 0; i < members.size(); i++) {
       RequestHandle h = runs.get(batch.members().get(i)).handle;
       WorkPlan p = members.get(i);
-      // The longer of the call's calibrated prediction and the unit's static one: a bound.
-      double predicted = Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
+      // The longer of the call's calibrated prediction and the unit's static one (a bound), after
+      // the switch the call waits for, if any.
+      double predicted =
+          switchMillis + Math.max(batch.predictedMillis(), cost.staticMillis(p.resources()));
       h.stepping(new StepInFlight(p.loopId(), p.stepIndex(), now, predicted / 1e3));
       handles.add(h);
     }

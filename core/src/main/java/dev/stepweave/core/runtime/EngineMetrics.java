@@ -18,6 +18,8 @@ final class EngineMetrics {
   private final Map<WorkKind, HistogramRecorder> stepSeconds = new EnumMap<>(WorkKind.class);
   private final HistogramRecorder batchSizes = new HistogramRecorder(1, 2, 4, 8, 16, 32, 64);
   private final HistogramRecorder costError = new HistogramRecorder(0.05, 0.1, 0.25, 0.5, 1, 2, 5);
+  private final HistogramRecorder switchSeconds =
+      new HistogramRecorder(0.1, 1, 5, 10, 20, 30, 60, 120);
   private CheckpointStats checkpoints = CheckpointStats.NONE;
 
   EngineMetrics() {
@@ -34,6 +36,11 @@ final class EngineMetrics {
     if (millis > 0) {
       costError.observe(Math.abs(predictedMillis - millis) / millis);
     }
+  }
+
+  /** One switch between swapped components, with its measured time. */
+  void observeSwitch(double seconds) {
+    switchSeconds.observe(seconds);
   }
 
   /** What the checkpoints of one step cost (scheduler thread). */
@@ -56,6 +63,7 @@ final class EngineMetrics {
         batchSizes.snapshot(),
         costError.snapshot(),
         checkpointsSoFar(),
+        switchSeconds.snapshot(),
         accepting);
   }
 

@@ -20,6 +20,8 @@ import java.util.Map;
  * @param costPredictionError |predicted − measured| / measured of the cost model, per executed
  *     batch
  * @param checkpoints what recovery checkpoints and checkpoint sinks have cost
+ * @param componentSwitchSeconds measured time of each switch between the model's swapped components
+ *     (one asleep, another awake), between calls; its count is the number of switches
  * @param accepting whether new requests are admitted (false while draining or re-initialising)
  */
 public record EngineStats(
@@ -34,6 +36,7 @@ public record EngineStats(
     Histogram batchSizes,
     Histogram costPredictionError,
     CheckpointStats checkpoints,
+    Histogram componentSwitchSeconds,
     boolean accepting) {
   public EngineStats {
     stepSeconds = Map.copyOf(stepSeconds);

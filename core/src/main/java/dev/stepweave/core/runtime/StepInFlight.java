@@ -9,7 +9,8 @@ import java.time.Instant;
  * @param loopId its loop
  * @param stepIndex its index in the loop (0-based)
  * @param startedAt when its call started
- * @param predictedSeconds the cost model's prediction for the call it runs in
+ * @param predictedSeconds the cost model's prediction for the call it runs in, with the switch of
+ *     swapped components the call waits for, if any
  */
 public record StepInFlight(
     String loopId, int stepIndex, Instant startedAt, double predictedSeconds) {

@@ -52,6 +52,9 @@ final class FakePool extends WeightlessModel {
   final Map<At, String> faults = new ConcurrentHashMap<>();
   volatile java.util.function.Consumer<Ran> onStep = r -> {};
 
+  /** Components taking turns, when a test sets them (none by default). */
+  volatile FakeTurns turns;
+
   /** Resources the loops hold through {@link LoopContext#hold} and nobody has closed yet. */
   final java.util.concurrent.atomic.AtomicInteger held =
       new java.util.concurrent.atomic.AtomicInteger();
@@ -136,11 +139,22 @@ final class FakePool extends WeightlessModel {
     }
 
     @Override
+    public Optional<String> awakeComponent() {
+      FakeTurns t = pool.turns;
+      return t == null || !loopId.equals("denoise")
+          ? Optional.empty()
+          : t.needs(s.prompt(), s.done());
+    }
+
+    @Override
     public List<StepResult> runBatch(List<BatchableCall> calls) {
       List<StepResult> out = new ArrayList<>();
       for (BatchableCall c : calls) {
         State s = ((Call) c).s();
         String loop = ((Call) c).loopId();
+        if (pool.turns != null) {
+          c.awakeComponent().ifPresent(pool.turns::requireAwake);
+        }
         Ran ran = new Ran(s.prompt(), loop, s.done(), calls.size());
         pool.onStep.accept(ran);
         String fault = pool.faults.get(new At(s.prompt(), loop, s.done()));
@@ -246,6 +260,11 @@ final class FakePool extends WeightlessModel {
   @Override
   Map<String, Counting> loops() {
     return loops;
+  }
+
+  @Override
+  public Optional<dev.stepweave.core.loop.SwappedComponents> swappedComponents() {
+    return Optional.ofNullable(turns);
   }
 
   @Override

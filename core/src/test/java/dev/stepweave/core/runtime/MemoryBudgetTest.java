@@ -97,6 +97,33 @@ class MemoryBudgetTest {
   }
 
   @Test
+  void ofComponentsTakingTurnsOnlyTheLargestCounts() {
+    // Two 27 GiB experts, one asleep, beside an 11 GiB text encoder on an 80 GiB device.
+    DeviceMemory memory =
+        new DeviceMemory(
+            80 * GIB,
+            41 * GIB,
+            GIB,
+            List.of(
+                new ComponentMemory("fake/text_encoder", 11 * GIB, 11 * GIB, 11 * GIB, false),
+                new ComponentMemory("fake/a", 27 * GIB, 27 * GIB, 27 * GIB, false),
+                new ComponentMemory("fake/b", 0, 26 * GIB, 26 * GIB, true)));
+    assertEquals(64 * GIB, MemoryBudget.of(memory, 8 * GIB).componentBytes());
+    FakePool pool = new FakePool();
+    pool.turns = new FakeTurns(1000, () -> {});
+    MemoryBudget turns =
+        MemoryBudget.measure(on(pool, reporting(memory)), OptionalLong.of(8 * GIB)).orElseThrow();
+    assertEquals(38 * GIB, turns.componentBytes());
+    assertEquals(80 * GIB - 38 * GIB - 8 * GIB, turns.requestBytes());
+    assertEquals(
+        "memory budget: 80.0 GiB device − 38.0 GiB weights (fake/text_encoder 11.0, fake/a 27.0,"
+            + " fake/b 26.0 asleep; of fake/a, fake/b one awake at a time) − 0.0 GiB in use"
+            + " outside Stepweave − 8.0 GiB headroom = 34.0 GiB for requests (resident + peak,"
+            + " reserved at admission)",
+        turns.describe());
+  }
+
+  @Test
   void aBackendWithoutDeviceMemoryKeepsTheConfiguredBudget() {
     ModelInstance onCpu = on(new FakePool(), new dev.stepweave.tensor.cpu.CpuBackend(1));
     assertTrue(MemoryBudget.measure(onCpu, OptionalLong.of(GIB)).isEmpty());

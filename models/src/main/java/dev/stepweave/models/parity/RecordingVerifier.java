@@ -5,6 +5,7 @@ import dev.stepweave.core.parity.Comparison;
 import dev.stepweave.core.parity.ParityReport;
 import dev.stepweave.core.parity.RecordingFormat;
 import dev.stepweave.models.wan.WanCards;
+import dev.stepweave.models.wan.WanLoadOptions;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
@@ -30,13 +31,21 @@ public final class RecordingVerifier {
   private final Path checkpoint;
   private final Backend backend;
   private final Consumer<String> log;
+  private final WanLoadOptions options;
   private WanModel model;
   private RecordedAdapters adapters;
 
   public RecordingVerifier(Path checkpoint, Backend backend, Consumer<String> log) {
+    this(checkpoint, backend, log, WanLoadOptions.DEFAULT);
+  }
+
+  /** A verifier that loads the checkpoint with {@code options} (experts one at a time, say). */
+  public RecordingVerifier(
+      Path checkpoint, Backend backend, Consumer<String> log, WanLoadOptions options) {
     this.checkpoint = checkpoint;
     this.backend = backend;
     this.log = log;
+    this.options = options;
   }
 
   /**
@@ -112,7 +121,7 @@ public final class RecordingVerifier {
   WanModel model() {
     if (model == null) {
       log.accept("loading " + checkpoint + " on " + backend.name());
-      model = WanModel.load(checkpoint, backend);
+      model = WanModel.load(checkpoint, backend, options);
     }
     return model;
   }

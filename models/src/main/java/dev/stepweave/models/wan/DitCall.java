@@ -89,6 +89,12 @@ record DitCall(
     return List.of(model, expert, hooks.blockLayout(), taps, image == null);
   }
 
+  /** The expert it runs, which must be awake while it does (experts kept one at a time). */
+  @Override
+  public java.util.Optional<String> awakeComponent() {
+    return java.util.Optional.of(expert);
+  }
+
   /**
    * The block-cache slots of this call's branches: per expert, so no cached residual of one expert
    * is reused by the other.

@@ -2,14 +2,19 @@ package dev.stepweave.models.wan;
 
 import dev.stepweave.core.cache.EvictionPolicy;
 import dev.stepweave.core.cache.FeatureCache;
+import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
+import dev.stepweave.core.card.TaskType;
 import dev.stepweave.core.card.WorkKind;
 import dev.stepweave.core.extend.AdapterInfo;
 import dev.stepweave.core.loop.Loop;
 import dev.stepweave.core.loop.LoopState;
 import dev.stepweave.core.loop.ModelInstance;
 import dev.stepweave.core.loop.ResourceRequest;
+import dev.stepweave.core.loop.SwappedComponents;
 import dev.stepweave.core.loop.WorkEstimate;
+import dev.stepweave.core.memory.MemoryBudget;
+import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.models.clip.ClipImageProcessor;
 import dev.stepweave.models.clip.ClipVisionConfig;
@@ -38,6 +43,7 @@ import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.UUID;
 import java.util.function.Function;
 
@@ -69,9 +75,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
   private final Backend backend;
   private final PromptTokenizer tokenizer;
   private final UMT5Encoder textEncoder;
-  // Volatile: a weight sync replaces an expert between engine ticks (swapWeights).
-  private volatile WanTransformer transformer;
-  private volatile WanTransformer transformer2; // the low-noise expert, or null with one expert
+  private final Experts experts;
   private final java.util.concurrent.atomic.AtomicLong weightsVersion =
       new java.util.concurrent.atomic.AtomicLong();
   private final ExpertRouting routing;
@@ -104,8 +108,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
       Backend backend,
       PromptTokenizer tokenizer,
       UMT5Encoder textEncoder,
-      WanTransformer transformer,
-      WanTransformer transformer2,
+      Experts experts,
       ExpertRouting routing,
       boolean perTokenTimesteps,
       WanVae vae,
@@ -122,14 +125,13 @@ public final class WanModel implements ModelInstance, AutoCloseable {
             samplers,
             WanRequestRules.tokenizerMaxLength(dir.resolve("tokenizer")),
             vae.config().spatialCompression(),
-            transformer.config().patchSize());
+            experts.config(ExpertRouting.FIRST).patchSize());
     this.dir = dir;
     this.card = card;
     this.backend = backend;
     this.tokenizer = tokenizer;
     this.textEncoder = textEncoder;
-    this.transformer = transformer;
-    this.transformer2 = transformer2;
+    this.experts = experts;
     this.routing = routing;
     this.perTokenTimesteps = perTokenTimesteps;
     this.weightComponents = componentsWithWeights(!routing.single(), imageEncoder != null);
@@ -144,7 +146,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
         new WanAdapters(
             card.modelId(),
             backend,
-            transformer::adaptableLayers,
+            () -> experts.loaded(ExpertRouting.FIRST).adaptableLayers(),
             WanAdapters.DEFAULT_BUDGET_BYTES);
     Map<String, Loop<? extends LoopState>> all = new LinkedHashMap<>();
     all.put(WanCards.TEXT_ENCODE, textEncode);
@@ -157,14 +159,21 @@ public final class WanModel implements ModelInstance, AutoCloseable {
     this.loops = Map.copyOf(all);
   }
 
-  /**
-   * Loads a diffusers-format Wan T2V checkpoint: the card is read (or imported) and validated
-   * first, then each component strictly (a missing, misshapen or unexpected tensor is a one-line
-   * {@link CheckpointException} naming the file and tensor). Each of {@link #WEIGHT_COMPONENTS} is
-   * loaded into its own pool of the backend ({@link Backend#loadingComponent}), tagged with this
-   * instance's id and the component's id ({@link #memoryTag}).
-   */
+  /** {@link #load(Path, Backend, WanLoadOptions)} with {@link WanLoadOptions#DEFAULT}. */
   public static WanModel load(Path dir, Backend backend) {
+    return load(dir, backend, WanLoadOptions.DEFAULT);
+  }
+
+  /**
+   * Loads a diffusers-format Wan checkpoint: the card is read (or imported) and validated first,
+   * then each component strictly (a missing, misshapen or unexpected tensor is a one-line {@link
+   * CheckpointException} naming the file and tensor). Each of {@link #weightComponents} is loaded
+   * into its own pool of the backend ({@link Backend#loadingComponent}), tagged with this
+   * instance's id and the component's id ({@link #memoryTag}). The transformer experts load last,
+   * once the other components show what is left of the device: {@code options} say whether a
+   * two-expert checkpoint keeps both awake or one at a time ({@link #expertChoice}).
+   */
+  public static WanModel load(Path dir, Backend backend, WanLoadOptions options) {
     if (!Files.isDirectory(dir)) {
       throw new CheckpointException("model directory not found: " + dir);
     }
@@ -183,35 +192,6 @@ public final class WanModel implements ModelInstance, AutoCloseable {
               backend,
               sources,
               w -> UMT5Encoder.load(umt5Config(d), w));
-      WanTransformer transformer =
-          loadComponent(
-              d,
-              "transformer",
-              instanceId,
-              backend,
-              sources,
-              w ->
-                  WanTransformer.load(
-                      WanTransformerConfig.fromJson(d.component("transformer").config()), w));
-      ExpertRouting routing = routing(d, samplers);
-      WanTransformer transformer2 =
-          routing.single()
-              ? null
-              : loadComponent(
-                  d,
-                  ExpertRouting.SECOND,
-                  instanceId,
-                  backend,
-                  sources,
-                  w -> WanTransformer.load(secondExpertConfig(d, transformer.config()), w));
-      WanVae vae =
-          loadComponent(
-              d,
-              "vae",
-              instanceId,
-              backend,
-              sources,
-              w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
       boolean hasImageEncoder = card.components().containsKey(WanCards.IMAGE_ENCODER);
       ClipImageProcessor imageProcessor =
           hasImageEncoder
@@ -230,30 +210,53 @@ public final class WanModel implements ModelInstance, AutoCloseable {
                           ClipVisionConfig.read(d.component(WanCards.IMAGE_ENCODER).configFile()),
                           w))
               : null;
-      if (textEncoder.config().dModel() != transformer.config().textDim()) {
+      WanVae vae =
+          loadComponent(
+              d,
+              "vae",
+              instanceId,
+              backend,
+              sources,
+              w -> WanVae.load(WanVaeConfig.fromJson(d.component("vae").config()), w));
+      ExpertRouting routing = routing(d, samplers);
+      Map<String, WanTransformerConfig> configs = expertConfigs(d, routing);
+      int textDim = configs.get(ExpertRouting.FIRST).textDim();
+      if (textEncoder.config().dModel() != textDim) {
         throw new CheckpointException(
             d.component("transformer").configFile()
                 + ": text_dim "
-                + transformer.config().textDim()
+                + textDim
                 + " does not match the text encoder's d_model "
                 + textEncoder.config().dModel());
       }
-      return new WanModel(
-          instanceId,
-          dir,
-          card,
-          backend,
-          tokenizer,
-          textEncoder,
-          transformer,
-          transformer2,
-          routing,
-          perTokenTimesteps(d),
-          vae,
-          imageProcessor,
-          imageEncoder,
-          samplers,
-          sources);
+      Experts experts = new Experts(routing, configs, backend, instanceId);
+      WanModel model =
+          new WanModel(
+              instanceId,
+              dir,
+              card,
+              backend,
+              tokenizer,
+              textEncoder,
+              experts,
+              routing,
+              perTokenTimesteps(d),
+              vae,
+              imageProcessor,
+              imageEncoder,
+              samplers,
+              sources);
+      experts.load(
+          model.chooseExperts(d, options),
+          id ->
+              loadComponent(
+                  d,
+                  id,
+                  instanceId,
+                  backend,
+                  sources,
+                  w -> WanTransformer.load(configs.get(id), w)));
+      return model;
     } catch (RuntimeException e) {
       tokenizer.close();
       sources.forEach(TensorSource::close);
@@ -263,6 +266,69 @@ public final class WanModel implements ModelInstance, AutoCloseable {
           .forEach(c -> backend.releaseComponent(memoryTag(instanceId, c)));
       throw e;
     }
+  }
+
+  /**
+   * How the experts will share the device: a one-expert checkpoint keeps its transformer; else
+   * {@code options}' policy, which for {@link ExpertResidency#AUTO} weighs the device's budget with
+   * the other components loaded against both experts' weights (their checkpoint tensors in the
+   * dtype they compute in) and what the card's default request reserves.
+   */
+  private ExpertChoice chooseExperts(DiffusersDirectory d, WanLoadOptions options) {
+    if (routing.single()) {
+      return new ExpertChoice(ExpertResidency.RESIDENT, "one expert");
+    }
+    Optional<MemoryBudget> budget =
+        backend
+            .deviceMemory()
+            .map(
+                m ->
+                    MemoryBudget.of(
+                        m,
+                        options
+                            .memoryHeadroomBytes()
+                            .orElseGet(() -> MemoryBudget.defaultHeadroom(m.totalBytes()))));
+    long expertsBytes = 0;
+    if (budget.isPresent()) {
+      for (String id : routing.experts()) {
+        expertsBytes += weightBytes(d, id, computeDType(id, backend));
+      }
+    }
+    return options
+        .experts()
+        .choose(budget, expertsBytes, footprint(defaultRequest()).memoryBytes());
+  }
+
+  /** Bytes of component {@code id}'s checkpoint tensors in {@code dtype}, read from the headers. */
+  private static long weightBytes(DiffusersDirectory d, String id, DType dtype) {
+    try (TensorSource source = d.component(id).openWeights()) {
+      long numel = 0;
+      for (String key : source.keys()) {
+        numel += Tensor.numel(source.info(key).shape());
+      }
+      return numel * dtype.byteSize();
+    }
+  }
+
+  /** The request the card's defaults describe: what {@link ExpertResidency#AUTO} makes room for. */
+  Request defaultRequest() {
+    GenerationDefaults g = card.defaults();
+    TaskType task =
+        card.tasks().contains(TaskType.T2V) ? TaskType.T2V : card.tasks().iterator().next();
+    return Request.builder(
+            task,
+            new DiffusionParams(
+                g.steps(),
+                g.guidance(),
+                0,
+                g.width(),
+                g.height(),
+                g.frames(),
+                g.fps(),
+                "",
+                Optional.empty(),
+                Optional.empty()))
+        .build();
   }
 
   /**
@@ -305,6 +371,16 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    */
   boolean perTokenTimesteps() {
     return perTokenTimesteps;
+  }
+
+  /** Each expert's config by component id, the second's checked against the first's. */
+  private static Map<String, WanTransformerConfig> expertConfigs(
+      DiffusersDirectory d, ExpertRouting routing) {
+    WanTransformerConfig first =
+        WanTransformerConfig.fromJson(d.component(ExpertRouting.FIRST).config());
+    return routing.single()
+        ? Map.of(ExpertRouting.FIRST, first)
+        : Map.of(ExpertRouting.FIRST, first, ExpertRouting.SECOND, secondExpertConfig(d, first));
   }
 
   /** The second expert's config, which must describe the same shapes as the first's. */
@@ -408,19 +484,40 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    * used ({@link #textEncoder}, {@link #transformer}, {@link #vae}), so sleeping is never unsafe,
    * only slow: call it for a component that will not run for a while, from the thread that runs the
    * model's work (the engine's scheduler thread while an engine serves it). The admission budget is
-   * made with every component awake ({@code MemoryBudget}), so what sleeping frees is headroom, not
-   * room for more requests.
+   * made with every component awake ({@code MemoryBudget}; of experts taking turns, the largest),
+   * so what sleeping frees is headroom, not room for more requests.
    *
-   * @throws IllegalArgumentException when {@code component} is not one of {@link
-   *     #WEIGHT_COMPONENTS}
+   * @throws IllegalArgumentException when {@code component} is not one of {@link #weightComponents}
    */
   public void sleep(String component) {
-    backend.sleepComponent(memoryTag(component));
+    if (routing.experts().contains(component)) {
+      experts.sleep(component);
+    } else {
+      backend.sleepComponent(memoryTag(component));
+    }
   }
 
-  /** Restores a sleeping component's device memory and weights at the same addresses. */
+  /**
+   * Restores a sleeping component's device memory and weights at the same addresses; of experts
+   * kept one at a time, the other one sleeps first.
+   */
   public void wake(String component) {
-    backend.wakeComponent(memoryTag(component));
+    if (routing.experts().contains(component)) {
+      experts.wake(component);
+    } else {
+      backend.wakeComponent(memoryTag(component));
+    }
+  }
+
+  /** How the experts share the device: both awake, or one at a time, and why. */
+  public ExpertChoice expertChoice() {
+    return experts.choice();
+  }
+
+  /** With experts kept one at a time, they take turns; else every component stays awake. */
+  @Override
+  public Optional<SwappedComponents> swappedComponents() {
+    return experts.oneAtATime() ? Optional.of(experts) : Optional.empty();
   }
 
   /**
@@ -460,24 +557,28 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /** The transformer (the first expert of a two-expert checkpoint), woken first if it sleeps. */
   public WanTransformer transformer() {
-    wake("transformer");
-    return transformer;
+    return transformer(ExpertRouting.FIRST);
   }
 
   /**
    * Expert {@code id} ({@code transformer} or, with two experts, {@code transformer_2}), woken
-   * first if it sleeps.
+   * first if it sleeps (of experts kept one at a time, the other one sleeps first).
    */
   public WanTransformer transformer(String id) {
-    if (id.equals(ExpertRouting.FIRST)) {
-      return transformer();
-    }
-    if (transformer2 == null || !id.equals(ExpertRouting.SECOND)) {
+    requireExpert(id);
+    return experts.awake(id);
+  }
+
+  private void requireExpert(String id) {
+    if (!routing.experts().contains(id)) {
       throw new IllegalArgumentException(
           "model '" + card.modelId() + "' has no expert '" + id + "' (" + routing.experts() + ")");
     }
-    wake(id);
-    return transformer2;
+  }
+
+  /** The transformer experts' component ids, high noise first: one, or two (Wan2.2 A14B). */
+  public List<String> expertIds() {
+    return routing.experts();
   }
 
   /** Which expert runs each step. */
@@ -552,7 +653,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /** The transformer's configuration (reading it wakes nothing). */
   public WanTransformerConfig transformerConfig() {
-    return transformer.config();
+    return experts.config(ExpertRouting.FIRST);
   }
 
   /** The VAE's configuration (reading it wakes nothing). */
@@ -697,7 +798,7 @@ public final class WanModel implements ModelInstance, AutoCloseable {
         switch (id) {
           case "tokenizer" -> tokenizer;
           case "text_encoder" -> textEncoder;
-          case "transformer" -> transformer;
+          case ExpertRouting.FIRST -> experts.loaded(ExpertRouting.FIRST);
           case "vae" -> vae;
           case "scheduler" -> samplers;
           case WanCards.IMAGE_ENCODER, WanCards.IMAGE_PROCESSOR -> {
@@ -708,11 +809,11 @@ public final class WanModel implements ModelInstance, AutoCloseable {
             yield id.equals(WanCards.IMAGE_ENCODER) ? imageEncoder : imageProcessor;
           }
           case ExpertRouting.SECOND -> {
-            if (transformer2 == null) {
+            if (routing.single()) {
               throw new IllegalArgumentException(
                   "model '" + card.modelId() + "' has no component '" + id + "'");
             }
-            yield transformer2;
+            yield experts.loaded(id);
           }
           default ->
               throw new IllegalArgumentException(
@@ -756,37 +857,23 @@ public final class WanModel implements ModelInstance, AutoCloseable {
    */
   @Override
   public long swapWeights(String component, Map<String, Tensor> values) {
-    WanTransformerConfig config =
-        switch (component) {
-          case ExpertRouting.FIRST -> transformer.config();
-          case ExpertRouting.SECOND -> {
-            if (transformer2 == null) {
-              throw new IllegalArgumentException(
-                  "model '" + card.modelId() + "' has no expert '" + component + "'");
-            }
-            yield transformer2.config();
-          }
-          default ->
-              throw new IllegalArgumentException(
-                  "model '"
-                      + card.modelId()
-                      + "' swaps transformer weights only, not '"
-                      + component
-                      + "'");
-        };
+    if (!component.equals(ExpertRouting.FIRST) && !component.equals(ExpertRouting.SECOND)) {
+      throw new IllegalArgumentException(
+          "model '" + card.modelId() + "' swaps transformer weights only, not '" + component + "'");
+    }
+    requireExpert(component);
+    WanTransformerConfig config = experts.config(component);
     var source =
         new dev.stepweave.tensor.io.InMemoryTensors(values, "weights synced into " + component);
+    // The new weights go into the expert's pool, which must be awake for that.
+    experts.awake(component);
     WanTransformer fresh =
         backend.loadingComponent(
             memoryTag(instanceId, component),
             () ->
                 WanTransformer.load(
                     config, new Weights(source, backend, computeDType(component, backend))));
-    if (component.equals(ExpertRouting.FIRST)) {
-      transformer = fresh;
-    } else {
-      transformer2 = fresh;
-    }
+    experts.replace(component, fresh);
     return weightsVersion.incrementAndGet();
   }
 

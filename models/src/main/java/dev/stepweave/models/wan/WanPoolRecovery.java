@@ -10,20 +10,24 @@ import java.util.function.Supplier;
  * Rebuilds a Wan pool after a pool-fatal fault: closes the broken instance (its weights' device
  * memory, text-embedding and adapter caches) and its backend (on CUDA that resets the context, with
  * every graph and module recorded in it), opens a new backend and loads the weights again from the
- * checkpoint on the host. Nothing of the broken pool is reused; the engine then resumes the running
- * requests from their last checkpoints on the new instance.
+ * checkpoint on the host, placed as the broken one was loaded (its {@link WanLoadOptions}). Nothing
+ * of the broken pool is reused; the engine then resumes the running requests from their last
+ * checkpoints on the new instance.
  */
 public final class WanPoolRecovery implements PoolRecovery {
   private final Path checkpoint;
   private final Supplier<Backend> backends;
+  private final WanLoadOptions options;
 
   /**
    * @param checkpoint the diffusers folder the pool was loaded from
    * @param backends opens a new backend on the pool's device
+   * @param options the options the pool was loaded with
    */
-  public WanPoolRecovery(Path checkpoint, Supplier<Backend> backends) {
+  public WanPoolRecovery(Path checkpoint, Supplier<Backend> backends, WanLoadOptions options) {
     this.checkpoint = checkpoint;
     this.backends = backends;
+    this.options = options;
   }
 
   @Override
@@ -34,7 +38,7 @@ public final class WanPoolRecovery implements PoolRecovery {
     if (broken.backend() instanceof AutoCloseable backend) {
       closeQuietly(backend);
     }
-    return WanModel.load(checkpoint, backends.get());
+    return WanModel.load(checkpoint, backends.get(), options);
   }
 
   private static void closeQuietly(AutoCloseable c) {

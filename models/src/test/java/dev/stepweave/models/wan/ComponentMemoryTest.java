@@ -114,9 +114,10 @@ class ComponentMemoryTest {
     Recording r = new Recording();
     try (WanModel model = WanModel.load(TINY, r.backend)) {
       String id = model.instanceId();
+      // The transformer last: it loads once the rest shows what is left of the device.
       assertEquals(
           List.of(
-              "load " + id + "/text_encoder", "load " + id + "/transformer", "load " + id + "/vae"),
+              "load " + id + "/text_encoder", "load " + id + "/vae", "load " + id + "/transformer"),
           r.drain());
       for (String component : WanModel.WEIGHT_COMPONENTS) {
         assertTrue(
@@ -178,16 +179,17 @@ class ComponentMemoryTest {
             "release " + id + "/vae"),
         r.drain());
 
-    // A transformer whose text_dim disagrees with its weights fails inside its load.
+    // A transformer whose text_dim disagrees with the text encoder fails before it loads.
     Path broken = copy(TINY, tmp.resolve("broken"));
     Path config = broken.resolve("transformer/config.json");
     Files.writeString(
         config, Files.readString(config).replace("\"text_dim\": 24", "\"text_dim\": 25"));
     assertThrows(CheckpointException.class, () -> WanModel.load(broken, r.backend));
     List<String> calls = r.drain();
+    // The text encoder and the VAE loaded; what they hold is released.
     assertEquals(2, calls.stream().filter(c -> c.startsWith("load ")).count(), calls.toString());
-    String failed = calls.get(1).substring("load ".length());
-    String prefix = failed.substring(0, failed.indexOf('/') + 1);
+    String loaded = calls.get(1).substring("load ".length());
+    String prefix = loaded.substring(0, loaded.indexOf('/') + 1);
     assertEquals(
         List.of(
             "release " + prefix + "text_encoder",

@@ -83,7 +83,8 @@ class PoolFatalRecoveryTest {
                       Backend b = new CpuBackend();
                       opened.add(b);
                       return b;
-                    }))
+                    },
+                    WanLoadOptions.DEFAULT))
             .build();
     try (Engine engine = new Engine(first, config)) {
       List<float[]> recovered = run(engine);
