@@ -22,16 +22,16 @@ import java.util.Set;
  * medians after one warm-up: the Wan2.2-TI2V-5B DiT forward at 720p×121 (latent {@code [1, 48, 31,
  * 44, 80]}, 27 280 tokens, text 512, per-token timesteps with the first latent frame's tokens at 0
  * as in TI2V image mode), the Wan2.2 VAE decode of the same latents to 121 frames of 704×1280 (F32
- * latents as the product decodes them — an F32 stream, BF16 convolution operands — and BF16
- * latents, which keep the whole stream BF16; each with its golden tiny decode's error), and the
- * Wan2.1-I2V-14B DiT forward at 480p×81 (latent {@code [1, 36, 21, 60, 104]}: 16 noisy + 20
- * condition channels, 257 CLIP image tokens of width 1280, text 512). {@code VariantBench profile}
- * times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what | ours}. Parts, one
- * argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code profile}, {@code
- * vae}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p decode, then the convolution
- * engines cuDNN was given per shape, with their timings), {@code vae-profile} (a 17-frame 720p
- * decode op by op with BF16 activations, then the engines of every shape), {@code vae21} (the
- * Wan2.1 VAE's 480p×81 decode, F32 and BF16 activations).
+ * latents as the product decodes them — an F32 stream, BF16 convolution operands — or, with
+ * vae-bf16, BF16 latents, which keep the whole stream BF16; each with its golden tiny decode's
+ * error), and the Wan2.1-I2V-14B DiT forward at 480p×81 (latent {@code [1, 36, 21, 60, 104]}: 16
+ * noisy + 20 condition channels, 257 CLIP image tokens of width 1280, text 512). {@code
+ * VariantBench profile} times the 5B forward op by op ({@link OpProfile}). Lines {@code ROW what |
+ * ours}. Parts, one argument each: {@code all} (the default: ti2v, vae, i2v), {@code ti2v}, {@code
+ * profile}, {@code vae}, {@code vae-bf16}, {@code i2v}, {@code vae-paths} (a two-latent-frame 720p
+ * decode, then the convolution engines cuDNN was given per shape, with their timings), {@code
+ * vae-profile} (a 17-frame 720p decode of F32 latents op by op, then the engines of every shape),
+ * {@code vae21} (the Wan2.1 VAE's 480p×81 decode, F32 and BF16 activations).
  */
 public final class VariantBench {
   private static final int[] TI2V_LATENTS = {1, 48, 31, 44, 80};
@@ -70,6 +70,8 @@ public final class VariantBench {
     }
     if (all || parts.contains("vae")) {
       bench.vaeDecode(WAN22_VAE, DType.F32, TI2V_LATENTS, 3);
+    }
+    if (parts.contains("vae-bf16")) {
       bench.vaeDecode(WAN22_VAE, DType.BF16, TI2V_LATENTS, 3);
     }
     if (parts.contains("vae21")) {
@@ -80,7 +82,7 @@ public final class VariantBench {
       bench.i2vForward();
     }
     if (parts.contains("vae-profile")) {
-      bench.vaeProfile(DType.BF16);
+      bench.vaeProfile(DType.F32);
     }
     if (parts.contains("vae-paths")) {
       // Two latent frames at 720p: every convolution shape of the decode, once each, with the
@@ -174,9 +176,7 @@ public final class VariantBench {
     profile.reset();
     vae.decode(latents);
     profile.print("Wan2.2 VAE decode [1, 48, 5, 44, 80] (" + activations + " activations)");
-    if (activations == DType.BF16) {
-      System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
-    }
+    System.out.println("  conv3d paths:\n" + gpu.conv3dPaths().indent(4));
   }
 
   /**
