@@ -37,7 +37,7 @@ public final class ConvolutionOps {
 
   /** The convolution with its result in x's type in the BF16 mode (BF16 or F32), else F32. */
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
-    return conv3d(x, w, bias, stride, padding, cudnnType(x));
+    return conv3d(x, w, bias, stride, padding, operands.bf16Mode() ? cudnnType(x) : DType.F32);
   }
 
   /**
