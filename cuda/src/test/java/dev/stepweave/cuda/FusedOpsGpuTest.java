@@ -352,7 +352,11 @@ class FusedOpsGpuTest {
           gpu,
           DType.F32,
           b -> b.add(f32(b, block).reshape(1, 1, 3, 32), act(b, x)));
+      // In the BF16 mode the mixed kernel reads both as they are; the order of a sub's operands
+      // must survive it.
       same("add of a BF16 and an F32 tensor", gpu, DType.F32, b -> b.add(act(b, x), f32(b, x)));
+      Tensor y = rand(29, 2f, 2, 9, 3, 32);
+      same("sub of a BF16 from an F32 tensor", gpu, DType.F32, b -> b.sub(f32(b, y), act(b, x)));
       same("mul broadcast", gpu, t, b -> b.mul(act(b, x), act(b, row).reshape(1, 9, 1, 32)));
     }
   }

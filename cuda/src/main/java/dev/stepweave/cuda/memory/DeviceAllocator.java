@@ -97,18 +97,24 @@ public final class DeviceAllocator {
         if (e.status() != Driver.CUDA_ERROR_OUT_OF_MEMORY) {
           throw e;
         }
-        // The shared cache cannot be given back now (that waits for the stream, which records).
         collect();
         reused = pop(size);
         if (reused != null) {
           return reused;
         }
-        throw new CudaException(
-            "cuMemAlloc_v2",
-            e.status(),
-            "out of device memory while recording a CUDA graph whose pool holds "
-                + bytes
-                + " bytes");
+        if (context.isCapturing()) {
+          // The shared cache cannot be given back now (that waits for the stream, which records).
+          throw new CudaException(
+              "cuMemAlloc_v2",
+              e.status(),
+              "out of device memory while recording a CUDA graph whose pool holds "
+                  + bytes
+                  + " bytes");
+        }
+        // Before the capture begins (the static inputs) the shared cache can still be given back,
+        // and an eager warm-up may have filled the device with it.
+        releaseCached();
+        ptr = fresh(size);
       }
       fromDriver.put(ptr, size);
       bytes += size;

@@ -74,6 +74,10 @@ public final class ElementwiseOps {
 
   public Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
     int[] shape = OpShapes.broadcast(a.shape(), b.shape());
+    Tensor mixed = mixed(a, b, shape, op);
+    if (mixed != null) {
+      return mixed;
+    }
     boolean bf16 = operands.keepsBf16(a) && operands.keepsBf16(b);
     Tensor av = (bf16 ? tensors.onDevice(a) : tensors.f32View(a)).expand(shape);
     Tensor bv = (bf16 ? tensors.onDevice(b) : tensors.f32View(b)).expand(shape);
@@ -107,6 +111,38 @@ public final class ElementwiseOps {
     }
     tensors.releaseDerived(av, a);
     tensors.releaseDerived(bv, b);
+    return out;
+  }
+
+  /**
+   * {@code a op b} into F32 for one BF16 and one F32 operand, dense and of one shape (a BF16
+   * convolution's result and the F32 residual stream), read as they are: the F32 op of the BF16
+   * operand's exact F32 copy, bit for bit, without making the copy. Null for any other operands.
+   */
+  private Tensor mixed(Tensor a, Tensor b, int[] shape, Backend.BinaryOp op) {
+    boolean bf16First = a.dtype() == DType.BF16 && b.dtype() == DType.F32;
+    if (!bf16First && !(a.dtype() == DType.F32 && b.dtype() == DType.BF16)) {
+      return null;
+    }
+    if (!Arrays.equals(a.shape(), shape) || !Arrays.equals(b.shape(), shape)) {
+      return null;
+    }
+    Tensor ad = tensors.onDevice(a);
+    Tensor bd = tensors.onDevice(b);
+    Tensor h = bf16First ? ad : bd;
+    Tensor f = bf16First ? bd : ad;
+    long n = h.numel();
+    Tensor out = null;
+    if (n > 0 && h.isContiguous() && f.isContiguous() && n % 8 == 0 && packable(8, h, f)) {
+      out = tensors.empty(DType.F32, shape);
+      try (Launch l = kernels.launch("elementwise.cu", "binary_mixed_packed_bf16_f32")) {
+        l.ptr(addr(h)).ptr(addr(f)).ptr(addr(out)).i64(n).i32(bf16First ? 1 : 0);
+        l.i32(op.ordinal());
+        kernels.elementwise(l, n / 8);
+      }
+    }
+    tensors.releaseDerived(ad, a);
+    tensors.releaseDerived(bd, b);
     return out;
   }
 

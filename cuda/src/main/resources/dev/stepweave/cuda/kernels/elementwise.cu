@@ -92,6 +92,33 @@ __device__ void binary_periodic(const T* a, const T* b, T* y, i64 n, i64 period,
   }
 }
 
+// A BF16 and an F32 operand of one shape, dense, into F32: a BF16 convolution's result added to
+// an F32 residual stream without first converting it (the conversion is exact either way, so the
+// result equals the F32 op's bit for bit). n a multiple of 8, pointers 16-byte aligned: one BF16
+// pack and two F32 packs per step. bf16First: whether the BF16 operand is a (the ops need not
+// commute).
+__device__ void binary_mixed_packed(const bf16_t* h, const float* f, float* y, i64 n,
+                                    int bf16First, int op) {
+  float u[8], v[8];
+  GRID_STRIDE(j, n / 8) {
+    i64 e = j * 8;
+    load_pack(h + e, u);
+    load_pack(f + e, v);
+    load_pack(f + e + 4, v + 4);
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      u[k] = bf16First ? binary_op(op, u[k], v[k]) : binary_op(op, v[k], u[k]);
+    }
+    store_pack(y + e, u);
+    store_pack(y + e + 4, u + 4);
+  }
+}
+
+extern "C" __global__ void binary_mixed_packed_bf16_f32(const bf16_t* h, const float* f, float* y,
+                                                        i64 n, int bf16First, int op) {
+  binary_mixed_packed(h, f, y, n, bf16First, op);
+}
+
 // x + y·gate per row; W elements per access (PACK(T) when n is a multiple of it, pointers
 // 16-byte aligned). The intrinsics keep the separate roundings of the unfused mul and add.
 template <typename T, int W>

@@ -522,7 +522,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
 
   /**
    * The device memory of each of this instance's components, by component id (empty on the CPU):
-   * exact physical bytes held now, bytes in use, and whether it sleeps.
+   * exact physical bytes held now, bytes in use, and whether it sleeps; in the order of the
+   * components with weights, whatever order they were loaded in.
    */
   public Map<String, ComponentMemory> componentMemory() {
     Map<String, ComponentMemory> out = new LinkedHashMap<>();
@@ -530,8 +531,8 @@ public final class WanModel implements ModelInstance, AutoCloseable {
         .deviceMemory()
         .ifPresent(
             m -> {
-              for (ComponentMemory c : m.components()) {
-                for (String id : weightComponents) {
+              for (String id : weightComponents) {
+                for (ComponentMemory c : m.components()) {
                   if (c.component().equals(memoryTag(instanceId, id))) {
                     out.put(id, c);
                   }

@@ -253,6 +253,10 @@ class ExpertResidencyTest {
   void theSimulatedDeviceFailsOnBothExpertsAwakeAndOnASleepingWeightRead() {
     SimulatedDevice device = device(1.5, true);
     try (WanModel model = WanModel.load(MOE, device.backend, SWAP)) {
+      // Listed in the card's order, not the order of loading (the idle expert loads last).
+      assertEquals(
+          List.of("text_encoder", "transformer", "transformer_2", "vae"),
+          List.copyOf(model.componentMemory().keySet()));
       String second = model.instanceId() + "/transformer_2";
       assertThrows(IllegalStateException.class, () -> device.backend.wakeComponent(second));
       model.sleep("text_encoder");

@@ -94,9 +94,24 @@ final class CausalConv3d {
    * Backend#channelNormAfter}), not copied into a concatenation. The result has x's dtype.
    */
   Tensor applyStreamingNormSilu(ChannelRmsNorm norm, Tensor x, CausalCache cache, int slot) {
+    return applyStreamingNormSilu(norm, x, cache, slot, x.dtype());
+  }
+
+  /**
+   * {@link #applyStreamingNormSilu} with the result as the convolution writes it ({@link
+   * ConvolutionPrecision#results}), not copied into the stream's dtype: for a reader that takes
+   * either (a norm; a sum into the stream, which promotes it).
+   */
+  Tensor applyStreamingNormSiluAsWritten(
+      ChannelRmsNorm norm, Tensor x, CausalCache cache, int slot) {
+    return applyStreamingNormSilu(norm, x, cache, slot, precision.results(x));
+  }
+
+  private Tensor applyStreamingNormSilu(
+      ChannelRmsNorm norm, Tensor x, CausalCache cache, int slot, DType result) {
     DType input = precision.operands(x);
     if (pastFrames == 0) {
-      return streaming(norm.applySilu(x, input), cache, slot, x.dtype());
+      return streaming(norm.applySilu(x, input), cache, slot, result);
     }
     Tensor remembered = cache.tail(slot);
     // A full cache goes in as kept: the fused norm copies (and converts) it into place itself.
@@ -108,7 +123,7 @@ final class CausalConv3d {
     }
     int t = Frames.count(padded);
     Tensor keep = Frames.tail(backend, padded.slice(2, t - Frames.count(x), t), remembered);
-    Tensor y = convolve(padded, x.dtype());
+    Tensor y = convolve(padded, result);
     cache.setTail(slot, keep);
     // The padded input is the size of the chunk and more; the rest of the layer never reads it.
     cache.discard(padded);

@@ -5,21 +5,24 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 
 /**
- * What a VAE's convolutions read. Their results always join the stream in its own dtype (F32 in
- * production, as the reference keeps its VAE); what changes is the operands.
+ * What a VAE's convolutions read and write. The stream between them (residual sums, the causal
+ * caches' sources, the decoded video) keeps its own dtype (F32 in production, as the reference
+ * keeps its VAE); what changes is the convolutions' operands and results.
  *
- * <p>{@link #BF16_OPERANDS}: inputs and filters in BF16, so cuDNN runs them on the tensor cores at
- * BF16 rate, accumulating in F32 and writing the F32 result unrounded. A norm computes in F32 and
- * rounds once on its way into the convolution that reads it; residual sums stay F32; the causal
- * caches keep the BF16 inputs they remember. The products are the only BF16 error. Emulated on the
- * CPU (MixedPrecisionEmulationTest) the residual Wan2.2 VAE's golden decode lands at 5.9e-3
- * relative L2 and its encode at 3.1e-3, within the BF16 mode's 1e-2; the plain Wan2.1 VAE's decode
- * at 1.09e-2, over it. (Rounding every activation instead put the two at 1.00e-2 and 1.56e-2 on the
- * GPU: docs/performance.md.)
+ * <p>{@link #BF16_OPERANDS}: inputs and filters in BF16, and the result rounded once to BF16 (the
+ * bias added in F32 before), so cuDNN runs its BF16 tensor-core engines, which write BF16: a graph
+ * that writes F32 from BF16 operands is offered a single engine several times slower (H100,
+ * 2026-12-06: the 720p×121 Wan2.2 decode 10.5 s that way, docs/performance.md). A norm computes in
+ * F32 and rounds once on its way into the convolution that reads it; residual sums stay F32; the
+ * causal caches keep the BF16 inputs they remember. Emulated on the CPU
+ * (MixedPrecisionEmulationTest) the residual Wan2.2 VAE's golden decode lands at 7.3e-3 relative L2
+ * and its encode at 3.8e-3, within the BF16 mode's 1e-2; the plain Wan2.1 VAE's decode at 1.36e-2,
+ * over it. (Rounding every activation, the residual sums too, put the two at 1.00e-2 and 1.56e-2 on
+ * the GPU.)
  *
- * <p>{@link #AS_GIVEN}: every convolution reads its input in the dtype it comes in — F32 in exact
- * mode, on the CPU and for the Wan2.1 VAE, which cuDNN then computes in TF32 in the performance
- * mode.
+ * <p>{@link #AS_GIVEN}: every convolution reads its input in the dtype it comes in and writes the
+ * stream's — F32 in exact mode, on the CPU and for the Wan2.1 VAE, which cuDNN then computes in
+ * TF32 in the performance mode.
  */
 enum ConvolutionPrecision {
   AS_GIVEN,
@@ -47,7 +50,15 @@ enum ConvolutionPrecision {
     return x.dtype() == dtype ? x : backend.upload(x, dtype);
   }
 
-  /** {@code conv3d} of {@code x} read as {@link #asInput}, the result in {@code stream}. */
+  /** The dtype a convolution of the stream {@code x} writes, before any copy into the stream's. */
+  DType results(Tensor x) {
+    return operands(x);
+  }
+
+  /**
+   * {@code conv3d} of {@code x} read as {@link #asInput}, the result in {@code result}: computed in
+   * the operands' dtype, then converted when {@code result} differs.
+   */
   Tensor convolve(
       Backend backend,
       Tensor x,
@@ -55,7 +66,15 @@ enum ConvolutionPrecision {
       Tensor bias,
       int[] stride,
       int[] padding,
-      DType stream) {
-    return backend.conv3d(asInput(backend, x), weight, bias, stride, padding, stream);
+      DType result) {
+    if (this == AS_GIVEN) {
+      return backend.conv3d(asInput(backend, x), weight, bias, stride, padding, result);
+    }
+    // Scoped: the BF16 copies (of the input, of the result) are dead once the conversion is issued.
+    return backend.scoped(
+        () -> {
+          Tensor y = backend.conv3d(asInput(backend, x), weight, bias, stride, padding, DType.BF16);
+          return y.dtype() == result ? y : backend.upload(y, result);
+        });
   }
 }

@@ -53,8 +53,10 @@ final class ResidualBlock implements CausalLayer {
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
     Tensor skip = shortcut == null ? x : shortcut.apply(x, null);
-    Tensor inner = conv1.applyStreamingNormSilu(norm1, x, cache, slot1);
-    Tensor h = conv2.applyStreamingNormSilu(norm2, inner, cache, slot2);
+    // Both results as the convolutions write them (BF16 with BF16 operands): norm2 reads conv1's
+    // as it is, and the sum with the skip (the stream's dtype) promotes conv2's, with no copy.
+    Tensor inner = conv1.applyStreamingNormSiluAsWritten(norm1, x, cache, slot1);
+    Tensor h = conv2.applyStreamingNormSiluAsWritten(norm2, inner, cache, slot2);
     // conv2 has read its normalised copy; at full resolution this is one of the peak's largest.
     cache.discard(inner);
     return backend.add(h, skip);
