@@ -15,6 +15,7 @@ import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.tensor.io.Weights;
 import dev.stepweave.tensor.rng.TorchGenerator;
+import java.nio.file.Path;
 import java.util.Collections;
 import java.util.List;
 import java.util.Map;
@@ -69,6 +70,34 @@ class WanImageConditioningTest {
 
       assertTrue(maxAbs(adapted, expected) <= GoldenBounds.maxAbs("dit"), "adapted vs merged");
       assertTrue(maxAbs(adapted, plain) > 1e-3, "the adapters change the prediction");
+    }
+  }
+
+  /**
+   * diffusers' own forward with 512 text tokens (testdata/diffusers-i2v-text512, made by
+   * scripts/device/i2v_text512.py): the split that sends the image tokens through {@code
+   * add_k_proj}/{@code add_v_proj} gives the reference's output within the dit golden's bound.
+   */
+  @Test
+  void theImageTokensFollowDiffusersWith512TextTokens() {
+    Path file =
+        Path.of(System.getProperty("stepweave.golden"))
+            .getParent()
+            .resolve("diffusers-i2v-text512/dit_text512.safetensors");
+    try (SafetensorsFile recording = SafetensorsFile.open(file);
+        TensorSource weights = TinyWanCheckpoint.transformer(TinyWanCheckpoint.I2V).openWeights()) {
+      WanTransformer model = TinyWanCheckpoint.loadModel(TinyWanCheckpoint.I2V, weights, backend);
+      Tensor text = recording.load("encoder_hidden_states");
+      assertEquals(512, text.dim(1));
+      Tensor out = run(model, recording, text, AdapterRows.NONE);
+      Tensor expected = recording.load("out").toF32();
+      assertArrayEquals(expected.shape(), out.shape());
+      double error = maxAbs(out, expected);
+      System.out.printf("I2V DiT, 512 text tokens, vs diffusers: max abs %.2e%n", error);
+      assertTrue(error <= GoldenBounds.maxAbs("dit"), "max abs " + error);
+      // The image projections matter here: an adapter on add_k_proj moves the output.
+      Tensor adapted = run(model, recording, text, rows(Map.of(ADD_K, update(1, 32, 32))));
+      assertTrue(maxAbs(adapted, out) > 1e-3, "add_k_proj is reached");
     }
   }
 
