@@ -428,7 +428,58 @@ class FusedOpsGpuTest {
           DType.F32,
           b -> b.concat(List.of(act(b, a), f32(b, c)), 2));
       same("upsampleNearest2d", gpu, t, b -> b.upsampleNearest2d(act(b, c), 2, 2));
+      // The expanded kernels: a source read once per value, stored at each of its replicas.
+      same(
+          "contiguous of a batch repeat",
+          gpu,
+          t,
+          b -> b.contiguous(act(b, a).expand(3, 4, 2, 3, 5)));
+      same(
+          "upsampleNearest2d (2, 3) of a strided F32 view",
+          gpu,
+          DType.F32,
+          b -> b.upsampleNearest2d(f32(b, c).slice(3, 1, 3), 2, 3));
     }
+  }
+
+  /**
+   * The Wan2.2 decoder's duplicate-up sum: a dense stage output plus its input repeated over {@code
+   * t × s × s} blocks (the expanded kernel's replicas), each output channel reading its own input
+   * channel, or two reading one each over the block's time digit (an own dim of the view); either
+   * operand order, and an expanded BF16 view widened for an F32 operand.
+   */
+  @Test
+  void anExpandedOperandMatchesTheComposition() {
+    Tensor x = rand(30, 2f, 1, 4, 3, 5, 6);
+    Tensor h = rand(31, 2f, 1, 4, 3, 2, 5, 2, 6, 2);
+    Tensor halves = rand(32, 2f, 1, 2, 3, 2, 5, 2, 6, 2);
+    for (CudaBackend gpu : backends()) {
+      DType t = gpu.activationDType();
+      same("add of a duplicated-up view", gpu, t, b -> b.add(act(b, h), duplicatedUp(act(b, x))));
+      same(
+          "sub from a view whose time digit picks the channel",
+          gpu,
+          t,
+          b ->
+              b.sub(
+                  act(b, x)
+                      .reshape(1, 2, 2, 3, 5, 6)
+                      .permute(0, 1, 3, 2, 4, 5)
+                      .unsqueeze(5)
+                      .unsqueeze(7)
+                      .expand(1, 2, 3, 2, 5, 2, 6, 2),
+                  act(b, halves)));
+      same(
+          "mul of an F32 tensor and an expanded BF16 view",
+          gpu,
+          DType.F32,
+          b -> b.mul(f32(b, h), duplicatedUp(act(b, x))));
+    }
+  }
+
+  /** x [1, 4, 3, 5, 6] repeated over 2 × 2 × 2 blocks: [1, 4, 3, 2, 5, 2, 6, 2]. */
+  private static Tensor duplicatedUp(Tensor x) {
+    return x.reshape(1, 4, 3, 1, 5, 1, 6, 1).expand(1, 4, 3, 2, 5, 2, 6, 2);
   }
 
   @Test

@@ -2,6 +2,7 @@ package dev.stepweave.cuda.memory;
 
 import dev.stepweave.cuda.driver.CudaContext;
 import dev.stepweave.cuda.driver.Driver;
+import dev.stepweave.cuda.kernels.Expansion;
 import dev.stepweave.cuda.kernels.Index8;
 import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
@@ -349,6 +350,17 @@ public final class DeviceTensors {
     String kernel = "copy_" + code(src.dtype()) + "_" + code(dst.dtype());
     if (src.dtype().isFloating() != dst.dtype().isFloating()) {
       throw new IllegalArgumentException("no device conversion from " + src + " to " + dst);
+    }
+    Expansion expanded =
+        src.dtype().isFloating() ? Expansion.of(src.shape(), src.strides(), dst.strides()) : null;
+    if (expanded != null) {
+      try (Launch l = kernels.launch("copy.cu", kernel.replace("copy_", "copy_expanded_"))) {
+        l.ptr(address(src)).ptr(address(dst));
+        l.struct(expanded.own(l.arena())).struct(expanded.replicaOffsets(l.arena()));
+        l.i64(expanded.values()).i32(expanded.replicas());
+        kernels.elementwise(l, expanded.values());
+      }
+      return;
     }
     try (Launch l = kernels.launch("copy.cu", kernel)) {
       l.ptr(address(src))

@@ -5,6 +5,7 @@ import static dev.stepweave.cuda.ops.Operands.pack;
 import static dev.stepweave.cuda.ops.Operands.packable;
 import static dev.stepweave.cuda.ops.Operands.rows;
 
+import dev.stepweave.cuda.kernels.Expansion;
 import dev.stepweave.cuda.kernels.Index8;
 import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
@@ -100,7 +101,7 @@ public final class ElementwiseOps {
           l.i64(periodicB ? periodB : periodA).i32(periodicB ? 1 : 0).i32(op.ordinal());
           kernels.elementwise(l, n / pack(out));
         }
-      } else {
+      } else if (!expanded(av, bv, out, op)) {
         try (Launch l = kernels.launch("elementwise.cu", "binary_" + code)) {
           l.ptr(addr(av)).ptr(addr(bv)).ptr(addr(out));
           l.struct(Index8.of(l.arena(), shape, av.strides(), bv.strides())).i64(n);
@@ -112,6 +113,33 @@ public final class ElementwiseOps {
     tensors.releaseDerived(av, a);
     tensors.releaseDerived(bv, b);
     return out;
+  }
+
+  /**
+   * {@code a op b} into the dense {@code out} through {@code binary_expanded} when one operand is
+   * dense in out's layout and the other repeats each value a few times (an {@link Expansion}: a
+   * nearest-upsampled or repeated view, as the Wan2.2 decoder's duplicate-up shortcut adds); false,
+   * launching nothing, otherwise.
+   */
+  private boolean expanded(Tensor av, Tensor bv, Tensor out, Backend.BinaryOp op) {
+    boolean denseA = av.isContiguous();
+    Tensor dense = denseA ? av : bv;
+    Tensor other = denseA ? bv : av;
+    if (!dense.isContiguous()) {
+      return false;
+    }
+    Expansion e = Expansion.of(other.shape(), other.strides(), out.strides());
+    if (e == null) {
+      return false;
+    }
+    try (Launch l =
+        kernels.launch("elementwise.cu", "binary_expanded_" + DeviceTensors.code(out.dtype()))) {
+      l.ptr(addr(dense)).ptr(addr(other)).ptr(addr(out));
+      l.struct(e.own(l.arena())).struct(e.replicaOffsets(l.arena()));
+      l.i64(e.values()).i32(e.replicas()).i32(denseA ? 1 : 0).i32(op.ordinal());
+      kernels.elementwise(l, e.values());
+    }
+    return true;
   }
 
   /**

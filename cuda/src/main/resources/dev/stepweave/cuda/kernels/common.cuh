@@ -17,6 +17,12 @@ struct Index8 {
   int rank;
 };
 
+// The offsets (elements) of an expanded view's replicas of one value: up to 64, the innermost
+// replica dimension fastest. A kernel parameter, so every thread reads the same constant bank.
+struct Replicas64 {
+  i64 o[64];
+};
+
 // Quotient and remainder of non-negative a and b: 32-bit division when both fit (several times
 // fewer instructions than the 64-bit one; the branch is uniform across a warp in practice).
 __device__ __forceinline__ i64 idiv(i64 a, i64 b) {

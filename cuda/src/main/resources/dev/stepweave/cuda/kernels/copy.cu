@@ -1,6 +1,6 @@
 // Strided gather/scatter with dtype conversion: dst[s1 offsets] = src[s0 offsets]. Serves
-// contiguous(), upload conversion, concat (into a slice), pad (into the interior) and nearest
-// upsampling (a stride-0 source view).
+// contiguous(), upload conversion, concat (into a slice) and pad (into the interior); a source
+// expanded along some dims (nearest upsampling) takes copy_expanded.
 #define COPY(NAME, S, D)                                                              \
   extern "C" __global__ void NAME(const S* src, D* dst, Index8 ix, i64 n) {           \
     GRID_STRIDE(i, n) {                                                               \
@@ -9,10 +9,25 @@
       store_f(dst + b, load_f(src + a));                                              \
     }                                                                                 \
   }
-COPY(copy_f32_f32, float, float)
-COPY(copy_f32_bf16, float, bf16_t)
-COPY(copy_bf16_f32, bf16_t, float)
-COPY(copy_bf16_bf16, bf16_t, bf16_t)
+// An expanded source view (stride 0 along some dims: nearest upsampling) into a dense dst: one
+// thread per source value, read once and stored at each replica (see binary_expanded).
+#define COPY_EXPANDED(NAME, S, D)                                                     \
+  extern "C" __global__ void NAME(const S* src, D* dst, Index8 own, Replicas64 rep,   \
+                                  i64 values, int replicas) {                         \
+    GRID_STRIDE(j, values) {                                                          \
+      i64 a, b, c;                                                                    \
+      offsets(own, j, a, b, c);                                                       \
+      float v = load_f(src + a);                                                      \
+      for (int r = 0; r < replicas; ++r) store_f(dst + b + rep.o[r], v);              \
+    }                                                                                 \
+  }
+#define COPIES(S_CODE, S, D_CODE, D)             \
+  COPY(copy_##S_CODE##_##D_CODE, S, D)           \
+  COPY_EXPANDED(copy_expanded_##S_CODE##_##D_CODE, S, D)
+COPIES(f32, float, f32, float)
+COPIES(f32, float, bf16, bf16_t)
+COPIES(bf16, bf16_t, f32, float)
+COPIES(bf16, bf16_t, bf16, bf16_t)
 
 #define COPY_INT(NAME, S, D)                                                          \
   extern "C" __global__ void NAME(const S* src, D* dst, Index8 ix, i64 n) {           \

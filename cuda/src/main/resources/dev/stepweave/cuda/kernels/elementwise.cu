@@ -92,6 +92,26 @@ __device__ void binary_periodic(const T* a, const T* b, T* y, i64 n, i64 period,
   }
 }
 
+// A dense operand d and an expanded view e (stride 0 along some dims: a nearest upsampling, a
+// repeat) into dense y of d's layout. One thread per value of e: its offsets once (own: e's and
+// y's strides over e's own dims), then that value against each of its replicas' d (rep: y's
+// offsets of the replicas) — the index arithmetic of one element spread over all its replicas.
+template <typename T>
+__device__ void binary_expanded(const T* d, const T* e, T* y, const Index8& own,
+                                const Replicas64& rep, i64 values, int replicas, int dFirst,
+                                int op) {
+  GRID_STRIDE(j, values) {
+    i64 oe, oy, unused;
+    offsets(own, j, oe, oy, unused);
+    float v = load_f(e + oe);
+    for (int r = 0; r < replicas; ++r) {
+      i64 o = oy + rep.o[r];
+      float u = load_f(d + o);
+      store_f(y + o, dFirst ? binary_op(op, u, v) : binary_op(op, v, u));
+    }
+  }
+}
+
 // A BF16 and an F32 operand of one shape, dense, into F32: a BF16 convolution's result added to
 // an F32 residual stream without first converting it (the conversion is exact either way, so the
 // result equals the F32 op's bit for bit). n a multiple of 8, pointers 16-byte aligned: one BF16
@@ -151,6 +171,11 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
   extern "C" __global__ void binary_periodic_##SUFFIX(const T* a, const T* b, T* y, i64 n,      \
                                                       i64 period, int periodicB, int op) {      \
     binary_periodic<T>(a, b, y, n, period, periodicB, op);                                      \
+  }                                                                                             \
+  extern "C" __global__ void binary_expanded_##SUFFIX(const T* d, const T* e, T* y, Index8 own,   \
+                                                      Replicas64 rep, i64 values, int replicas, \
+                                                      int dFirst, int op) {                     \
+    binary_expanded<T>(d, e, y, own, rep, values, replicas, dFirst, op);                        \
   }                                                                                             \
   extern "C" __global__ void gated_residual_##SUFFIX(const T* x, const T* y, const float* gate, \
                                                      T* out, i64 rows, int n, i64 groupStride,  \
