@@ -9,14 +9,15 @@ import dev.stepweave.tensor.Tensor;
  * caches' sources, the decoded video) keeps its own dtype (F32 in production, as the reference
  * keeps its VAE); what changes is the convolutions' operands and results.
  *
- * <p>{@link #BF16_OPERANDS}: inputs and filters in BF16, and the result rounded once to BF16 (the
- * bias added in F32 before), so cuDNN runs its BF16 tensor-core engines, which write BF16: a graph
- * that writes F32 from BF16 operands is offered a single engine several times slower (H100,
- * 2026-12-06: the 720p×121 Wan2.2 decode 10.5 s that way, docs/performance.md). A norm computes in
- * F32 and rounds once on its way into the convolution that reads it; residual sums stay F32; the
- * causal caches keep the BF16 inputs they remember. Emulated on the CPU
- * (MixedPrecisionEmulationTest) the residual Wan2.2 VAE's golden decode lands at 7.3e-3 relative L2
- * and its encode at 3.8e-3, within the BF16 mode's 1e-2; the plain Wan2.1 VAE's decode at 1.36e-2,
+ * <p>{@link #BF16_OPERANDS}: inputs and filters in BF16, and the result in BF16 (the CUDA backend
+ * adds the F32 bias in a pass after cuDNN's rounded result, so a second rounding), so cuDNN runs
+ * its BF16 tensor-core engines, which write BF16: a graph that writes F32 from BF16 operands is
+ * offered a single engine several times slower (H100, 2026-12-06: the 720p×121 Wan2.2 decode 10.5 s
+ * that way, docs/performance.md). A norm computes in F32 and rounds once on its way into the
+ * convolution that reads it; residual sums stay F32; the causal caches keep the BF16 inputs they
+ * remember. Emulated on the CPU with one rounding (MixedPrecisionEmulationTest) the residual Wan2.2
+ * VAE's golden decode lands at 7.3e-3 relative L2 and its encode at 3.8e-3, within the BF16 mode's
+ * 1e-2 (on the GPU, with the second, 8.5e-3 and 5.1e-3); the plain Wan2.1 VAE's decode at 1.36e-2,
  * over it. (Rounding every activation, the residual sums too, put the two at 1.00e-2 and 1.56e-2 on
  * the GPU.)
  *
