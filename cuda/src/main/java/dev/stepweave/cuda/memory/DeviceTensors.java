@@ -347,14 +347,14 @@ public final class DeviceTensors {
     if (n == 0) {
       return;
     }
-    String kernel = "copy_" + code(src.dtype()) + "_" + code(dst.dtype());
+    String types = code(src.dtype()) + "_" + code(dst.dtype());
     if (src.dtype().isFloating() != dst.dtype().isFloating()) {
       throw new IllegalArgumentException("no device conversion from " + src + " to " + dst);
     }
     Expansion expanded =
         src.dtype().isFloating() ? Expansion.of(src.shape(), src.strides(), dst.strides()) : null;
     if (expanded != null) {
-      try (Launch l = kernels.launch("copy.cu", kernel.replace("copy_", "copy_expanded_"))) {
+      try (Launch l = kernels.launch("copy.cu", "copy_expanded_" + types)) {
         l.ptr(address(src)).ptr(address(dst));
         l.struct(expanded.own(l.arena())).struct(expanded.replicaOffsets(l.arena()));
         l.i64(expanded.values()).i32(expanded.replicas());
@@ -362,7 +362,7 @@ public final class DeviceTensors {
       }
       return;
     }
-    try (Launch l = kernels.launch("copy.cu", kernel)) {
+    try (Launch l = kernels.launch("copy.cu", "copy_" + types)) {
       l.ptr(address(src))
           .ptr(address(dst))
           .struct(Index8.of(l.arena(), src.shape(), src.strides(), dst.strides()))

@@ -152,16 +152,23 @@ public final class ElementwiseOps {
     if (!bf16First && !(a.dtype() == DType.F32 && b.dtype() == DType.BF16)) {
       return null;
     }
-    if (!Arrays.equals(a.shape(), shape) || !Arrays.equals(b.shape(), shape)) {
+    long n = a.numel();
+    // Everything but the alignment is told before any upload, so the general path that follows a
+    // refusal does not upload a host operand twice.
+    if (!Arrays.equals(a.shape(), shape)
+        || !Arrays.equals(b.shape(), shape)
+        || !a.isContiguous()
+        || !b.isContiguous()
+        || n == 0
+        || n % 8 != 0) {
       return null;
     }
     Tensor ad = tensors.onDevice(a);
     Tensor bd = tensors.onDevice(b);
     Tensor h = bf16First ? ad : bd;
     Tensor f = bf16First ? bd : ad;
-    long n = h.numel();
     Tensor out = null;
-    if (n > 0 && h.isContiguous() && f.isContiguous() && n % 8 == 0 && packable(8, h, f)) {
+    if (packable(8, h, f)) {
       out = tensors.empty(DType.F32, shape);
       try (Launch l = kernels.launch("elementwise.cu", "binary_mixed_packed_bf16_f32")) {
         l.ptr(addr(h)).ptr(addr(f)).ptr(addr(out)).i64(n).i32(bf16First ? 1 : 0);

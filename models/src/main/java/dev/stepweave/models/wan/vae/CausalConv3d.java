@@ -98,13 +98,13 @@ final class CausalConv3d {
   }
 
   /**
-   * {@link #applyStreamingNormSilu} with the result as the convolution writes it ({@link
-   * ConvolutionPrecision#results}), not copied into the stream's dtype: for a reader that takes
-   * either (a norm; a sum into the stream, which promotes it).
+   * {@link #applyStreamingNormSilu} with the result as the convolution writes it, in its operands'
+   * dtype ({@link ConvolutionPrecision#operands}), not copied into the stream's: for a reader that
+   * takes either (a norm; a sum into the stream, which promotes it).
    */
   Tensor applyStreamingNormSiluAsWritten(
       ChannelRmsNorm norm, Tensor x, CausalCache cache, int slot) {
-    return applyStreamingNormSilu(norm, x, cache, slot, precision.results(x));
+    return applyStreamingNormSilu(norm, x, cache, slot, precision.operands(x));
   }
 
   private Tensor applyStreamingNormSilu(

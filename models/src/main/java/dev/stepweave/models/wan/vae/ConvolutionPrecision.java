@@ -51,14 +51,9 @@ enum ConvolutionPrecision {
     return x.dtype() == dtype ? x : backend.upload(x, dtype);
   }
 
-  /** The dtype a convolution of the stream {@code x} writes, before any copy into the stream's. */
-  DType results(Tensor x) {
-    return operands(x);
-  }
-
   /**
-   * {@code conv3d} of {@code x} read as {@link #asInput}, the result in {@code result}: computed in
-   * the operands' dtype, then converted when {@code result} differs.
+   * {@code conv3d} of {@code x} read as {@link #asInput}, the result in {@code result}: written in
+   * the operands' dtype ({@link #operands}), then converted when {@code result} differs.
    */
   Tensor convolve(
       Backend backend,
