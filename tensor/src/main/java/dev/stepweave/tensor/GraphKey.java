@@ -12,7 +12,9 @@ import java.util.stream.Collectors;
  * plan. Two calls with equal keys must issue the same device work; anything else that changes it
  * belongs in the key.
  *
- * @param model the model instance (its id names its weights)
+ * @param model the model instance and the version of its weights (its id alone does not name its
+ *     weights: a weight sync rebuilds a component in new buffers, which a recording made before it
+ *     does not read)
  * @param component the component whose forward it is, e.g. "transformer"
  * @param loop the loop that runs it, e.g. "denoise"
  * @param workKind the kind of step, e.g. "DIFFUSION_STEP"

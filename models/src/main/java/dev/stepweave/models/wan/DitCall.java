@@ -175,7 +175,9 @@ record DitCall(
     List<Tensor> inputs = images == null ? List.of(x, t, text) : List.of(x, t, text, images);
     GraphKey key =
         GraphKey.of(
-                model.instanceId(),
+                // A weight sync rebuilds the transformer in new buffers: a graph recorded before
+                // it would replay the old weights.
+                model.instanceId() + "@weights-v" + model.weightsVersion(),
                 expert,
                 WanCards.DENOISE,
                 WorkKind.DIFFUSION_STEP.name(),

@@ -10,9 +10,13 @@ import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.GenerationResult;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.GraphKey;
+import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.TensorSource;
 import java.lang.reflect.InvocationTargetException;
 import java.lang.reflect.Proxy;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -63,7 +67,7 @@ class DitReplayableTest {
       assertEquals(12, keys.size(), "6 steps x 2 guidance branches");
       GraphKey first = keys.getFirst();
       assertTrue(keys.stream().allMatch(first::equals), "every step has the same key: " + keys);
-      assertEquals(model.instanceId(), first.model());
+      assertEquals(model.instanceId() + "@weights-v0", first.model());
       assertEquals("transformer", first.component());
       assertEquals(WanCards.DENOISE, first.loop());
       assertEquals("DIFFUSION_STEP", first.workKind());
@@ -81,6 +85,32 @@ class DitReplayableTest {
                   Map.of("dbcache", Map.of("fn", "1", "threshold", "0", "warmup_steps", "0"))));
       assertEquals(List.of(), keys, "a block cache runs the forward eagerly");
       assertArrayEquals(plain, hooked);
+    }
+  }
+
+  /**
+   * A weight sync rebuilds the transformer in new buffers, so the forwards after it have keys of
+   * their own: a graph recorded before the sync would replay the old weights (a GPU test found it:
+   * {@code WeightSyncGpuTest}).
+   */
+  @Test
+  void aWeightSyncGivesTheForwardANewKey() throws Exception {
+    List<GraphKey> keys = new CopyOnWriteArrayList<>();
+    try (WanModel model = WanModel.load(ResumeInNewProcessTest.CHECKPOINT, recording(keys))) {
+      run(model, Map.of());
+      GraphKey before = keys.getFirst();
+      Map<String, Tensor> same = new LinkedHashMap<>();
+      try (TensorSource weights =
+          DiffusersDirectory.open(ResumeInNewProcessTest.CHECKPOINT)
+              .component("transformer")
+              .openWeights()) {
+        weights.keys().forEach(k -> same.put(k, weights.loadF32(k)));
+      }
+      assertEquals(1, model.swapWeights("transformer", same));
+      keys.clear();
+      run(model, Map.of());
+      assertEquals(model.instanceId() + "@weights-v1", keys.getFirst().model());
+      assertEquals(before.shape(), keys.getFirst().shape());
     }
   }
 
