@@ -2,21 +2,21 @@ package dev.stepweave.cli;
 
 import dev.stepweave.media.PngWriter;
 import dev.stepweave.tensor.Tensor;
-import dev.stepweave.training.run.LossLog;
 import java.io.IOException;
 import java.nio.file.Path;
-import java.util.List;
+import java.util.Arrays;
 
 /**
- * {@code loss.png}: a run's loss over its steps, drawn without fonts (so it needs nothing of a
- * desktop): the step on x from the first to the last logged, the loss on y from its lowest to its
- * highest value, log-scaled when they span more than a factor of ten; each step's loss in light
- * blue, its running mean over a twentieth of the run in dark blue, on white with gray axes and gray
- * lines at each power of ten (log scale) or each fifth of the range (linear). The numbers are in
- * {@code loss.jsonl}.
+ * A run's per-step curve as a PNG ({@code loss.png}: the loss; {@code reward.png}: an RL run's
+ * group reward), drawn without fonts (so it needs nothing of a desktop): the step on x from the
+ * first to the last logged, the value on y from its lowest to its highest, log-scaled when they are
+ * positive and span more than a factor of ten; each step's value in light blue, its running mean
+ * over a twentieth of the run in dark blue, on white with gray axes and gray lines at each power of
+ * ten (log scale) or each fifth of the range (linear). The numbers are in {@code loss.jsonl}.
  */
-final class LossPlot {
-  static final String FILE = "loss.png";
+final class CurvePlot {
+  static final String LOSS = "loss.png";
+  static final String REWARD = "reward.png";
   private static final int WIDTH = 640;
   private static final int HEIGHT = 360;
   private static final int MARGIN = 24;
@@ -28,24 +28,24 @@ final class LossPlot {
 
   private final float[] pixels = new float[WIDTH * HEIGHT * 3];
 
-  private LossPlot() {
+  private CurvePlot() {
     for (int i = 0; i < WIDTH * HEIGHT; i++) {
       System.arraycopy(WHITE, 0, pixels, i * 3, 3);
     }
   }
 
-  /** Draws {@code rows} into {@code file}; nothing is written for no rows. */
-  static void write(Path file, List<LossLog.Row> rows) throws IOException {
-    if (rows.isEmpty()) {
+  /** Draws {@code values} (one per step, in order) into {@code file}; nothing for no values. */
+  static void write(Path file, double[] values) throws IOException {
+    if (values.length == 0) {
       return;
     }
-    new LossPlot().draw(rows).writeTo(file);
+    new CurvePlot().draw(values).writeTo(file);
   }
 
-  private LossPlot draw(List<LossLog.Row> rows) {
-    double lo = rows.stream().mapToDouble(LossLog.Row::loss).filter(d -> d > 0).min().orElse(1e-12);
-    double hi = rows.stream().mapToDouble(LossLog.Row::loss).max().orElse(1);
-    boolean log = hi / lo > 10;
+  private CurvePlot draw(double[] values) {
+    double lo = Arrays.stream(values).filter(d -> d > 0).min().orElse(1e-12);
+    double hi = Arrays.stream(values).max().orElse(1);
+    boolean log = Arrays.stream(values).min().orElse(0) > 0 && hi / lo > 10;
     double bottom = log ? Math.log10(lo) : Math.min(0, lo);
     double top = log ? Math.log10(hi) : hi;
     if (top <= bottom) {
@@ -62,19 +62,19 @@ final class LossPlot {
     }
     line(MARGIN, HEIGHT - MARGIN, WIDTH - MARGIN, HEIGHT - MARGIN, AXIS);
     line(MARGIN, MARGIN, MARGIN, HEIGHT - MARGIN, AXIS);
-    int window = Math.max(1, rows.size() / 20);
+    int window = Math.max(1, values.length / 20);
     double sum = 0;
     int[] rawPrev = null;
     int[] meanPrev = null;
-    for (int i = 0; i < rows.size(); i++) {
-      double loss = rows.get(i).loss();
-      sum += loss;
+    for (int i = 0; i < values.length; i++) {
+      double v = values[i];
+      sum += v;
       if (i >= window) {
-        sum -= rows.get(i - window).loss();
+        sum -= values[i - window];
       }
       double mean = sum / Math.min(i + 1, window);
-      int x = x(i, rows.size());
-      int[] raw = {x, y(value(loss, log), bottom, top)};
+      int x = x(i, values.length);
+      int[] raw = {x, y(value(v, log), bottom, top)};
       int[] avg = {x, y(value(mean, log), bottom, top)};
       if (rawPrev != null) {
         line(rawPrev[0], rawPrev[1], raw[0], raw[1], RAW);
@@ -83,14 +83,14 @@ final class LossPlot {
       rawPrev = raw;
       meanPrev = avg;
     }
-    if (rows.size() == 1) {
+    if (values.length == 1) {
       line(rawPrev[0] - 2, rawPrev[1], rawPrev[0] + 2, rawPrev[1], MEAN);
     }
     return this;
   }
 
-  private static double value(double loss, boolean log) {
-    return log ? Math.log10(Math.max(loss, 1e-12)) : loss;
+  private static double value(double v, boolean log) {
+    return log ? Math.log10(Math.max(v, 1e-12)) : v;
   }
 
   private static int x(int i, int n) {

@@ -10,6 +10,7 @@ import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Path;
 import java.time.Duration;
+import java.util.List;
 import java.util.Locale;
 import java.util.concurrent.Callable;
 import picocli.CommandLine;
@@ -23,11 +24,12 @@ import picocli.CommandLine.Spec;
     name = "train",
     mixinStandardHelpOptions = true,
     description = {
-      "Trains the transformer (flow matching, full or LoRA) or the VAE (reconstruction) of a"
-          + " checkpoint on the CPU, as a YAML or JSON config describes (docs/training.md lists"
-          + " every key). Writes loss.jsonl, loss.png, checkpoints and, at the end, model/ (a"
-          + " diffusers checkpoint with its card) or lora/ (the adapter in both layouts) into the"
-          + " config's output folder.",
+      "Trains the transformer (flow matching, full or LoRA; few-step distillation; DiffusionNFT"
+          + " post-training on a reward) or the VAE (reconstruction) of a checkpoint on the CPU,"
+          + " as a YAML or JSON config describes (docs/training.md lists every key). Writes"
+          + " loss.jsonl, loss.png (an RL run also reward.png and rewards.jsonl), checkpoints"
+          + " and, at the end, model/ (a diffusers checkpoint with its card) or lora/ (the"
+          + " adapter in both layouts) into the config's output folder.",
       ""
     })
 final class TrainCommand implements Callable<Integer> {
@@ -126,9 +128,14 @@ final class TrainCommand implements Callable<Integer> {
     @Override
     public void checkpointed(int step) {
       try {
-        LossPlot.write(output.resolve(LossPlot.FILE), LossLog.read(output.resolve(LossLog.FILE)));
+        List<LossLog.Row> rows = LossLog.read(output.resolve(LossLog.FILE));
+        CurvePlot.write(
+            output.resolve(CurvePlot.LOSS), rows.stream().mapToDouble(LossLog.Row::loss).toArray());
+        double[] rewards =
+            rows.stream().mapToDouble(LossLog.Row::reward).filter(r -> !Double.isNaN(r)).toArray();
+        CurvePlot.write(output.resolve(CurvePlot.REWARD), rewards);
       } catch (IOException e) {
-        note("warning: cannot draw " + LossPlot.FILE + ": " + e.getMessage());
+        note("warning: cannot draw the run's curves: " + e.getMessage());
       }
     }
 

@@ -1,30 +1,18 @@
 package dev.stepweave.training.rl;
 
-import dev.stepweave.core.parity.TapSink;
-import dev.stepweave.core.request.BehaviorCapture;
-import dev.stepweave.core.request.BehaviorRecord;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
-import dev.stepweave.models.wan.transformer.AdapterRows;
-import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.Tensor;
-import dev.stepweave.tensor.rng.TorchGenerator;
-import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.time.Duration;
-import java.util.List;
-import java.util.Map;
 import java.util.SplittableRandom;
 
 /**
- * Online DiffusionNFT-style post-training on the serving engine. One iteration: a K-wide group of
- * one prompt is rolled out by the engine that serves ({@link GroupRollout}, final latents
- * captured), the reward plug-in scores each decoded clip, group-relative optimality weights the
- * {@link NftObjective} at one random noise level per sample, one AdamW step updates the policy, and
- * {@link Engine#syncWeights} publishes it, so the next group rolls out under the new weights. The
- * old policy of the objective is the one that rolled out: the trainer's own weights before the
- * step, which are the engine's until the sync.
+ * Online DiffusionNFT-style post-training on the serving engine as a library loop: each {@link
+ * #iterate} is one {@link NftMethod} round — a group rolled out and scored, one AdamW step over its
+ * members as micro-batches (all at one random noise level with one noise), the policy published —
+ * so the next group rolls out under the new weights. {@code stepweave train} runs the same method
+ * with its own checkpoints and logs (method {@code nft}).
  */
 public final class NftTrainer {
   /**
@@ -34,23 +22,13 @@ public final class NftTrainer {
    * @param timeout how long one group's rollouts may take
    */
   public record Settings(
-      int groupSize, double beta, Optimiser.Settings optimiser, Duration timeout) {
-    public Settings {
-      if (groupSize < 2) {
-        throw new IllegalArgumentException(
-            "a group-relative method needs at least 2 samples per group, got " + groupSize);
-      }
-    }
-  }
+      int groupSize, double beta, Optimiser.Settings optimiser, Duration timeout) {}
 
   /** What one iteration did. */
   public record Iteration(int index, double meanReward, double loss, long weightsVersion) {}
 
-  private final Engine engine;
-  private final TrainableTransformer policy;
-  private final Map<String, Tensor> trainable;
-  private final SampleReward reward;
-  private final Settings settings;
+  private final NftMethod method;
+  private final int groupSize;
   private final Optimiser optimiser;
   private final SplittableRandom noise;
   private int iterations;
@@ -65,12 +43,14 @@ public final class NftTrainer {
       SampleReward reward,
       Settings settings,
       long seed) {
-    this.engine = engine;
-    this.policy = policy;
-    this.trainable = policy.parameters();
-    this.reward = reward;
-    this.settings = settings;
-    this.optimiser = new Optimiser(settings.optimiser(), trainable);
+    this.method =
+        new NftMethod(
+            engine,
+            policy,
+            reward,
+            new NftMethod.Settings(settings.groupSize(), settings.beta(), settings.timeout()));
+    this.groupSize = settings.groupSize();
+    this.optimiser = new Optimiser(settings.optimiser(), method.trainable());
     this.noise = new SplittableRandom(seed);
   }
 
@@ -79,52 +59,16 @@ public final class NftTrainer {
    * policy), the group's seeds starting at {@code firstSeed}.
    */
   public Iteration iterate(Request prompt, long firstSeed) {
-    if (prompt.params().guidance() > 1) {
-      throw new IllegalArgumentException(
-          "NFT trains a CFG-free policy: guidance must be <= 1, got " + prompt.params().guidance());
-    }
-    int k = settings.groupSize();
-    List<GroupRollout.Sample> group =
-        GroupRollout.run(engine, prompt, k, firstSeed, BehaviorCapture.FINAL, settings.timeout());
-    double[] rewards = new double[k];
-    for (int i = 0; i < k; i++) {
-      rewards[i] = reward.reward(group.get(i), prompt.prompt());
-    }
-    double[] optimality = NftObjective.optimality(rewards);
-    Backend ops = policy.backend();
+    NftMethod.ScoredGroup group = method.rollOut(prompt, firstSeed);
+    // One noise level and noise for the group: common random numbers (NftMethod#evaluate).
+    float sigma = (float) noise.nextDouble();
+    long noiseSeed = noise.nextLong();
     Optimiser.Step step =
         optimiser.step(
-            trainable,
-            k,
-            i -> {
-              BehaviorRecord b = group.get(i).behavior();
-              Tensor x0 = b.finalLatents();
-              Tensor context = b.conditioning().get(BehaviorRecord.PROMPT_EMBEDS);
-              float sigma = (float) noise.nextDouble();
-              FlowMatching.Noised n =
-                  FlowMatching.noised(
-                      ops,
-                      new FlowMatching.Batch(
-                          x0,
-                          TorchGenerator.seeded(noise.nextLong() & Long.MAX_VALUE)
-                              .randn(x0.shape()),
-                          Tensor.of(new float[] {sigma}, 1),
-                          context));
-              // Evaluation mode, before this iteration's step: the policy that rolled out.
-              Tensor old = policy.model().forward(n.xt(), n.timestep(), context, TapSink.NONE);
-              double r = optimality[i];
-              var e =
-                  policy.lossAndGradientsAt(
-                      n.xt(),
-                      n.timestep(),
-                      context,
-                      trainable,
-                      AdapterRows.NONE,
-                      v -> NftObjective.loss(ops, v, old, n.target(), settings.beta(), r));
-              return new Optimiser.Evaluation(1.0 / k, e.loss(), e.gradients());
-            });
-    long version = GroupRollout.publish(engine, trainable, settings.timeout());
-    double mean = java.util.Arrays.stream(rewards).average().orElse(0);
-    return new Iteration(iterations++, mean, step.loss(), version);
+            method.trainable(),
+            groupSize,
+            i -> method.evaluate(group, i, sigma, noiseSeed, 1.0 / groupSize));
+    long version = method.publish();
+    return new Iteration(iterations++, group.meanReward(), step.loss(), version);
   }
 }

@@ -22,6 +22,11 @@ final class StepDraws {
     return random.nextDouble();
   }
 
+  /** 64 uniform bits (a seed for a generator of its own). */
+  long bits() {
+    return random.nextLong();
+  }
+
   /** {@code n} standard normal floats. */
   float[] gaussians(int n) {
     float[] out = new float[n];

@@ -14,7 +14,7 @@ import java.util.List;
  * @param component which component trains
  * @param init fresh weights for the trained component instead of the base's, or null
  * @param data what it trains on
- * @param method a full fine-tune, a LoRA or a distillation
+ * @param method a full fine-tune, a LoRA, a distillation or NFT post-training
  * @param steps optimiser steps
  * @param batch samples per optimiser step
  * @param microBatch samples per forward/backward; {@code batch} must be a multiple of it
@@ -31,6 +31,7 @@ import java.util.List;
  * @param checkpointEvery steps between checkpoints (the last step always writes one)
  * @param keepCheckpoints how many of the newest checkpoints a run keeps, 0 for all (not part of
  *     {@code canonical}: it changes no number, so a resume may change it)
+ * @param evaluation an RL run's held-out reward measurement, or null for none
  * @param output the run's folder
  * @param canonical the config as read, every default filled in: what a resume must match
  */
@@ -55,6 +56,7 @@ public record TrainConfig(
     long seed,
     int checkpointEvery,
     int keepCheckpoints,
+    Evaluation evaluation,
     Path output,
     ObjectNode canonical) {
 
@@ -97,8 +99,10 @@ public record TrainConfig(
     record Shards(Path dir) implements Data {}
 
     /**
-     * A distillation's: the base (the teacher) rolls out {@code samplesPerPrompt} samples of each
-     * prompt, seeds from {@code seed}, at {@code width}×{@code height}×{@code frames}.
+     * A distillation's or an RL run's prompts: the base (the teacher) rolls out {@code
+     * samplesPerPrompt} samples of each prompt, seeds from {@code seed}; an RL run rolls out one
+     * group of {@code samplesPerPrompt} (K) samples a step, cycling through the prompts. Both at
+     * {@code width}×{@code height}×{@code frames}.
      */
     record Prompts(
         List<String> prompts, int samplesPerPrompt, long seed, int width, int height, int frames)
@@ -146,6 +150,51 @@ public record TrainConfig(
       public String name() {
         return "distill";
       }
+    }
+
+    /**
+     * DiffusionNFT-style online post-training of the transformer on a reward ({@code training.rl}):
+     * each step rolls a group of one prompt out through an engine serving the current policy
+     * (CFG-free, {@code samplingSteps} steps of {@code sampler}), scores it with {@code reward} and
+     * takes one optimiser step of the NFT objective over the group.
+     *
+     * @param beta the implicit policies' strength β
+     */
+    record Nft(double beta, int samplingSteps, String sampler, Reward reward) implements Method {
+      @Override
+      public String name() {
+        return "nft";
+      }
+    }
+  }
+
+  /** The reward plug-ins a config can name. */
+  public enum Reward {
+    /**
+     * The programmatic shapes judge's score: the share of background, colour, shape and direction
+     * of the decoded clip that match the caption (0, ¼, ½, ¾ or 1).
+     */
+    SHAPES,
+    /**
+     * The shapes judge's graded colour: how near the object's measured colour is to the caption's
+     * ({@link dev.stepweave.training.shapes.ShapesJudge#colorNearness}).
+     */
+    SHAPES_COLOR;
+
+    /** The name a config gives it. */
+    public String key() {
+      return name().toLowerCase(java.util.Locale.ROOT).replace('_', '-');
+    }
+  }
+
+  /**
+   * An RL run's held-out measurement: the policy's mean reward on {@code prompts} ({@code
+   * samplesPerPrompt} samples each, seeds from {@code seed} on, the rollouts' settings) before the
+   * first step, every {@code every} steps and after the last, logged to {@code rewards.jsonl}.
+   */
+  public record Evaluation(List<String> prompts, int samplesPerPrompt, long seed, int every) {
+    public Evaluation {
+      prompts = List.copyOf(prompts);
     }
   }
 

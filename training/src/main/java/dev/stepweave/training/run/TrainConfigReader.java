@@ -6,16 +6,20 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.stepweave.core.card.CardJson;
+import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.training.shapes.ShapeCaption;
 import dev.stepweave.training.shapes.ShapesDataset;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.Iterator;
 import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.stream.Collectors;
 
 /**
  * Reads a {@link TrainConfig} from YAML ({@code .yaml}, {@code .yml}) or JSON (anything else),
@@ -48,6 +52,7 @@ public final class TrainConfigReader {
           "seed",
           "checkpoint_every",
           "keep_checkpoints",
+          "evaluation",
           "output");
 
   private final Path file;
@@ -107,8 +112,11 @@ public final class TrainConfigReader {
     }
     Path base = root.has("base") && !text(root, "base", "").equals("embedded") ? base(root) : null;
     int steps = positive(root, "steps", null);
+    TrainConfig.Method method = method(root);
+    boolean nft = method instanceof TrainConfig.Method.Nft;
     int batch = positive(root, "batch", 1);
-    int microBatch = positive(root, "micro_batch", batch);
+    // NFT evaluates each group member alone: its own noise level and optimality.
+    int microBatch = positive(root, "micro_batch", nft ? 1 : batch);
     if (batch % microBatch != 0) {
       throw bad("micro_batch", microBatch + " does not divide batch " + batch);
     }
@@ -117,27 +125,59 @@ public final class TrainConfigReader {
       throw bad(
           "data.type", "'shards' holds latents; component vae trains on clips (shapes or folder)");
     }
-    TrainConfig.Method method = method(root);
     if (component == TrainConfig.Component.VAE && method instanceof TrainConfig.Method.Lora) {
       throw bad("method.type", "lora adapts the transformer only; component vae trains full");
     }
     boolean distill = method instanceof TrainConfig.Method.Distill;
-    if (distill && component != TrainConfig.Component.TRANSFORMER) {
-      throw bad("method.type", "distill trains the transformer; component must be transformer");
+    boolean fromPrompts = distill || nft;
+    if (fromPrompts && component != TrainConfig.Component.TRANSFORMER) {
+      throw bad(
+          "method.type", method.name() + " trains the transformer; component must be transformer");
     }
-    if (distill != data instanceof TrainConfig.Data.Prompts) {
+    if (fromPrompts != data instanceof TrainConfig.Data.Prompts) {
       throw bad(
           "data.type",
-          distill
-              ? "distill learns from the teacher's samples: data must be of type prompts"
-              : "'prompts' is a distillation's data (method distill)");
+          fromPrompts
+              ? method.name() + " rolls the base out on prompts: data must be of type prompts"
+              : "'prompts' is the data of method distill or nft");
     }
-    if (distill) {
+    if (fromPrompts) {
       for (String key : List.of("init", "flow_shift", "caption_dropout")) {
         if (root.has(key)) {
-          throw bad(key, "does not apply to method distill (the student starts from its teacher)");
+          throw bad(
+              key,
+              "does not apply to method "
+                  + method.name()
+                  + " (it trains the base's transformer on its own samples)");
         }
       }
+    }
+    TrainConfig.Evaluation evaluation = null;
+    if (nft) {
+      TrainConfig.Data.Prompts prompts = (TrainConfig.Data.Prompts) data;
+      if (prompts.samplesPerPrompt() < 2) {
+        throw bad(
+            "data.samples_per_prompt",
+            "is nft's group size K and must be ≥ 2, got " + prompts.samplesPerPrompt());
+      }
+      if (batch != prompts.samplesPerPrompt()) {
+        throw bad(
+            "batch",
+            "nft takes one group a step: batch must equal data.samples_per_prompt "
+                + prompts.samplesPerPrompt()
+                + ", got "
+                + batch);
+      }
+      if (microBatch != 1) {
+        throw bad("micro_batch", "nft evaluates each group member alone: must be 1");
+      }
+      rewardable((TrainConfig.Method.Nft) method, prompts.prompts(), "data.prompts");
+      evaluation = evaluation(root, steps);
+      if (evaluation != null) {
+        rewardable((TrainConfig.Method.Nft) method, evaluation.prompts(), "evaluation.prompts");
+      }
+    } else if (root.has("evaluation")) {
+      throw bad("evaluation", "applies to method nft only");
     }
     TrainConfig.Init init = init(root, method, component);
     if (component == TrainConfig.Component.VAE) {
@@ -212,6 +252,7 @@ public final class TrainConfigReader {
     canonical.put("precision", precision);
     canonical.put("seed", seed);
     canonical.put("checkpoint_every", checkpointEvery);
+    canonical.set("evaluation", root.has("evaluation") ? root.get("evaluation") : root.nullNode());
     canonical.put("output", output.toString());
     return new TrainConfig(
         base,
@@ -234,6 +275,7 @@ public final class TrainConfigReader {
         seed,
         checkpointEvery,
         keepCheckpoints,
+        evaluation,
         output,
         canonical);
   }
@@ -269,19 +311,8 @@ public final class TrainConfigReader {
             n,
             "data.",
             Set.of("type", "prompts", "samples_per_prompt", "seed", "width", "height", "frames"));
-        JsonNode list = n.get("prompts");
-        if (list == null || !list.isArray() || list.isEmpty()) {
-          throw bad("data.prompts", "must be a non-empty list of prompts");
-        }
-        List<String> prompts = new ArrayList<>();
-        for (int i = 0; i < list.size(); i++) {
-          if (!list.get(i).isTextual() || list.get(i).asText().isBlank()) {
-            throw bad("data.prompts[" + i + "]", "must be a prompt (a non-empty string)");
-          }
-          prompts.add(list.get(i).asText());
-        }
         return new TrainConfig.Data.Prompts(
-            prompts,
+            prompts(n, "data.prompts"),
             positive(n, "samples_per_prompt", "data.", 4),
             integer(n, "seed", "data.", 0L),
             positive(n, "width", "data.", 64),
@@ -291,6 +322,52 @@ public final class TrainConfigReader {
       case null -> throw bad("data.type", "is required (shapes, folder, shards or prompts)");
       default ->
           throw bad("data.type", "must be shapes, folder, shards or prompts, got '" + type + "'");
+    }
+  }
+
+  /** A non-empty list of non-empty prompts under {@code n}'s key "prompts". */
+  private List<String> prompts(ObjectNode n, String name) {
+    JsonNode list = n.get("prompts");
+    if (list == null || !list.isArray() || list.isEmpty()) {
+      throw bad(name, "must be a non-empty list of prompts");
+    }
+    List<String> prompts = new ArrayList<>();
+    for (int i = 0; i < list.size(); i++) {
+      if (!list.get(i).isTextual() || list.get(i).asText().isBlank()) {
+        throw bad(name + "[" + i + "]", "must be a prompt (a non-empty string)");
+      }
+      prompts.add(list.get(i).asText());
+    }
+    return prompts;
+  }
+
+  private TrainConfig.Evaluation evaluation(ObjectNode root, int steps) {
+    if (!root.has("evaluation")) {
+      return null;
+    }
+    ObjectNode n = object(root, "evaluation", "evaluation");
+    known(n, "evaluation.", Set.of("prompts", "samples_per_prompt", "seed", "every"));
+    return new TrainConfig.Evaluation(
+        prompts(n, "evaluation.prompts"),
+        positive(n, "samples_per_prompt", "evaluation.", 1),
+        integer(n, "seed", "evaluation.", 0L),
+        positive(n, "every", "evaluation.", steps));
+  }
+
+  /** Checks that {@code method}'s reward can score every prompt of {@code prompts}. */
+  private void rewardable(TrainConfig.Method.Nft method, List<String> prompts, String name) {
+    switch (method.reward()) {
+      case SHAPES, SHAPES_COLOR -> {
+        for (int i = 0; i < prompts.size(); i++) {
+          try {
+            ShapeCaption.parse(prompts.get(i));
+          } catch (IllegalArgumentException e) {
+            throw bad(
+                name + "[" + i + "]",
+                "the shapes reward judges shapes captions only: " + e.getMessage());
+          }
+        }
+      }
     }
   }
 
@@ -341,8 +418,41 @@ public final class TrainConfigReader {
         }
         return new TrainConfig.Method.Distill(student, teacher, guidance);
       }
-      case null -> throw bad("method.type", "is required (full, lora or distill)");
-      default -> throw bad("method.type", "must be full, lora or distill, got '" + type + "'");
+      case "nft" -> {
+        known(n, "method.", Set.of("type", "beta", "sampling_steps", "sampler", "reward"));
+        double beta = number(n, "beta", "method.", 1.0);
+        if (!(beta > 0)) {
+          throw bad("method.beta", "must be > 0, got " + beta);
+        }
+        int samplingSteps = positive(n, "sampling_steps", "method.", 8);
+        String sampler = text(n, "sampler", "method", "unipc");
+        if (!DiffusionParams.SAMPLERS.contains(sampler)) {
+          throw bad(
+              "method.sampler",
+              "must be one of "
+                  + String.join(", ", DiffusionParams.SAMPLERS)
+                  + ", got '"
+                  + sampler
+                  + "'");
+        }
+        String rewards =
+            Arrays.stream(TrainConfig.Reward.values())
+                .map(TrainConfig.Reward::key)
+                .collect(Collectors.joining(" or "));
+        String named = text(n, "reward", "method", null);
+        if (named == null) {
+          throw bad("method.reward", "is required (" + rewards + ")");
+        }
+        TrainConfig.Reward reward =
+            Arrays.stream(TrainConfig.Reward.values())
+                .filter(r -> r.key().equals(named))
+                .findFirst()
+                .orElseThrow(
+                    () -> bad("method.reward", "must be " + rewards + ", got '" + named + "'"));
+        return new TrainConfig.Method.Nft(beta, samplingSteps, sampler, reward);
+      }
+      case null -> throw bad("method.type", "is required (full, lora, distill or nft)");
+      default -> throw bad("method.type", "must be full, lora, distill or nft, got '" + type + "'");
     }
   }
 

@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.core.cache.ContentHash;
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.card.ConsistencyRung;
+import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.models.wan.WanCards;
@@ -162,7 +163,7 @@ final class TrainedOutputs {
             baseCard.parallelism(),
             baseCard.precision(),
             baseCard.checkpoint(),
-            baseCard.defaults());
+            defaults(baseCard.defaults()));
     CardJson.write(card.validate(dir.toString()), dir.resolve(CardJson.FILE_NAME));
     return dir;
   }
@@ -176,11 +177,34 @@ final class TrainedOutputs {
     return out;
   }
 
+  /**
+   * The trained model's generation defaults: the base's, but an RL-trained policy's steps and
+   * guidance are those it was trained to sample with (CFG-free).
+   */
+  private GenerationDefaults defaults(GenerationDefaults base) {
+    return config.method() instanceof TrainConfig.Method.Nft n
+        ? new GenerationDefaults(
+            base.width(), base.height(), base.frames(), base.fps(), n.samplingSteps(), 1.0)
+        : base;
+  }
+
   private String provenance() throws IOException {
     String objective =
-        config.component() == TrainConfig.Component.TRANSFORMER
-            ? "flow matching"
-            : "reconstruction";
+        switch (config.method()) {
+          case TrainConfig.Method.Nft n ->
+              String.format(
+                  Locale.ROOT,
+                  "DiffusionNFT (beta %s, groups of %d, CFG-free %s %d steps; reward %s)",
+                  n.beta(),
+                  config.batch(),
+                  n.sampler(),
+                  n.samplingSteps(),
+                  n.reward().key());
+          default ->
+              config.component() == TrainConfig.Component.TRANSFORMER
+                  ? "flow matching"
+                  : "reconstruction";
+        };
     String init =
         config.init() == null
             ? ""

@@ -92,6 +92,18 @@ sealed interface TrainingData {
     }
   }
 
+  /**
+   * An RL run's: the prompts its groups are rolled out on, each step anew under the current policy.
+   * A step's samples are the members of its group, so {@link #size} is the group size K.
+   */
+  record Rollouts(TrainConfig.Data.Prompts prompts, String id, String sha256)
+      implements TrainingData {
+    @Override
+    public int size() {
+      return prompts.samplesPerPrompt();
+    }
+  }
+
   private static void requireSame(String id, String what, Tensor first, Tensor t) {
     if (!Arrays.equals(first.shape(), t.shape())) {
       throw new IllegalArgumentException(

@@ -52,17 +52,19 @@ final class TrainingDataLoader {
     if (config.data() instanceof TrainConfig.Data.Shards s) {
       return shards(s.dir());
     }
-    if (config.data() instanceof TrainConfig.Data.Prompts p
-        && config.method() instanceof TrainConfig.Method.Distill d) {
-      return segmentsOf(p, d, checkpoint, notes);
+    if (config.data() instanceof TrainConfig.Data.Prompts p) {
+      return switch (config.method()) {
+        case TrainConfig.Method.Distill d -> segmentsOf(p, d, checkpoint, notes);
+        case TrainConfig.Method.Nft n -> rollouts(p, n);
+        default -> throw new IllegalStateException("prompts are a distillation's or an RL run's");
+      };
     }
     Clips clips =
         switch (config.data()) {
           case TrainConfig.Data.Shapes s -> shapes(s, notes);
           case TrainConfig.Data.Folder f -> folder(f.dir(), decoder, notes);
           case TrainConfig.Data.Shards s -> throw new IllegalStateException("read above");
-          case TrainConfig.Data.Prompts p ->
-              throw new IllegalStateException("prompts are a distillation's (read above)");
+          case TrainConfig.Data.Prompts p -> throw new IllegalStateException("read above");
         };
     if (config.component() == TrainConfig.Component.VAE) {
       return new TrainingData.Clips(clips.clips, clips.ids, clips.id, clips.sha256);
@@ -149,6 +151,32 @@ final class TrainingDataLoader {
       return new TrainingData.Segments(
           segments, schedule, id, HexFormat.of().formatHex(digest.digest()));
     }
+  }
+
+  /**
+   * An RL run's prompts: rolled out during the run, not before. The data contract is the prompts,
+   * the group size, the seed and the size; the samples themselves depend on the policy.
+   */
+  private static TrainingData rollouts(TrainConfig.Data.Prompts p, TrainConfig.Method.Nft n) {
+    MessageDigest digest = sha256();
+    for (String prompt : p.prompts()) {
+      digest.update((prompt + "\n").getBytes(StandardCharsets.UTF_8));
+    }
+    String id =
+        String.format(
+            Locale.ROOT,
+            "on-policy rollouts: %d prompts, groups of %d from seed %d, %dx%d, %d frames; %s %d"
+                + " steps, no guidance; reward %s",
+            p.prompts().size(),
+            p.samplesPerPrompt(),
+            p.seed(),
+            p.width(),
+            p.height(),
+            p.frames(),
+            n.sampler(),
+            n.samplingSteps(),
+            n.reward().key());
+    return new TrainingData.Rollouts(p, id, HexFormat.of().formatHex(digest.digest()));
   }
 
   /** Prompt {@code i} of {@code p} as a request (its steps and sampler are the distillation's). */

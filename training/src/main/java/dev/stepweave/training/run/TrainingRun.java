@@ -119,14 +119,23 @@ public final class TrainingRun {
           lora = TrainableLora.load(model, adapter, 1f);
         }
         trained =
-            data instanceof TrainingData.Segments segments
-                ? new DistillationComponent(model, segments)
-                : new FlowMatchingComponent(
-                    model,
-                    lora,
-                    (TrainingData.Latents) data,
-                    config.flowShift(),
-                    config.captionDropout());
+            switch (data) {
+              case TrainingData.Segments segments -> new DistillationComponent(model, segments);
+              case TrainingData.Rollouts rollouts ->
+                  NftComponent.open(
+                      runBase,
+                      model,
+                      rollouts.prompts(),
+                      (TrainConfig.Method.Nft) config.method(),
+                      config.seed());
+              default ->
+                  new FlowMatchingComponent(
+                      model,
+                      lora,
+                      (TrainingData.Latents) data,
+                      config.flowShift(),
+                      config.captionDropout());
+            };
       } else {
         TrainableVae vae =
             TrainableVae.load(WanVaeConfig.fromJson(component.config()), weights, new CpuBackend());
@@ -135,15 +144,35 @@ public final class TrainingRun {
             new ReconstructionComponent(vae, clips, ReconstructionComponent.reached(vae, clips));
       }
     }
+    try (trained) {
+      return train(trained, from, lora, runBase, data, stopAfter);
+    }
+  }
+
+  private Result train(
+      TrainedComponent trained,
+      Optional<RunCheckpoint> from,
+      TrainableLora lora,
+      Path runBase,
+      TrainingData data,
+      int stopAfter)
+      throws IOException {
+    Path out = config.output();
     long parameters = trained.trainable().values().stream().mapToLong(Tensor::numel).sum();
     listener.note(
         String.format(
             java.util.Locale.ROOT,
-            "training %,d parameters of the %s (%s) on %d samples, %d steps of batch %d",
+            "training %,d parameters of the %s (%s) on %s, %d steps of batch %d",
             parameters,
             config.component().folder(),
             config.method().name(),
-            data.size(),
+            data instanceof TrainingData.Rollouts r
+                ? "groups of "
+                    + r.size()
+                    + " rolled out on "
+                    + r.prompts().prompts().size()
+                    + " prompts"
+                : data.size() + " samples",
             config.steps(),
             config.batch()));
     Optimiser optimiser = new Optimiser(settings(), trained.trainable());
@@ -160,6 +189,11 @@ public final class TrainingRun {
       start = c.step();
     }
     LossLog.truncate(log, start);
+    Path rewards = out.resolve(RewardLog.FILE);
+    StepLines.truncate(rewards, start);
+    if (start == 0) {
+      heldOut(trained, 0, rewards);
+    }
     DataOrder order = new DataOrder(config.seed(), data.size());
     int micro = config.batch() / config.microBatch();
     TrainableLora adapter = lora;
@@ -167,6 +201,7 @@ public final class TrainingRun {
       long began = System.nanoTime();
       StepDraws draws = new StepDraws(config.seed(), step);
       long position = (long) step * config.batch();
+      trained.beforeStep(step);
       Optimiser.Step s =
           optimiser.step(
               trained.trainable(),
@@ -181,9 +216,15 @@ public final class TrainingRun {
       trained.stepped();
       double seconds = (System.nanoTime() - began) / 1e9;
       LossLog.append(
-          log, new LossLog.Row(step + 1, s.loss(), s.learningRate(), s.gradientNorm(), seconds));
+          log,
+          new LossLog.Row(
+              step + 1, s.loss(), s.learningRate(), s.gradientNorm(), seconds, trained.reward()));
       listener.step(s, config.steps(), seconds);
       int done = step + 1;
+      if (config.evaluation() != null
+          && (done % config.evaluation().every() == 0 || done == config.steps())) {
+        heldOut(trained, done, rewards);
+      }
       if (done % config.checkpointEvery() == 0 || done == stopAfter) {
         Map<String, Tensor> now = trained.trainable();
         RunCheckpoint.write(
@@ -206,6 +247,22 @@ public final class TrainingRun {
       lora.close();
     }
     return new Result(out, start, config.steps(), artifact);
+  }
+
+  /** An RL run's held-out reward after {@code step} steps, logged and told; nothing otherwise. */
+  private void heldOut(TrainedComponent trained, int step, Path rewards) throws IOException {
+    if (config.evaluation() != null && trained instanceof NftComponent nft) {
+      double reward = nft.heldOutReward(config.evaluation());
+      RewardLog.append(rewards, new RewardLog.Row(step, reward));
+      listener.note(
+          String.format(
+              java.util.Locale.ROOT,
+              "held-out reward after %d steps: %.4f (%d prompts x %d samples)",
+              step,
+              reward,
+              config.evaluation().prompts().size(),
+              config.evaluation().samplesPerPrompt()));
+    }
   }
 
   private Optimiser.Settings settings() {

@@ -52,7 +52,7 @@ public final class ShapesJudge implements ClipReward {
   public ShapeEstimate estimate(RgbClip clip) {
     int[] bg = borderMedian(clip);
     Background background = Background.nearest(bg[0], bg[1], bg[2]);
-    int minPixels = Math.max(4, clip.width() * clip.height() / 1000);
+    int minPixels = minPixels(clip);
     int[] fg = coreColor(clip, bg, minPixels * clip.frames());
     if (fg == null) {
       return new ShapeEstimate(background, Optional.empty(), Optional.empty(), Optional.empty());
@@ -72,6 +72,21 @@ public final class ShapesJudge implements ClipReward {
     Shape shape = ratios[ratios.length / 2] >= SQUARE_RATIO ? Shape.SQUARE : Shape.BALL;
     return new ShapeEstimate(
         background, Optional.of(color), Optional.of(shape), direction(regions, clip));
+  }
+
+  /**
+   * How near the object's core colour (as {@link #estimate} measures it) is to {@code wanted}: 1
+   * minus their RGB distance over the largest possible, so 1 for the palette colour itself; 0 when
+   * there is no object. A graded colour score for a reward, where {@link Verdict} only says right
+   * or wrong.
+   */
+  public double colorNearness(RgbClip clip, ObjectColor wanted) {
+    int[] bg = borderMedian(clip);
+    int[] fg = coreColor(clip, bg, minPixels(clip) * clip.frames());
+    if (fg == null) {
+      return 0;
+    }
+    return 1 - Math.sqrt(wanted.rgb().distanceSquared(fg[0], fg[1], fg[2])) / MAX_DISTANCE;
   }
 
   /** The dominant axis and sign of the centroid's least-squares motion, if it moved enough. */
@@ -103,6 +118,11 @@ public final class ShapesJudge implements ClipReward {
       return Optional.of(travel > 0 ? Direction.RIGHT : Direction.LEFT);
     }
     return Optional.of(travel > 0 ? Direction.DOWN : Direction.UP);
+  }
+
+  /** The fewest pixels a frame's object has (fewer: there is none). */
+  private static int minPixels(RgbClip clip) {
+    return Math.max(4, clip.width() * clip.height() / 1000);
   }
 
   /** The per-channel median of every frame's border pixels. */

@@ -135,8 +135,14 @@ class TrainConfigReaderTest {
         "method: {type: lora}|'method.rank' is required",
         "method: {type: lora, rank: 4, alpha: 0}|'method.alpha' must be > 0, got 0.0",
         "method: {type: lora, rank: 4, targets: to_q}|'method.targets' must be a list of layer names",
-        "method: {type: dora}|'method.type' must be full, lora or distill, got 'dora'",
-        "method: {type: distill}|'data.type' distill learns from the teacher's samples: data must be of type prompts",
+        "method: {type: dora}|'method.type' must be full, lora, distill or nft, got 'dora'",
+        "method: {type: distill}|'data.type' distill rolls the base out on prompts: data must be of type prompts",
+        "method: {type: nft}|'method.reward' is required (shapes or shapes-color)",
+        "method: {type: nft, reward: aesthetic}|'method.reward' must be shapes or shapes-color, got 'aesthetic'",
+        "method: {type: nft, reward: shapes, beta: 0}|'method.beta' must be > 0, got 0.0",
+        "method: {type: nft, reward: shapes, sampler: ddim}|'method.sampler' must be one of unipc, euler, sde, got 'ddim'",
+        "method: {type: nft, reward: shapes}|'data.type' nft rolls the base out on prompts: data must be of type prompts",
+        "evaluation: {prompts: [a]}|'evaluation' applies to method nft only",
         "method: {type: distill, student_steps: 4, teacher_steps: 4}|'method.teacher_steps' must exceed student_steps 4, got 4",
         "method: {type: distill, teacher_guidance: -1}|'method.teacher_guidance' must be ≥ 0, got -1.0",
         "method: {type: distill, temperature: 1}|'method.temperature' unknown key",
@@ -188,7 +194,7 @@ class TrainConfigReaderTest {
         "'caption_dropout' applies to component transformer only");
     assertRefused(
         "component: transformer\ndata: {type: prompts, prompts: [a red ball]}\nsteps: 1\noutput: o\n",
-        "'data.type' 'prompts' is a distillation's data (method distill)");
+        "'data.type' 'prompts' is the data of method distill or nft");
     String distill = "component: transformer\nmethod: {type: distill}\nsteps: 1\noutput: o\n";
     assertRefused(
         distill + "data: {type: prompts, prompts: []}\n",
@@ -203,6 +209,50 @@ class TrainConfigReaderTest {
     assertRefused(
         "component: vae\nmethod: {type: distill}\ndata: {type: prompts, prompts: [a]}\nsteps: 1\noutput: o\n",
         "'method.type' distill trains the transformer");
+    String nft =
+        "component: transformer\nmethod: {type: nft, reward: shapes}\nsteps: 4\noutput: o\n";
+    String shapes = "prompts: [a red ball moving up on a gray background]";
+    assertRefused(
+        nft + "data: {type: prompts, " + shapes + ", samples_per_prompt: 1}\nbatch: 1\n",
+        "'data.samples_per_prompt' is nft's group size K and must be ≥ 2, got 1");
+    assertRefused(
+        nft + "data: {type: prompts, " + shapes + "}\nbatch: 2\n",
+        "'batch' nft takes one group a step: batch must equal data.samples_per_prompt 4, got 2");
+    assertRefused(
+        nft + "data: {type: prompts, " + shapes + "}\nbatch: 4\nmicro_batch: 2\n",
+        "'micro_batch' nft evaluates each group member alone: must be 1");
+    assertRefused(
+        nft + "data: {type: prompts, prompts: [a red ball bouncing]}\nbatch: 4\n",
+        "'data.prompts[0]' the shapes reward judges shapes captions only: not a shapes caption:"
+            + " 'a red ball bouncing'");
+    assertRefused(
+        nft
+            + "data: {type: prompts, "
+            + shapes
+            + "}\nbatch: 4\nevaluation: {prompts: [a cat], every: 2}\n",
+        "'evaluation.prompts[0]' the shapes reward judges shapes captions only");
+    assertRefused(
+        nft + "data: {type: prompts, " + shapes + "}\nbatch: 4\nevaluation: {prompts: []}\n",
+        "'evaluation.prompts' must be a non-empty list");
+    assertRefused(
+        nft + "data: {type: prompts, " + shapes + "}\nbatch: 4\nflow_shift: 3\n",
+        "'flow_shift' does not apply to method nft");
+    TrainConfig ok =
+        TrainConfigReader.read(
+            write(
+                "nft.yaml",
+                nft
+                    + "data: {type: prompts, "
+                    + shapes
+                    + "}\nbatch: 4\nevaluation: {prompts: [a blue square moving left on a"
+                    + " black background], seed: 9}\n"));
+    assertEquals(
+        new TrainConfig.Method.Nft(1.0, 8, "unipc", TrainConfig.Reward.SHAPES), ok.method());
+    assertEquals(1, ok.microBatch());
+    assertEquals(
+        new TrainConfig.Evaluation(
+            List.of("a blue square moving left on a black background"), 1, 9, 4),
+        ok.evaluation());
     Files.writeString(tmp.resolve("notes.json"), "{\"hello\": 1}");
     assertRefused(
         "base: notes.json\ncomponent: transformer\ndata: {type: shapes, clips: 2}\nsteps: 1\noutput: o\n",

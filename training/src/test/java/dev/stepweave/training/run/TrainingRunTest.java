@@ -248,6 +248,72 @@ class TrainingRunTest {
     }
   }
 
+  private TrainConfig nft(String name) throws Exception {
+    String yaml =
+        "base: "
+            + base
+            + "\ncomponent: transformer\nmodel_id: shapes-nft\n"
+            + "method: {type: nft, beta: 1.0, sampling_steps: 2, sampler: euler, reward: shapes}\n"
+            + "data: {type: prompts, prompts: [a red ball moving left on a black background,"
+            + " a blue square moving up on a gray background], samples_per_prompt: 2, seed: 3,"
+            + " frames: 5}\n"
+            + "evaluation: {prompts: [a green ball moving right on a purple background], seed: 100,"
+            + " every: 2}\n"
+            + "steps: 3\nbatch: 2\nlearning_rate: 1e-3\nschedule: {type: constant}\n"
+            + "weight_decay: 0\nseed: 5\ncheckpoint_every: 1\noutput: "
+            + name
+            + "\n";
+    return TrainConfigReader.read(Files.writeString(tmp.resolve(name + ".yaml"), yaml));
+  }
+
+  /**
+   * An NFT run rolls each step's group out through its own serving engine and scores it with the
+   * shapes judge: every step's row carries the group's mean reward, the held-out reward is measured
+   * before the first step, every second step and after the last, the card says how the weights were
+   * made and defaults to the CFG-free sampling it was trained for, and a run interrupted after one
+   * step and resumed ends bit for bit where the straight run ends (the rollouts, the rewards and
+   * the noise are functions of the seed, the step and the weights).
+   */
+  @Test
+  void anNftRunLogsItsRewardsWritesItsCardAndResumesBitForBit() throws Exception {
+    TrainConfig straight = nft("nft-straight");
+    Path model = TrainingRun.run(straight, false, null, QUIET).artifact();
+    List<LossLog.Row> log = LossLog.read(straight.output().resolve(LossLog.FILE));
+    assertEquals(3, log.size());
+    for (LossLog.Row r : log) {
+      assertTrue(r.reward() >= 0 && r.reward() <= 1, "group reward " + r.reward());
+    }
+    List<RewardLog.Row> heldOut = RewardLog.read(straight.output().resolve(RewardLog.FILE));
+    assertEquals(List.of(0, 2, 3), heldOut.stream().map(RewardLog.Row::step).toList());
+
+    ModelCard card = CardJson.read(model.resolve(CardJson.FILE_NAME));
+    assertEquals("shapes-nft", card.modelId());
+    assertEquals("nft", card.recipe().method());
+    assertTrue(card.recipe().provenance().contains("DiffusionNFT"), card.recipe().provenance());
+    assertTrue(
+        card.recipe().data().datasetId().startsWith("on-policy rollouts: 2 prompts, groups of 2"),
+        card.recipe().data().datasetId());
+    assertEquals(2, card.defaults().steps());
+    assertEquals(1.0, card.defaults().guidance());
+
+    TrainConfig interrupted = nft("nft-interrupted");
+    assertNull(TrainingRun.run(interrupted, false, null, QUIET, 1).artifact());
+    assertEquals(1, TrainingRun.run(interrupted, true, null, QUIET).startStep());
+    assertArrayEquals(
+        Files.readAllBytes(
+            straight.output().resolve("model/transformer/diffusion_pytorch_model.safetensors")),
+        Files.readAllBytes(
+            interrupted.output().resolve("model/transformer/diffusion_pytorch_model.safetensors")));
+    assertEquals(
+        LossLog.read(straight.output().resolve(LossLog.FILE)).stream()
+            .map(r -> List.of(r.loss(), r.reward()))
+            .toList(),
+        LossLog.read(interrupted.output().resolve(LossLog.FILE)).stream()
+            .map(r -> List.of(r.loss(), r.reward()))
+            .toList());
+    assertEquals(heldOut, RewardLog.read(interrupted.output().resolve(RewardLog.FILE)));
+  }
+
   @Test
   void aLoraIsWrittenInBothLayoutsTheAdapterLoaderReadsAlike() throws Exception {
     TrainConfig c =
