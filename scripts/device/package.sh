@@ -48,6 +48,21 @@ rm -f "$dest/lib/"archunit-*.jar "$dest/lib/"jmh-core-*.jar "$dest/lib/"commons-
 for jar in "$dest/lib/"tokenizers-*.jar; do
   zip -q -d "$jar" 'native/lib/linux-aarch64/*' 'native/lib/osx-*' 'native/lib/win-*' || true
 done
+# JNA (the tokenizer's) likewise: only its Linux x86-64 dispatch library of 28.
+for jar in "$dest/lib/"jna-*.jar; do
+  [ -f "$jar" ] || continue
+  keep=com/sun/jna/linux-x86-64/
+  natives=$(unzip -Z1 "$jar" | grep -E '^com/sun/jna/[^/]+/.+\.(so|a|dll|jnilib|dylib)$' |
+    grep -v "^$keep" || true)
+  [ -z "$natives" ] || echo "$natives" | xargs zip -q -d "$jar"
+done
+# Without the CLI nothing runs the embedded default (GPU tests and benches load the golden and
+# random-weight checkpoints): its 5.6 MB of trained weights stay behind.
+if [ "${DEVICE_CLI:-1}" = 0 ]; then
+  for jar in "$dest/lib/"stepweave-models-*.jar; do
+    zip -q -d "$jar" 'dev/stepweave/models/wan/embedded/trained/*' || true
+  done
+fi
 # sqlite-jdbc (the server's job store) likewise: only glibc Linux x86-64 of its 20-odd natives.
 for jar in "$dest/lib/"sqlite-jdbc-*.jar; do
   [ -f "$jar" ] || continue
@@ -72,12 +87,19 @@ tar -C "$stored" -cf - . | xz -T2 -6 > "$dest/lib.tar.xz"
 rm -rf "$stored"
 # A diffusers archive from an earlier package goes unless this one asks for it.
 [ -n "$diffusers" ] || rm -f "$dest/diffusers.tar.xz"
-# Without the CLI nothing needs the desktop (ImageIO) or HTTP modules: a runtime 7 MB smaller,
-# which the 64 MiB limit on the working tree and carry together needs.
-jre_modules=java.base,java.logging,java.management,java.naming,java.sql,jdk.incubator.vector,jdk.unsupported,jdk.zipfs
-[ "${DEVICE_CLI:-1}" = 0 ] || jre_modules=$jre_modules,java.net.http,java.desktop,jdk.httpserver,jdk.crypto.ec
+# The runtime, jlink'd here: without the CLI nothing needs the desktop (ImageIO), HTTP, SQL (and
+# with it XML) or naming modules, which with the JVM's native symbols (stripped: nothing on the
+# device reads them) are 5 MB of the carry the 64 MiB limit on the working tree and carry needs.
+jre_modules=java.base,java.logging,java.management,jdk.incubator.vector,jdk.unsupported,jdk.zipfs
+[ "${DEVICE_CLI:-1}" = 0 ] ||
+  jre_modules=$jre_modules,java.naming,java.sql,java.net.http,java.desktop,jdk.httpserver,jdk.crypto.ec
 if [ ! -f "$dest/jre.tar.xz" ] || [ "$(cat "$dest/jre.modules" 2>/dev/null)" != "$jre_modules" ]; then
-  /work/shared/device/make-jre.sh "$dest" "$jre_modules" >/dev/null
+  jre=$(mktemp -d)
+  "$JAVA_HOME/bin/jlink" --add-modules "$jre_modules" --strip-debug --no-header-files \
+    --no-man-pages --output "$jre/jre" 2>&1 | grep -v incubator || true
+  strip --strip-unneeded "$jre/jre/lib/server/libjvm.so"
+  tar -C "$jre" -cf - jre | xz -T2 -9e > "$dest/jre.tar.xz"
+  rm -rf "$jre"
   echo "$jre_modules" > "$dest/jre.modules"
 fi
 if [ -n "$diffusers" ]; then
