@@ -107,6 +107,11 @@ public final class RecordingVerifier {
           kind.check(this, file, recording, new Recorder(stem(file), parity, sink));
         } catch (RuntimeException e) {
           report.error(file.getFileName() + ": " + e.getMessage());
+          // Where it came from: a failure inside the backend is otherwise a bare message.
+          StackTraceElement[] at = e.getStackTrace();
+          for (int i = 0; i < Math.min(at.length, 16); i++) {
+            log.accept("    at " + at[i]);
+          }
         }
       }
     } finally {
