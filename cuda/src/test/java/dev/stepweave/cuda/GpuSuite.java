@@ -4,6 +4,7 @@ import static org.junit.platform.engine.discovery.DiscoverySelectors.selectPacka
 
 import java.io.PrintWriter;
 import org.junit.platform.engine.TestExecutionResult;
+import org.junit.platform.engine.discovery.ClassNameFilter;
 import org.junit.platform.launcher.Launcher;
 import org.junit.platform.launcher.LauncherDiscoveryRequest;
 import org.junit.platform.launcher.TagFilter;
@@ -15,17 +16,22 @@ import org.junit.platform.launcher.listeners.SummaryGeneratingListener;
 
 /**
  * Runs the "gpu" test group without Maven (the GPU machine has only a Java runtime): {@code java
- * -cp ... dev.stepweave.cuda.GpuSuite}. Exits non-zero unless every test ran and passed.
+ * -cp ... dev.stepweave.cuda.GpuSuite [EXCLUDED_CLASS_PATTERN ...]} (regular expressions over the
+ * classes' full names, to tell which test disturbs another). Exits non-zero unless every test ran
+ * and passed.
  */
 public final class GpuSuite {
   private GpuSuite() {}
 
   public static void main(String[] args) {
-    LauncherDiscoveryRequest request =
+    LauncherDiscoveryRequestBuilder discovery =
         LauncherDiscoveryRequestBuilder.request()
             .selectors(selectPackage("dev.stepweave.cuda"))
-            .filters(TagFilter.includeTags("gpu"))
-            .build();
+            .filters(TagFilter.includeTags("gpu"));
+    if (args.length > 0) {
+      discovery.filters(ClassNameFilter.excludeClassNamePatterns(args));
+    }
+    LauncherDiscoveryRequest request = discovery.build();
     Launcher launcher = LauncherFactory.create();
     SummaryGeneratingListener summary = new SummaryGeneratingListener();
     TestExecutionListener progress =
