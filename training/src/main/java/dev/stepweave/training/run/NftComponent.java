@@ -1,7 +1,7 @@
 package dev.stepweave.training.run;
 
 import dev.stepweave.core.card.TaskType;
-import dev.stepweave.core.request.Artifact;
+import dev.stepweave.core.request.BehaviorCapture;
 import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
@@ -11,6 +11,7 @@ import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.training.data.RgbClip;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.reward.ClipReward;
+import dev.stepweave.training.rl.GroupRollout;
 import dev.stepweave.training.rl.NftMethod;
 import dev.stepweave.training.rl.SampleReward;
 import dev.stepweave.training.shapes.ShapeCaption;
@@ -21,9 +22,6 @@ import java.time.Duration;
 import java.util.List;
 import java.util.Map;
 import java.util.Optional;
-import java.util.concurrent.ExecutionException;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 
 /**
  * The transformer under DiffusionNFT-style post-training ({@link NftMethod}): the run's base served
@@ -125,32 +123,24 @@ final class NftComponent implements TrainedComponent {
   }
 
   /**
-   * The served policy's mean reward on {@code evaluation}'s prompts at the rollouts' settings:
-   * sample j of prompt i has seed {@code seed + i·samplesPerPrompt + j}.
+   * The served policy's mean reward on {@code evaluation}'s prompts at the rollouts' settings, each
+   * prompt's samples one group ({@link GroupRollout}): sample j of prompt i has seed {@code seed +
+   * i·samplesPerPrompt + j}.
    */
   double heldOutReward(TrainConfig.Evaluation evaluation) {
     List<String> held = evaluation.prompts();
     int n = evaluation.samplesPerPrompt();
     double sum = 0;
     for (int i = 0; i < held.size(); i++) {
-      for (int j = 0; j < n; j++) {
-        long seed = evaluation.seed() + (long) i * n + j;
-        Artifact.VideoArtifact video;
-        try {
-          video =
-              engine
-                  .submit(request("heldout-" + i + "-" + j, held.get(i), seed))
-                  .result()
-                  .get(TIMEOUT.toMillis(), TimeUnit.MILLISECONDS)
-                  .artifact(Artifact.VideoArtifact.class);
-        } catch (ExecutionException e) {
-          throw new IllegalStateException(
-              "held-out sample " + i + "-" + j + " failed: " + e.getCause().getMessage(), e);
-        } catch (TimeoutException | InterruptedException e) {
-          throw new IllegalStateException(
-              "held-out sample " + i + "-" + j + " did not complete: " + e, e);
-        }
-        sum += reward.reward(RgbClip.fromFrames(video.frames()), held.get(i));
+      for (GroupRollout.Sample sample :
+          GroupRollout.run(
+              engine,
+              request("heldout-" + i, held.get(i), 0),
+              n,
+              evaluation.seed() + (long) i * n,
+              BehaviorCapture.FINAL,
+              TIMEOUT)) {
+        sum += reward.reward(RgbClip.fromFrames(sample.video().frames()), held.get(i));
       }
     }
     return sum / (held.size() * n);

@@ -22,6 +22,11 @@ sealed interface TrainingData {
 
   int size();
 
+  /** What one step's samples are drawn from, for the run's opening line. */
+  default String describe() {
+    return size() + " samples";
+  }
+
   /**
    * Samples for the flow-matching objective.
    *
@@ -101,6 +106,11 @@ sealed interface TrainingData {
     @Override
     public int size() {
       return prompts.samplesPerPrompt();
+    }
+
+    @Override
+    public String describe() {
+      return "groups of " + size() + " rolled out on " + prompts.prompts().size() + " prompts";
     }
   }
 

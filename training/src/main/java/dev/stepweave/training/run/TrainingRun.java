@@ -166,13 +166,7 @@ public final class TrainingRun {
             parameters,
             config.component().folder(),
             config.method().name(),
-            data instanceof TrainingData.Rollouts r
-                ? "groups of "
-                    + r.size()
-                    + " rolled out on "
-                    + r.prompts().prompts().size()
-                    + " prompts"
-                : data.size() + " samples",
+            data.describe(),
             config.steps(),
             config.batch()));
     Optimiser optimiser = new Optimiser(settings(), trained.trainable());
