@@ -303,7 +303,12 @@ public final class CudaBackend implements Backend, AutoCloseable {
   /** Frees the allocator's cached blocks when they exceed {@link #TRIM_KEEP_BYTES}. */
   @Override
   public void trim() {
-    allocator.trim(TRIM_KEEP_BYTES);
+    trim(TRIM_KEEP_BYTES);
+  }
+
+  /** Frees the allocator's cached blocks when they exceed {@code keepBytes}. */
+  void trim(long keepBytes) {
+    allocator.trim(keepBytes);
   }
 
   private DeviceRates rates;

@@ -5,6 +5,8 @@ import static dev.stepweave.cuda.driver.Driver.call;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Supplier;
 
 /**
  * One device's primary context and the stream all our work is issued on. Work on one stream runs in
@@ -22,7 +24,10 @@ public final class CudaContext implements AutoCloseable {
   // A context is current per thread; work may be issued from any thread (loops run on workers).
   private final ThreadLocal<Boolean> boundHere = ThreadLocal.withInitial(() -> false);
   // What the stream is recording a graph for, or null: while set, issued work is recorded, not run.
-  private Object capturing;
+  private volatile Object capturing;
+  // Held through a graph's recording and through each call that other threads make (a download of
+  // a result): the recording is relaxed, so a kernel another thread issued meanwhile would join it.
+  private final ReentrantLock exclusive = new ReentrantLock();
 
   private CudaContext(
       int device, long context, long stream, String name, int major, int minor, int sms) {
@@ -114,6 +119,20 @@ public final class CudaContext implements AutoCloseable {
 
   public int multiprocessors() {
     return multiprocessors;
+  }
+
+  /**
+   * Runs {@code work} with the stream to itself as far as graph recordings go: it waits for one in
+   * progress on another thread and none starts until it returns. Reentrant, so a recording body may
+   * call what takes it.
+   */
+  public <T> T exclusively(Supplier<T> work) {
+    exclusive.lock();
+    try {
+      return work.get();
+    } finally {
+      exclusive.unlock();
+    }
   }
 
   /** Marks the stream as recording a graph for {@code key}, or (null) as running work again. */

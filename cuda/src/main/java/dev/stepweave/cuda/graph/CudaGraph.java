@@ -58,6 +58,16 @@ final class CudaGraph implements AutoCloseable {
       GraphKey key,
       List<Tensor> inputs,
       Function<List<Tensor>, Tensor> body) {
+    // No other thread's work may reach the stream (or take from the graph's pool) meanwhile.
+    return tensors.context().exclusively(() -> recordHere(tensors, allocator, key, inputs, body));
+  }
+
+  private static CudaGraph recordHere(
+      DeviceTensors tensors,
+      DeviceAllocator allocator,
+      GraphKey key,
+      List<Tensor> inputs,
+      Function<List<Tensor>, Tensor> body) {
     CudaContext context = tensors.context();
     long stream = context.stream();
     DeviceAllocator.GraphPool pool = allocator.openGraphPool();

@@ -4,13 +4,13 @@ import dev.stepweave.cuda.driver.Driver;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.util.HashMap;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** A loaded CUBIN and its kernels, looked up by name once and kept. */
 final class KernelModule {
   private final long module;
-  private final Map<String, Long> functions = new HashMap<>();
+  private final Map<String, Long> functions = new ConcurrentHashMap<>();
 
   private KernelModule(long module) {
     this.module = module;

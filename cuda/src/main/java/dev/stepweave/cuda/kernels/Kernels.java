@@ -6,6 +6,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ConcurrentHashMap;
 
 /** Our kernel files, compiled (or read from the disk cache) and loaded once per backend. */
 public final class Kernels {
@@ -25,7 +26,7 @@ public final class Kernels {
   private static final int THREADS = 256;
 
   private final CudaContext context;
-  private final Map<String, Long> functions = new HashMap<>();
+  private final Map<String, Long> functions = new ConcurrentHashMap<>();
   private final Map<String, KernelModule> modules = new HashMap<>();
   private final Path cacheDir;
 

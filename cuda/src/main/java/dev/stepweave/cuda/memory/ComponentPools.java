@@ -19,14 +19,16 @@ import java.util.function.Supplier;
  * recycled by the caching allocator (it has no block for such an address) and goes back to the
  * driver only when the component is released.
  *
- * <p>Like the backend, driven by the one thread that issues the work; the report may be read from
- * any thread.
+ * <p>A load fills its pool from the thread that runs it: allocations other threads make meanwhile
+ * (a caller downloading a result) come from the caching allocator, as always. The report may be
+ * read from any thread.
  */
 public final class ComponentPools implements AutoCloseable {
   private final CudaContext context;
   private final Device device;
   private final Map<String, VirtualMemoryPool> pools = new LinkedHashMap<>();
-  private VirtualMemoryPool loading;
+  // The pool the calling thread's load fills, if any.
+  private final ThreadLocal<VirtualMemoryPool> loading = new ThreadLocal<>();
 
   public ComponentPools(CudaContext context, Device device) {
     this.context = context;
@@ -49,23 +51,22 @@ public final class ComponentPools implements AutoCloseable {
       throw new IllegalStateException(
           "component '" + component + "' is asleep; wake it before loading into it");
     }
-    VirtualMemoryPool outer = loading;
-    loading = pool;
+    VirtualMemoryPool outer = loading.get();
+    loading.set(pool);
     try {
       return load.get();
     } finally {
-      loading = outer;
+      loading.set(outer);
     }
   }
 
-  /** Whether a load is running, so new tensors come from its pool. */
-  boolean isLoading() {
-    return loading != null;
-  }
-
-  /** Storage of {@code bytes} from the pool being loaded into. */
-  Storage allocate(long bytes) {
-    return storage(loading, bytes);
+  /**
+   * Storage of {@code bytes} from the pool the calling thread is loading into, or null when it is
+   * not loading one.
+   */
+  Storage allocateWhileLoading(long bytes) {
+    VirtualMemoryPool pool = loading.get();
+    return pool == null ? null : storage(pool, bytes);
   }
 
   /**

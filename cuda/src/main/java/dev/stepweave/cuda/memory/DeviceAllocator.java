@@ -30,6 +30,11 @@ import java.util.function.Supplier;
  * reading the old tensor runs before the new owner's. Blocks are returned to the driver only when
  * an allocation fails, after a garbage collection. While a CUDA graph is recorded, blocks come from
  * and go back to that graph's own {@link GraphPool} instead.
+ *
+ * <p>Any thread may allocate and release (a caller downloading a result while the engine's thread
+ * works on): the cache is guarded by this allocator's lock. What one thread opens — a {@link
+ * Scope}, a graph's recording — collects that thread's blocks only, so another thread's temporary
+ * is never released with a step or recorded into a graph.
  */
 public final class DeviceAllocator {
   private static final Cleaner CLEANER = Cleaner.create();
@@ -79,6 +84,7 @@ public final class DeviceAllocator {
       return bytes;
     }
 
+    // Under the allocator's lock (from allocate).
     private long take(long size) {
       drainReturned();
       Long reused = pop(size);
@@ -130,6 +136,12 @@ public final class DeviceAllocator {
     /** Waits for the stream, then frees every block of this pool. */
     @Override
     public void close() {
+      synchronized (DeviceAllocator.this) {
+        closeLocked();
+      }
+    }
+
+    private void closeLocked() {
       if (closed) {
         return;
       }
@@ -172,6 +184,10 @@ public final class DeviceAllocator {
       this.parent = parent;
     }
 
+    private void add(Block b) {
+      blocks.add(b);
+    }
+
     /** Releases every block of this scope not under one of {@code keep}'s storages. */
     void releaseExcept(List<Storage> keep) {
       List<Block> kept = new ArrayList<>();
@@ -187,10 +203,11 @@ public final class DeviceAllocator {
 
     @Override
     public void close() {
-      if (scope != this) {
-        throw new IllegalStateException("closing a scope that is not the innermost open one");
+      if (scope.get() != this) {
+        throw new IllegalStateException(
+            "closing a scope that is not the calling thread's innermost open one");
       }
-      scope = parent;
+      scope.set(parent);
       if (parent != null) {
         parent.blocks.addAll(blocks);
       }
@@ -242,10 +259,13 @@ public final class DeviceAllocator {
   private final CudaContext context;
   private final Map<Long, ArrayDeque<Long>> cached = new HashMap<>();
   private final Map<Long, Block> live = new HashMap<>();
-  // Filled by the cleaner thread, drained by the allocating thread (which holds the context).
+  // Filled by the cleaner thread, drained under the lock by an allocating thread.
   private final ConcurrentLinkedQueue<Block> returned = new ConcurrentLinkedQueue<>();
-  private Scope scope;
+  // Each thread's innermost open scope.
+  private final ThreadLocal<Scope> scope = new ThreadLocal<>();
+  // The pool a graph recording on capturingThread takes from (the other threads keep the cache).
   private GraphPool capturing;
+  private Thread capturingThread;
   private long reservedBytes;
   private long peakReservedBytes;
   private long liveBytes;
@@ -275,18 +295,22 @@ public final class DeviceAllocator {
   private Storage allocate(long bytes, boolean scoped) {
     context.bind();
     long size = sizeClass(Math.max(bytes, 1));
-    GraphPool pool = capturing;
-    Block block =
-        new Block(pool == null ? take(size) : pool.take(size), size, pool, census ? site() : null);
-    liveBytes += size;
-    peakLiveBytes = Math.max(peakLiveBytes, liveBytes);
-    live.put(block.ptr, block);
-    // A census of every new high would be quadratic while memory grows: one per 64 MB more.
-    if (census && liveBytes > censusBytes + (64L << 20)) {
-      takeCensus();
+    String site = census ? site() : null;
+    Block block;
+    synchronized (this) {
+      GraphPool pool = capturingThread == Thread.currentThread() ? capturing : null;
+      block = new Block(pool == null ? take(size) : pool.take(size), size, pool, site);
+      liveBytes += size;
+      peakLiveBytes = Math.max(peakLiveBytes, liveBytes);
+      live.put(block.ptr, block);
+      // A census of every new high would be quadratic while memory grows: one per 64 MB more.
+      if (census && liveBytes > censusBytes + (64L << 20)) {
+        takeCensus();
+      }
     }
-    if (scoped && scope != null) {
-      scope.blocks.add(block);
+    Scope open = scoped ? scope.get() : null;
+    if (open != null) {
+      open.add(block);
     }
     Storage storage = new Storage(MemorySegment.ofAddress(block.ptr).reinterpret(bytes), device);
     CLEANER.register(
@@ -303,7 +327,7 @@ public final class DeviceAllocator {
    * Gives {@code storage}'s block back now: the caller promises that nothing issued later reads it.
    * Storage this allocator did not hand out (or already took back) is ignored.
    */
-  public void release(Storage storage) {
+  public synchronized void release(Storage storage) {
     Block b = live.get(storage.segment().address());
     if (b != null) {
       giveBack(b);
@@ -312,8 +336,9 @@ public final class DeviceAllocator {
 
   /** Opens a scope, nested in the open one if any, that collects the blocks allocated in it. */
   Scope openScope() {
-    scope = new Scope(scope);
-    return scope;
+    Scope opened = new Scope(scope.get());
+    scope.set(opened);
+    return opened;
   }
 
   /** A new, empty holding for state kept across steps. */
@@ -326,20 +351,25 @@ public final class DeviceAllocator {
     return new GraphPool();
   }
 
-  /** Makes every allocation come from {@code pool} until called with null (the shared cache). */
-  public void allocateFrom(GraphPool pool) {
+  /**
+   * Makes every allocation of the calling thread come from {@code pool} until called with null (the
+   * shared cache).
+   */
+  public synchronized void allocateFrom(GraphPool pool) {
     if (pool != null && pool.closed) {
       throw new IllegalStateException("allocating from a closed graph pool");
     }
     capturing = pool;
+    capturingThread = pool == null ? null : Thread.currentThread();
   }
 
-  private void giveBack(Block b) {
+  private synchronized void giveBack(Block b) {
     if (b.returned.compareAndSet(false, true)) {
       recycle(b);
     }
   }
 
+  // Under the lock, as every method below that touches the cache.
   private void recycle(Block b) {
     // A block of a closed graph pool already left the live set; its memory went to the driver.
     if (!live.remove(b.ptr, b)) {
@@ -389,7 +419,7 @@ public final class DeviceAllocator {
     }
   }
 
-  private void drainReturned() {
+  private synchronized void drainReturned() {
     Block block;
     while ((block = returned.poll()) != null) {
       recycle(block);
@@ -397,14 +427,14 @@ public final class DeviceAllocator {
   }
 
   /** Gives the cached blocks back to the driver when they exceed {@code keepBytes}. */
-  public void trim(long keepBytes) {
+  public synchronized void trim(long keepBytes) {
     if (reservedBytes() - liveBytes() > keepBytes) {
       releaseCached();
     }
   }
 
   /** Gives every cached (unused) block back to the driver. */
-  public void releaseCached() {
+  public synchronized void releaseCached() {
     drainReturned();
     context.synchronize();
     for (Map.Entry<Long, ArrayDeque<Long>> e : cached.entrySet()) {
@@ -432,18 +462,18 @@ public final class DeviceAllocator {
   }
 
   /** Bytes held from the driver (live tensors plus the cache). */
-  public long reservedBytes() {
+  public synchronized long reservedBytes() {
     return reservedBytes;
   }
 
   /** Bytes of tensors not yet known to be unreachable. */
-  public long liveBytes() {
+  public synchronized long liveBytes() {
     drainReturned();
     return liveBytes;
   }
 
   /** Restarts the high-water marks (and the census, when on) from the current figures. */
-  public void resetPeaks() {
+  public synchronized void resetPeaks() {
     drainReturned();
     peakLiveBytes = liveBytes;
     peakReservedBytes = reservedBytes;
@@ -457,7 +487,7 @@ public final class DeviceAllocator {
    * benchmarks and diagnosis only) and, near each new high of the live bytes, which sites hold
    * them: {@link #censusAtPeak}. Blocks allocated while it was off count under "unrecorded".
    */
-  public void census(boolean on) {
+  public synchronized void census(boolean on) {
     census = on;
     censusBytes = 0;
     censusAtPeak = Map.of();
@@ -470,7 +500,7 @@ public final class DeviceAllocator {
    * The live blocks at the census nearest the latest high (within 64 MB of it), grouped by
    * allocation site, largest first: one line each with the site, the block count and their bytes.
    */
-  public String censusAtPeak() {
+  public synchronized String censusAtPeak() {
     StringBuilder out = new StringBuilder();
     censusAtPeak.entrySet().stream()
         .sorted((a, b) -> Long.compare(b.getValue()[1], a.getValue()[1]))
@@ -528,12 +558,12 @@ public final class DeviceAllocator {
   }
 
   /** The most bytes ever held from the driver at once. */
-  public long peakReservedBytes() {
+  public synchronized long peakReservedBytes() {
     return peakReservedBytes;
   }
 
   /** The most bytes ever live at once. */
-  public long peakLiveBytes() {
+  public synchronized long peakLiveBytes() {
     return peakLiveBytes;
   }
 }

@@ -20,6 +20,10 @@ import java.util.function.Supplier;
  * The device tensors of one backend: where a new one's memory comes from (the caching allocator, or
  * a component's pool while it loads), and the copies every op builds on — between views and dtypes
  * on the device, and to and from the host. Storage dtypes are F32, BF16, I64 and I32.
+ *
+ * <p>The copies to and from the host may be called from any thread (a caller reading a request's
+ * results while the engine's thread works on): each runs {@link CudaContext#exclusively}, so none
+ * lands inside a graph another thread records; the {@code …Locked} methods are their bodies.
  */
 public final class DeviceTensors {
   private final CudaContext context;
@@ -67,7 +71,10 @@ public final class DeviceTensors {
           dtype + " device storage is not supported (F32, BF16, I64, I32 are)");
     }
     long bytes = Tensor.numel(shape) * dtype.byteSize();
-    Storage s = pools.isLoading() ? pools.allocate(bytes) : allocator.allocate(bytes);
+    Storage s = pools.allocateWhileLoading(bytes);
+    if (s == null) {
+      s = allocator.allocate(bytes);
+    }
     return Tensor.contiguousOver(s, dtype, shape);
   }
 
@@ -141,6 +148,10 @@ public final class DeviceTensors {
   }
 
   public Tensor upload(Tensor t, DType dtype) {
+    return context.exclusively(() -> uploadLocked(t, dtype));
+  }
+
+  private Tensor uploadLocked(Tensor t, DType dtype) {
     if (isHere(t)) {
       return convert(t, dtype);
     }
@@ -155,6 +166,10 @@ public final class DeviceTensors {
    * pool, with no separate copy of each part left behind.
    */
   public Tensor uploadStacked(List<Tensor> parts, DType dtype) {
+    return context.exclusively(() -> uploadStackedLocked(parts, dtype));
+  }
+
+  private Tensor uploadStackedLocked(List<Tensor> parts, DType dtype) {
     int[] shape = parts.getFirst().shape();
     Tensor out = empty(dtype, OpShapes.stacked(parts.size(), shape));
     for (int i = 0; i < parts.size(); i++) {
@@ -278,6 +293,10 @@ public final class DeviceTensors {
   }
 
   public Tensor download(Tensor t) {
+    return context.exclusively(() -> downloadLocked(t));
+  }
+
+  private Tensor downloadLocked(Tensor t) {
     if (!isHere(t)) {
       return t.toHost(DType.F32);
     }
@@ -289,6 +308,10 @@ public final class DeviceTensors {
 
   /** The elements of {@code t} in its own dtype as a contiguous host tensor. */
   public Tensor downloadRaw(Tensor t) {
+    return context.exclusively(() -> downloadRawLocked(t));
+  }
+
+  private Tensor downloadRawLocked(Tensor t) {
     context.refuseDuringCapture("a download of " + t);
     context.bind();
     Tensor dense = contiguous(t);
@@ -307,6 +330,10 @@ public final class DeviceTensors {
    * synchronisation.
    */
   public Supplier<Tensor> downloadQueued(Tensor t) {
+    return context.exclusively(() -> downloadQueuedLocked(t));
+  }
+
+  private Supplier<Tensor> downloadQueuedLocked(Tensor t) {
     if (!isHere(t)) {
       Tensor host = t.toHost(t.dtype());
       return () -> host;

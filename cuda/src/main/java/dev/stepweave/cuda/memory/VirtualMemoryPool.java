@@ -79,7 +79,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
   }
 
   /** Device address of a fresh 256-byte-aligned block of {@code bytes} inside the pool. */
-  public long allocate(long bytes) {
+  public synchronized long allocate(long bytes) {
     if (parked != null) {
       throw new IllegalStateException("pool '" + component + "' is asleep; wake it first");
     }
@@ -121,7 +121,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
   }
 
   /** Parks the contents in host memory and releases all physical memory; addresses stay. */
-  public void sleep() {
+  public synchronized void sleep() {
     if (parked != null) {
       return;
     }
@@ -137,7 +137,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
   }
 
   /** Maps physical memory again at the same addresses and restores the parked contents. */
-  public void wake() {
+  public synchronized void wake() {
     if (parked == null) {
       return;
     }
@@ -220,7 +220,7 @@ public final class VirtualMemoryPool implements AutoCloseable {
   }
 
   @Override
-  public void close() {
+  public synchronized void close() {
     context.synchronize();
     unmapAll();
     if (parkedPinned) {
