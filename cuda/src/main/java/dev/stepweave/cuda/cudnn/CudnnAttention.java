@@ -6,6 +6,8 @@ import static dev.stepweave.cuda.cudnn.Cudnn.CUDNN_DATA_FLOAT;
 import dev.stepweave.cuda.cudnn.CudnnRuntime.Plan;
 import dev.stepweave.cuda.driver.CudaException;
 import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.cuda.tuning.Fastest;
+import dev.stepweave.cuda.tuning.TimedChoices;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.Arena;
@@ -15,6 +17,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Bias-free attention through cuDNN's fused scaled-dot-product attention, built with the backend
@@ -26,7 +29,11 @@ import java.util.Map;
  * operation (cuDNN ≥ 9.13.1), else the composite graph matmul → scale → softmax (max, sub, exp,
  * sum, div) → matmul that cuDNN fuses into one kernel on Hopper, else nothing: {@link #attention}
  * returns null and the caller runs our own kernel. Without cuDNN every call returns null after one
- * notice.
+ * notice. Within the graph cuDNN takes, the engine configuration is chosen by measurement as for
+ * the convolutions ({@link CudnnConvolution}): the key's first run times up to {@value
+ * #TUNED_CONFIGS} of the heuristics' plans on its own buffers and keeps the fastest, in the process
+ * and on disk beside the compiled kernels; a key first met while a CUDA graph records keeps the
+ * heuristics' first.
  */
 public final class CudnnAttention implements AutoCloseable {
   // Unique ids of the graph's tensors, as cudnn-frontend numbers them.
@@ -36,6 +43,12 @@ public final class CudnnAttention implements AutoCloseable {
   static final long O = 3;
   static final long SCALE = 5;
   private static final int MAX_ALIGNMENT = CudnnRuntime.MAX_ALIGNMENT;
+
+  /** How many of the heuristics' engine configurations are timed per key. */
+  static final int TUNED_CONFIGS = 8;
+
+  /** Timed runs per plan; the best counts (the first may pay for lazy loading). */
+  static final int TIMED_RUNS = 2;
 
   /** Element strides of a [B, L, H, D] view. */
   record Strides(long b, long l, long h, long d) {
@@ -72,12 +85,16 @@ public final class CudnnAttention implements AutoCloseable {
     }
   }
 
-  /** A key's outcome: a plan and what it is, or null and why cuDNN was not used. */
-  private record Choice(Plan plan, String description) {}
+  /**
+   * A key's outcome: a plan and what it is, or null and why cuDNN was not used; {@code untimed}
+   * holds the plans the key's first run times (empty once chosen).
+   */
+  private record Choice(Plan plan, Variant variant, String description, List<Plan> untimed) {}
 
   private final DeviceTensors tensors;
   private final CudnnRuntime cudnn;
   private final Map<Key, Choice> choices = new HashMap<>();
+  private TimedChoices timedBefore;
 
   public CudnnAttention(DeviceTensors tensors, CudnnRuntime cudnn) {
     this.tensors = tensors;
@@ -94,8 +111,9 @@ public final class CudnnAttention implements AutoCloseable {
       return null;
     }
     Tensor qh = tensors.onDevice(q), kh = tensors.onDevice(k), vh = tensors.onDevice(v);
-    Plan plan = choices.computeIfAbsent(key(qh, kh, vh), this::choose).plan();
-    Tensor out = plan == null ? null : run(plan, qh, kh, vh, scale);
+    Key key = key(qh, kh, vh);
+    Choice choice = choices.computeIfAbsent(key, this::choose);
+    Tensor out = choice.plan() == null ? null : run(key, choice, qh, kh, vh, scale);
     // Uploads and conversions go back once the work reading them is issued (stream order).
     tensors.releaseDerived(qh, q);
     tensors.releaseDerived(kh, k);
@@ -116,11 +134,16 @@ public final class CudnnAttention implements AutoCloseable {
     return description;
   }
 
-  private Tensor run(Plan plan, Tensor q, Tensor k, Tensor v, float scale) {
+  private Tensor run(Key key, Choice choice, Tensor q, Tensor k, Tensor v, float scale) {
     Tensor qb = bf16(q), kb = bf16(k), vb = bf16(v);
     Tensor out = tensors.empty(DType.BF16, q.dim(0), q.dim(1), q.dim(2), v.dim(3));
-    long wsBytes = plan.workspaceBytes();
+    long wsBytes = choice.plan().workspaceBytes();
+    for (Plan p : choice.untimed()) {
+      wsBytes = Math.max(wsBytes, p.workspaceBytes());
+    }
     Tensor ws = wsBytes == 0 ? null : tensors.empty(DType.I32, Math.toIntExact((wsBytes + 3) / 4));
+    Plan plan =
+        choice.untimed().isEmpty() ? choice.plan() : tune(key, choice, ws, qb, kb, vb, out, scale);
     execute(plan, ws, qb, kb, vb, out, scale);
     tensors.releaseDerived(ws, out);
     tensors.releaseDerived(qb, q);
@@ -169,20 +192,103 @@ public final class CudnnAttention implements AutoCloseable {
             variant == Variant.UNIFIED
                 ? unifiedGraph(owned, cudnn.handle(), key)
                 : compositeGraph(owned, cudnn.handle(), key);
-        Plan plan = CudnnRuntime.plan(owned, graph, refusals, variant.label);
-        if (plan != null) {
-          String what =
-              String.format(
-                  "cuDNN %s %s, engine %s, workspace %d B",
-                  cudnn.version(), variant.label, plan.engine(), plan.workspaceBytes());
-          return new Choice(plan, what);
+        List<Plan> plans =
+            CudnnRuntime.candidates(
+                    owned, graph, TUNED_CONFIGS, Long.MAX_VALUE, Set.of(), refusals, variant.label)
+                .plans();
+        if (!plans.isEmpty()) {
+          return choice(key, variant, plans);
         }
       } catch (CudaException e) {
         refusals.add(variant.label + ": " + e.getMessage());
       }
       owned.close();
     }
-    return new Choice(null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals));
+    return new Choice(
+        null, null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals), List.of());
+  }
+
+  /**
+   * The choice among a variant's plans: the only one, the one an earlier process timed, or the
+   * heuristics' first until the key's first run times them all.
+   */
+  private Choice choice(Key key, Variant variant, List<Plan> plans) {
+    if (plans.size() == 1) {
+      return new Choice(
+          plans.getFirst(),
+          variant,
+          describe(variant, plans.getFirst(), "the only candidate"),
+          List.of());
+    }
+    var earlier =
+        timedBefore().lookup(stored(key, variant), i -> plans.get(i).engine(), plans.size());
+    if (earlier.isPresent()) {
+      Plan plan = plans.get(earlier.get());
+      String how =
+          "fastest of " + plans.size() + " when an earlier process timed them (on-disk choice)";
+      return new Choice(plan, variant, describe(variant, plan, how), List.of());
+    }
+    String how = "heuristics' first of " + plans.size() + ", timed at the first run";
+    return new Choice(plans.getFirst(), variant, describe(variant, plans.getFirst(), how), plans);
+  }
+
+  /**
+   * Times {@code choice}'s plans on this run's buffers (the output is overwritten by the run that
+   * follows), records the fastest as the key's choice and returns it. While a CUDA graph records,
+   * keeps the heuristics' first instead.
+   */
+  private Plan tune(
+      Key key, Choice choice, Tensor ws, Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
+    Plan plan = choice.plan();
+    String how;
+    if (tensors.context().isCapturing()) {
+      how = "heuristics' first of " + choice.untimed().size() + ", untimed (met in a CUDA graph)";
+    } else {
+      Fastest.Timed<Plan> timed =
+          Fastest.of(
+              choice.untimed(),
+              TIMED_RUNS,
+              p -> tensors.context().time(() -> execute(p, ws, q, k, v, out, scale)),
+              p -> "engine " + p.engine());
+      if (timed == null) {
+        how = "heuristics' first; every timed plan failed";
+      } else {
+        plan = timed.choice();
+        timedBefore()
+            .record(stored(key, choice.variant()), choice.untimed().indexOf(plan), plan.engine());
+        how =
+            String.format(
+                "fastest of %d timed: %.3f ms [%s]",
+                choice.untimed().size(), timed.ms(), String.join(", ", timed.times()));
+      }
+    }
+    choices.put(
+        key, new Choice(plan, choice.variant(), describe(choice.variant(), plan, how), List.of()));
+    return plan;
+  }
+
+  private String describe(Variant variant, Plan plan, String how) {
+    return String.format(
+        "cuDNN %s %s, engine %s (%s), workspace %d B",
+        cudnn.version(), variant.label, plan.engine(), how, plan.workspaceBytes());
+  }
+
+  private static String stored(Key key, Variant variant) {
+    return key + "/" + variant.label;
+  }
+
+  /** The choices earlier processes timed, beside the compiled kernels (read on first use). */
+  private TimedChoices timedBefore() {
+    if (timedBefore == null) {
+      timedBefore =
+          TimedChoices.open(
+              tensors.kernels().cacheDir(),
+              "cudnn-sdpa",
+              tensors.context().name(),
+              tensors.context().arch(),
+              "cudnn" + cudnn.version());
+    }
+    return timedBefore;
   }
 
   private void execute(Plan plan, Tensor ws, Tensor q, Tensor k, Tensor v, Tensor o, float scale) {

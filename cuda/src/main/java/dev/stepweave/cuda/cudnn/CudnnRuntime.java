@@ -110,16 +110,6 @@ public final class CudnnRuntime implements AutoCloseable {
   }
 
   /**
-   * The first engine configuration, by heuristics mode A then the fallback list, that finalizes
-   * into an execution plan; null (with the reason added to {@code refusals}, labelled) when none
-   * does.
-   */
-  static Plan plan(CudnnDescriptors g, CudnnDescriptor graph, List<String> refusals, String label) {
-    List<Plan> plans = candidates(g, graph, 1, Long.MAX_VALUE, Set.of(), refusals, label).plans();
-    return plans.isEmpty() ? null : plans.getFirst();
-  }
-
-  /**
    * Execution plans to choose among, in the heuristics' order, and how many configurations were
    * passed over for needing more workspace than allowed, and for their numerics.
    */

@@ -2,7 +2,6 @@ package dev.stepweave.cuda.cudnn;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
-import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.cuda.cudnn.CudnnConvolution.Dims3;
@@ -11,6 +10,7 @@ import dev.stepweave.cuda.cudnn.CudnnConvolution.Variant;
 import dev.stepweave.tensor.DType;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Set;
 import org.junit.jupiter.api.Test;
 
 /**
@@ -192,7 +192,10 @@ class CudnnConvolutionGraphTest {
     try (CudnnDescriptors g = new CudnnDescriptors(api)) {
       CudnnDescriptor graph =
           CudnnConvolution.graph(g, RecordingGraphApi.HANDLE, CONV3, Variant.NCDHW);
-      assertNull(CudnnRuntime.plan(g, graph, refusals, Variant.NCDHW.label));
+      CudnnRuntime.Candidates none =
+          CudnnRuntime.candidates(
+              g, graph, 8, Long.MAX_VALUE, Set.of(), refusals, Variant.NCDHW.label);
+      assertEquals(List.of(), none.plans());
     }
     assertEquals(List.of("NCDHW: the heuristics offered no engine configuration"), refusals);
     // Mode A, then the fallback list: each asked for its count of configurations.
