@@ -1,5 +1,6 @@
 package dev.stepweave.core.runtime;
 
+import java.time.Duration;
 import java.util.Objects;
 
 /**
@@ -32,6 +33,10 @@ import java.util.Objects;
  *     sleeping one may be passed over while steps of the awake one run, in multiples of the model's
  *     predicted switch cost ({@link #DEFAULT_SWITCH_DEFERRAL}; infinite: until no step needs the
  *     awake one)
+ * @param trimAfterIdle how long the pool must be idle (nothing queued or running) before the
+ *     backend gives its cached device memory back ({@code Backend.trim}): a busy pool keeps the
+ *     blocks its steps reuse, an idle one holds no more than it needs ({@link
+ *     #DEFAULT_TRIM_AFTER_IDLE})
  */
 public record EngineConfig(
     int maxRunning,
@@ -47,7 +52,8 @@ public record EngineConfig(
     RecoveryCheckpoints recoveryCheckpoints,
     PoolRecovery recovery,
     CostLimits costLimits,
-    double switchDeferral) {
+    double switchDeferral,
+    Duration trimAfterIdle) {
 
   /**
    * Four switches: while requests in both phases keep coming, switching takes at most a fifth of
@@ -55,6 +61,14 @@ public record EngineConfig(
    * A14B's 14B experts, ≈ 18 s a switch on an H200) plus the step in flight.
    */
   public static final double DEFAULT_SWITCH_DEFERRAL = 4;
+
+  /**
+   * Two seconds: longer than the gap between one request's result and the next of a client that
+   * submits them back to back (writing an 81-frame MP4 takes about 0.6 s), short against a server's
+   * idle stretches. Giving the cache back after every request made the next one allocate every
+   * block afresh from the driver.
+   */
+  public static final Duration DEFAULT_TRIM_AFTER_IDLE = Duration.ofSeconds(2);
 
   /** What becomes of a running request displaced by a higher-priority one. */
   public enum Preemption {
@@ -104,6 +118,9 @@ public record EngineConfig(
     if (!(switchDeferral >= 0)) {
       throw new IllegalArgumentException("switchDeferral must be >= 0, got " + switchDeferral);
     }
+    if (trimAfterIdle == null || trimAfterIdle.isNegative()) {
+      throw new IllegalArgumentException("trimAfterIdle must be >= 0, got " + trimAfterIdle);
+    }
   }
 
   /**
@@ -111,7 +128,7 @@ public record EngineConfig(
    * the device), a CPU-class device (100 GFLOP/s, 10 GB/s), no preemption, continuous admission,
    * recovery checkpoints on, a pool that needs nothing to re-initialise, no cost limits, and steps
    * of a sleeping swapped component passed over for at most {@link #DEFAULT_SWITCH_DEFERRAL}
-   * switches.
+   * switches, and cached device memory given back after {@link #DEFAULT_TRIM_AFTER_IDLE} idle.
    */
   public static EngineConfig defaults() {
     return builder().build();
@@ -143,6 +160,7 @@ public record EngineConfig(
     private PoolRecovery recovery = PoolRecovery.SAME_INSTANCE;
     private CostLimits costLimits = CostLimits.UNLIMITED;
     private double switchDeferral = DEFAULT_SWITCH_DEFERRAL;
+    private Duration trimAfterIdle = DEFAULT_TRIM_AFTER_IDLE;
 
     private Builder() {}
 
@@ -161,6 +179,7 @@ public record EngineConfig(
       recovery = c.recovery;
       costLimits = c.costLimits;
       switchDeferral = c.switchDeferral;
+      trimAfterIdle = c.trimAfterIdle;
     }
 
     public Builder maxRunning(int n) {
@@ -236,6 +255,11 @@ public record EngineConfig(
       return this;
     }
 
+    public Builder trimAfterIdle(Duration idle) {
+      trimAfterIdle = idle;
+      return this;
+    }
+
     public EngineConfig build() {
       return new EngineConfig(
           maxRunning,
@@ -251,7 +275,8 @@ public record EngineConfig(
           recoveryCheckpoints,
           recovery,
           costLimits,
-          switchDeferral);
+          switchDeferral,
+          trimAfterIdle);
     }
   }
 }

@@ -38,6 +38,8 @@ import java.util.function.BooleanSupplier;
  */
 final class EngineCore {
   private final EngineConfig config;
+  // A request completed since the backend's cache was last given back (scheduler thread only).
+  private boolean trimDue;
   private final Extensions extensions;
   private final InstantSource clock;
   private final CostModel cost;
@@ -181,14 +183,43 @@ final class EngineCore {
     }
   }
 
-  /** Waits until there is something to tick or {@code stop} holds; false when it stops. */
+  /**
+   * Waits until there is something to tick or {@code stop} holds; false when it stops. A pool that
+   * stays idle for {@link EngineConfig#trimAfterIdle} after a request ended meanwhile gives the
+   * backend's cached memory back, once.
+   */
   boolean awaitWork(BooleanSupplier stop) throws InterruptedException {
-    synchronized (lock) {
-      while (!stop.getAsBoolean() && queued() == 0 && loops.isEmpty() && !weightSync.waiting()) {
-        lock.wait();
+    while (true) {
+      synchronized (lock) {
+        long idleSince = System.nanoTime();
+        long trimAfter = config.trimAfterIdle().toNanos();
+        while (!stop.getAsBoolean() && idle()) {
+          if (!trimDue) {
+            lock.wait();
+            continue;
+          }
+          long left = trimAfter - (System.nanoTime() - idleSince);
+          if (left <= 0) {
+            break;
+          }
+          lock.wait(Math.max(1, left / 1_000_000));
+        }
+        if (stop.getAsBoolean()) {
+          return false;
+        }
+        if (!idle()) {
+          return true;
+        }
+        trimDue = false;
       }
-      return !stop.getAsBoolean();
+      // Outside the lock: freeing a cache of blocks takes a driver call each, and submitters wait
+      // on the lock.
+      model.backend().trim();
     }
+  }
+
+  private boolean idle() {
+    return queued() == 0 && loops.isEmpty() && !weightSync.waiting();
   }
 
   /**
@@ -549,9 +580,9 @@ final class EngineCore {
     run.handle.emit(new RequestEvent.Completed(run.id(), run.elapsed()));
     run.handle.finish(run.result());
     // A finished request may leave a peak's worth of cached device memory behind (a VAE decode:
-    // tens of GB at 480p×81). Given back here, after its result is out, so the freeing (a driver
-    // call per cached block, a few hundred ms) is not part of the request's latency.
-    model.backend().trim();
+    // tens of GB at 480p×81): given back once the pool has been idle a while (awaitWork), not
+    // while other requests' steps still reuse those blocks.
+    trimDue = true;
   }
 
   private void stop(ProgramRun run, RuntimeException why) {
