@@ -6,9 +6,11 @@
 # when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
 # (wan_pipeline.py).
 # Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
-# DEVICE_CLI=0 leaves the CLI (and the server's libraries it pulls in) out, and the runtime's
-# desktop and HTTP modules: enough for TESTS, BENCH, MAINS and REFERENCE, not for PIPELINE, and a
-# smaller carry.
+# The CLI travels without what only `stepweave serve` and the embedded default need (the HTTP
+# server's and the job stores' libraries, the default's trained weights: PIPELINE and SERVE run
+# random-weight checkpoints) and the runtime without the desktop, HTTP and SQL modules — enough
+# for `generate`, `bench generate` and `bench serve`. DEVICE_CLI=0 leaves the CLI out altogether:
+# enough for TESTS, BENCH, MAINS, ROLLOUT and REFERENCE, not for PIPELINE or SERVE.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
@@ -56,22 +58,15 @@ for jar in "$dest/lib/"jna-*.jar; do
     grep -v "^$keep" || true)
   [ -z "$natives" ] || echo "$natives" | xargs zip -q -d "$jar"
 done
-# Without the CLI nothing runs the embedded default (GPU tests and benches load the golden and
+# Nothing on the device runs the embedded default (tests, benches and PIPELINE load the golden and
 # random-weight checkpoints): its 5.6 MB of trained weights stay behind.
-if [ "${DEVICE_CLI:-1}" = 0 ]; then
-  for jar in "$dest/lib/"stepweave-models-*.jar; do
-    zip -q -d "$jar" 'dev/stepweave/models/wan/embedded/trained/*' || true
-  done
-fi
-# sqlite-jdbc (the server's job store) likewise: only glibc Linux x86-64 of its 20-odd natives.
-for jar in "$dest/lib/"sqlite-jdbc-*.jar; do
-  [ -f "$jar" ] || continue
-  zip -q -d "$jar" 'org/sqlite/native/FreeBSD/*' 'org/sqlite/native/Linux-Musl/*' \
-    'org/sqlite/native/Linux-Android/*' 'org/sqlite/native/Mac/*' 'org/sqlite/native/Windows/*' \
-    'org/sqlite/native/Linux/aarch64/*' 'org/sqlite/native/Linux/arm*' \
-    'org/sqlite/native/Linux/ppc64/*' 'org/sqlite/native/Linux/riscv64/*' \
-    'org/sqlite/native/Linux/x86/*' || true
+for jar in "$dest/lib/"stepweave-models-*.jar; do
+  zip -q -d "$jar" 'dev/stepweave/models/wan/embedded/trained/*' || true
 done
+# Nor does anything start the HTTP server or open a job store: their libraries stay behind (the
+# CLI's commands load without them; `serve` would fail on the device).
+rm -f "$dest/lib/"jetty-*.jar "$dest/lib/"postgresql-*.jar "$dest/lib/"sqlite-jdbc-*.jar \
+  "$dest/lib/"HikariCP-*.jar
 # The jars travel as one xz archive of their entries stored uncompressed: xz over the classes
 # themselves is about a third smaller than over deflated jars (run.sh unpacks it).
 stored=$(mktemp -d)
@@ -87,12 +82,11 @@ tar -C "$stored" -cf - . | xz -T2 -6 > "$dest/lib.tar.xz"
 rm -rf "$stored"
 # A diffusers archive from an earlier package goes unless this one asks for it.
 [ -n "$diffusers" ] || rm -f "$dest/diffusers.tar.xz"
-# The runtime, jlink'd here: without the CLI nothing needs the desktop (ImageIO), HTTP, SQL (and
-# with it XML) or naming modules, which with the JVM's native symbols (stripped: nothing on the
-# device reads them) are 5 MB of the carry the 64 MiB limit on the working tree and carry needs.
+# The runtime, jlink'd here: nothing run on the device needs the desktop (ImageIO: PNG and JPEG
+# output; the MP4 writer does without), HTTP, SQL (and with it XML) or naming modules, which with
+# the JVM's native symbols (stripped: nothing on the device reads them) would be 13 MB of the
+# carry the 64 MiB limit on the working tree and carry needs.
 jre_modules=java.base,java.logging,java.management,jdk.incubator.vector,jdk.unsupported,jdk.zipfs
-[ "${DEVICE_CLI:-1}" = 0 ] ||
-  jre_modules=$jre_modules,java.naming,java.sql,java.net.http,java.desktop,jdk.httpserver,jdk.crypto.ec
 if [ ! -f "$dest/jre.tar.xz" ] || [ "$(cat "$dest/jre.modules" 2>/dev/null)" != "$jre_modules" ]; then
   jre=$(mktemp -d)
   "$JAVA_HOME/bin/jlink" --add-modules "$jre_modules" --strip-debug --no-header-files \
