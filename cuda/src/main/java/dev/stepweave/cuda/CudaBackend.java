@@ -364,6 +364,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public void downloadInto(Tensor t, Tensor into) {
+    tensors.downloadInto(t, into);
+  }
+
+  @Override
   public java.util.function.Supplier<Tensor> downloadQueued(Tensor t) {
     return tensors.downloadQueued(t);
   }

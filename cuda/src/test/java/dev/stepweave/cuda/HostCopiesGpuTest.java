@@ -3,10 +3,12 @@ package dev.stepweave.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import java.util.Random;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -62,5 +64,24 @@ class HostCopiesGpuTest {
       Tensor back = gpu.download(gpu.upload(Tensor.of(values, n), DType.F32));
       assertArrayEquals(values, back.toFloatArray(), n + " elements");
     }
+  }
+
+  @Test
+  void aDownloadIntoATensorMadeAheadEqualsTheDownload() {
+    CudaBackend gpu = Gpu.backend();
+    // A strided BF16 view of 40 MiB (staged), as the decode's post-processed video is downloaded.
+    Tensor device =
+        gpu.upload(RandomWeights.uniform(5, 1f, 3, 41, 160, 533), DType.BF16).permute(1, 2, 3, 0);
+    Tensor into = Tensor.zeros(DType.F32, device.shape());
+    gpu.downloadInto(device, into);
+    assertArrayEquals(gpu.download(device).toFloatArray(), into.toFloatArray());
+    var e =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> gpu.downloadInto(device, Tensor.zeros(DType.F32, 41, 160, 533)));
+    assertEquals(
+        "downloadInto needs a contiguous F32 CPU tensor of shape [41, 160, 533, 3], got "
+            + Tensor.zeros(DType.F32, 41, 160, 533),
+        e.getMessage());
   }
 }

@@ -6,6 +6,7 @@ import dev.stepweave.cuda.kernels.Expansion;
 import dev.stepweave.cuda.kernels.Index8;
 import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.OpShapes;
@@ -304,6 +305,29 @@ public final class DeviceTensors {
       return downloadRaw(t).toHost(DType.F32);
     }
     return downloadRaw(convert(t, DType.F32));
+  }
+
+  /**
+   * {@code t} as F32 into {@code into}, a contiguous F32 host tensor of its shape (see {@code
+   * Backend.downloadInto}).
+   */
+  public void downloadInto(Tensor t, Tensor into) {
+    Backend.requireDownloadTarget(t, into);
+    if (!isHere(t)) {
+      MemorySegment.copy(t.toHost(DType.F32).segment(), 0, into.segment(), 0, into.byteSize());
+      return;
+    }
+    context.exclusively(
+        () -> {
+          context.refuseDuringCapture("a download of " + t);
+          context.bind();
+          Tensor dense = convert(t, DType.F32); // a fresh contiguous copy, released once read
+          if (into.byteSize() > 0) {
+            copyToHost(address(dense), into.segment(), into.byteSize());
+          }
+          release(dense);
+          return null;
+        });
   }
 
   /** The elements of {@code t} in its own dtype as a contiguous host tensor. */

@@ -147,4 +147,23 @@ class CpuBackendBasicsTest {
     assertArrayEquals(new float[] {1.5f, -2f}, back.toFloatArray());
     assertArrayEquals(new float[] {3.75f, 2}, cpu.add(cpu.mul(bf, bf), x).toFloatArray());
   }
+
+  @Test
+  void downloadIntoFillsATensorMadeAheadAndRefusesAnotherShapeOrType() {
+    Tensor view = Tensor.of(new float[] {1, 2, 3, 4, 5, 6}, 2, 3).transpose(0, 1);
+    Tensor into = Tensor.zeros(DType.F32, 3, 2);
+    cpu.downloadInto(view, into);
+    assertArrayEquals(new float[] {1, 4, 2, 5, 3, 6}, into.toFloatArray());
+    for (Tensor bad :
+        new Tensor[] {
+          Tensor.zeros(DType.F32, 2, 3), // another shape
+          Tensor.zeros(DType.BF16, 3, 2), // another dtype
+          Tensor.zeros(DType.F32, 2, 3).transpose(0, 1) // not contiguous
+        }) {
+      var e = assertThrows(IllegalArgumentException.class, () -> cpu.downloadInto(view, bad));
+      assertEquals(
+          "downloadInto needs a contiguous F32 CPU tensor of shape [3, 2], got " + bad,
+          e.getMessage());
+    }
+  }
 }
