@@ -34,7 +34,7 @@ import picocli.CommandLine.Spec;
     name = "bench",
     mixinStandardHelpOptions = true,
     description = "Benchmarks (not part of the test suite).",
-    subcommands = {BenchCommand.Serve.class, GenerateBench.class})
+    subcommands = {BenchCommand.Serve.class, GenerateBench.class, TrainBench.class})
 final class BenchCommand {
 
   /** {@code stepweave bench serve}: three ways of serving the same workloads, compared. */

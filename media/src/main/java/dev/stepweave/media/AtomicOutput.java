@@ -1,14 +1,13 @@
 package dev.stepweave.media;
 
+import dev.stepweave.tensor.io.Folders;
 import java.io.IOException;
 import java.nio.file.AtomicMoveNotSupportedException;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
-import java.util.Comparator;
 import java.util.UUID;
-import java.util.stream.Stream;
 
 /**
  * Writes outputs so that readers only ever see a complete file or directory: the content goes to a
@@ -120,20 +119,9 @@ public final class AtomicOutput {
 
   private static void discard(Path temporary, Throwable cause) {
     try {
-      deleteRecursively(temporary);
+      Folders.deleteTree(temporary);
     } catch (IOException e) {
       cause.addSuppressed(e);
-    }
-  }
-
-  private static void deleteRecursively(Path path) throws IOException {
-    if (!Files.exists(path)) {
-      return;
-    }
-    try (Stream<Path> all = Files.walk(path)) {
-      for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
-        Files.deleteIfExists(p);
-      }
     }
   }
 }

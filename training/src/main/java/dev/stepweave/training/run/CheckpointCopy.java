@@ -6,6 +6,7 @@ import com.fasterxml.jackson.databind.SerializationFeature;
 import dev.stepweave.core.cache.ContentHash;
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Folders;
 import dev.stepweave.tensor.io.Safetensors;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -43,7 +44,7 @@ public final class CheckpointCopy {
       boolean keepCard)
       throws IOException {
     Path partial = to.resolveSibling(to.getFileName() + ".partial");
-    RunCheckpoint.deleteTree(partial);
+    Folders.deleteTree(partial);
     Path skip = from.resolve(component);
     try (Stream<Path> all = Files.walk(from)) {
       for (Path p : all.toList()) {

@@ -5,6 +5,7 @@ import com.fasterxml.jackson.databind.ObjectMapper;
 import com.fasterxml.jackson.databind.SerializationFeature;
 import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.Folders;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.SafetensorsFile;
 import dev.stepweave.training.optim.AdamW;
@@ -76,7 +77,7 @@ record RunCheckpoint(Path dir, int step) {
               .toList();
     }
     for (Path old : complete.subList(Math.min(keep, complete.size()), complete.size())) {
-      deleteTree(old);
+      Folders.deleteTree(old);
     }
   }
 
@@ -96,7 +97,7 @@ record RunCheckpoint(Path dir, int step) {
       throws IOException {
     Path dir = folder(output, step);
     Path partial = dir.resolveSibling(dir.getFileName() + ".partial");
-    deleteTree(partial);
+    Folders.deleteTree(partial);
     Files.createDirectories(partial);
     writeWeights.write(partial.resolve(WEIGHTS));
     Map<String, Tensor> tensors = new LinkedHashMap<>();
@@ -128,7 +129,7 @@ record RunCheckpoint(Path dir, int step) {
     json.set("config", config.canonical());
     Files.writeString(
         partial.resolve(STATE), JSON.writeValueAsString(json), StandardCharsets.UTF_8);
-    deleteTree(dir);
+    Folders.deleteTree(dir);
     Files.move(partial, dir, StandardCopyOption.ATOMIC_MOVE);
     return new RunCheckpoint(dir, step);
   }
@@ -184,17 +185,6 @@ record RunCheckpoint(Path dir, int step) {
           Integer.parseInt(meta.get("optimizer_steps")),
           new AdamW.State(Long.parseLong(meta.get("adamw_steps")), m, v),
           Boolean.parseBoolean(meta.get("ema")) ? ema : null);
-    }
-  }
-
-  static void deleteTree(Path dir) throws IOException {
-    if (!Files.exists(dir)) {
-      return;
-    }
-    try (Stream<Path> all = Files.walk(dir)) {
-      for (Path p : all.sorted(Comparator.reverseOrder()).toList()) {
-        Files.delete(p);
-      }
     }
   }
 }

@@ -208,4 +208,32 @@ public record TrainConfig(
   public record Schedule(ScheduleKind kind, int warmup) {}
 
   public record Adam(double beta1, double beta2, double eps, double weightDecay) {}
+
+  /** This config writing into {@code folder} instead (a benchmark's scratch run). */
+  public TrainConfig withOutput(Path folder) {
+    return new TrainConfig(
+        base,
+        modelId,
+        component,
+        init,
+        data,
+        method,
+        steps,
+        batch,
+        microBatch,
+        learningRate,
+        schedule,
+        adamw,
+        maxGradNorm,
+        emaDecay,
+        flowShift,
+        captionDropout,
+        measureLatentStatistics,
+        seed,
+        checkpointEvery,
+        keepCheckpoints,
+        evaluation,
+        folder,
+        canonical);
+  }
 }

@@ -12,6 +12,7 @@ import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.models.wan.WanCards;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.DiffusersDirectory;
+import dev.stepweave.tensor.io.Folders;
 import dev.stepweave.tensor.io.Safetensors;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.distill.DistilledCard;
@@ -88,7 +89,7 @@ final class TrainedOutputs {
   Path write(Path out) throws IOException {
     if (config.method() instanceof TrainConfig.Method.Distill d) {
       Path dir = out.resolve(MODEL);
-      RunCheckpoint.deleteTree(dir);
+      Folders.deleteTree(dir);
       return DistilledCard.write(
           runBase,
           dir,
@@ -125,7 +126,7 @@ final class TrainedOutputs {
     Map<String, Tensor> finals = finalValues();
     if (lora != null) {
       Path dir = out.resolve(LORA);
-      RunCheckpoint.deleteTree(dir);
+      Folders.deleteTree(dir);
       Files.createDirectories(dir);
       TrainConfig.Method.Lora m = (TrainConfig.Method.Lora) config.method();
       LoraFiles.writeDiffusers(
@@ -136,7 +137,7 @@ final class TrainedOutputs {
       return dir;
     }
     Path dir = out.resolve(MODEL);
-    RunCheckpoint.deleteTree(dir);
+    Folders.deleteTree(dir);
     Map<String, Tensor> weights = new LinkedHashMap<>();
     try (TensorSource source = base.component(folder).openWeights()) {
       // Every stored tensor: the trained ones at their final values, any other as the base has it.
