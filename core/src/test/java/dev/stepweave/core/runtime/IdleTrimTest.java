@@ -74,8 +74,11 @@ class IdleTrimTest {
   @Test
   void anIdlePoolTrimsOnceAfterTheDelay() throws Exception {
     try (Engine engine = new Engine(model(), after(Duration.ofMillis(200)))) {
-      engine.submit(request(2)).result().get(10, TimeUnit.SECONDS);
-      engine.submit(request(2)).result().get(10, TimeUnit.SECONDS);
+      // Submitted together, so the pool is never idle between them.
+      var first = engine.submit(request(2));
+      var second = engine.submit(request(3));
+      first.result().get(10, TimeUnit.SECONDS);
+      second.result().get(10, TimeUnit.SECONDS);
       long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
       while (trims.get() == 0 && System.nanoTime() < deadline) {
         Thread.sleep(10);
