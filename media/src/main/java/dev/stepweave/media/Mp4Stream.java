@@ -12,33 +12,52 @@ import org.jcodec.common.VideoEncoder.EncodedFrame;
 
 /**
  * An MP4 coded while its frames arrive: chunks of frames are handed over in order as a decoder
- * completes them, each group of pictures is coded (on the common pool) as soon as its frames are
- * in, and {@link #finish} codes the last group, muxes and writes the file — the same bytes {@link
- * Mp4Writer#write} writes for the whole video, since the groups are the same. What is left after
- * the last chunk is one group's coding instead of the whole video's.
+ * completes them, and each frame is coded (on the common pool) as soon as it is in, by its group of
+ * pictures' encoder — the groups in parallel, each group's frames in order — so {@link #finish}
+ * only waits for the frames still being coded, then muxes and writes the file: the same bytes
+ * {@link Mp4Writer#write} writes for the whole video, since the groups and their encoders are the
+ * same. A frame is not kept once coded.
  *
  * <p>A stream that misses frames (a gap in the chunks' indices) is {@link #broken}: its owner
  * writes the video the ordinary way instead. Thread-safe: chunks may come on another thread than
  * {@link #finish}.
  */
 public final class Mp4Stream {
-  private final List<float[]> frames = new ArrayList<>();
-  private final List<CompletableFuture<List<EncodedFrame>>> groups = new ArrayList<>();
+  private final List<GroupCoding> groups = new ArrayList<>();
+  private int received;
   private int height = -1;
   private int width = -1;
   private boolean broken;
 
+  /** One group's encoder and its frames' coding, chained so they run one after another. */
+  private static final class GroupCoding {
+    private final Mp4Writer.GroupEncoder encoder;
+    private final List<EncodedFrame> coded = new ArrayList<>();
+    private CompletableFuture<Void> tail = CompletableFuture.completedFuture(null);
+
+    GroupCoding(int height, int width) {
+      encoder = new Mp4Writer.GroupEncoder(height, width);
+    }
+
+    void add(float[] rgb) {
+      tail = tail.thenRunAsync(() -> coded.add(encoder.encode(rgb)));
+    }
+
+    CompletableFuture<List<EncodedFrame>> done() {
+      return tail.thenApply(v -> coded);
+    }
+  }
+
   /**
    * Takes frames {@code first .. first + n - 1} ({@code chunk [n, H, W, 3]} in [0, 1]) and starts
-   * coding each group they complete. A chunk out of order or of another size breaks the stream.
+   * coding each. A chunk out of order or of another size breaks the stream.
    */
   public synchronized void accept(int first, Tensor chunk) {
     if (broken) {
       return;
     }
     RgbFrames.requireVideo(chunk);
-    if (first != frames.size()
-        || (height >= 0 && (chunk.dim(1) != height || chunk.dim(2) != width))) {
+    if (first != received || (height >= 0 && (chunk.dim(1) != height || chunk.dim(2) != width))) {
       broken = true;
       notifyAll();
       return;
@@ -51,11 +70,11 @@ public final class Mp4Stream {
       return;
     }
     for (int f = 0; f < chunk.dim(0); f++) {
-      frames.add(RgbFrames.frame(chunk, f));
-    }
-    int interval = Mp4Writer.KEY_FRAME_INTERVAL;
-    while (frames.size() >= (groups.size() + 1) * interval) {
-      startGroup(groups.size() * interval, (groups.size() + 1) * interval);
+      if (received % Mp4Writer.KEY_FRAME_INTERVAL == 0) {
+        groups.add(new GroupCoding(height, width));
+      }
+      groups.getLast().add(RgbFrames.frame(chunk, f));
+      received++;
     }
     notifyAll();
   }
@@ -72,7 +91,7 @@ public final class Mp4Stream {
    */
   public synchronized boolean awaitFrames(int count, Duration timeout) {
     long deadline = System.nanoTime() + timeout.toNanos();
-    while (!broken && frames.size() < count) {
+    while (!broken && received < count) {
       long left = deadline - System.nanoTime();
       if (left <= 0) {
         return false;
@@ -84,12 +103,12 @@ public final class Mp4Stream {
         return false;
       }
     }
-    return !broken && frames.size() == count;
+    return !broken && received == count;
   }
 
   /**
-   * Codes the last group, then writes the video atomically at {@code target} with {@code
-   * metadataJson} (null for none).
+   * Waits for the frames still being coded, then writes the video atomically at {@code target} with
+   * {@code metadataJson} (null for none).
    *
    * @throws IllegalStateException when the stream is broken or empty
    */
@@ -99,14 +118,10 @@ public final class Mp4Stream {
     }
     List<CompletableFuture<List<EncodedFrame>>> all;
     synchronized (this) {
-      if (broken || frames.isEmpty()) {
+      if (broken || received == 0) {
         throw new IllegalStateException("no complete stream of frames to write");
       }
-      int done = groups.size() * Mp4Writer.KEY_FRAME_INTERVAL;
-      if (done < frames.size()) {
-        startGroup(done, frames.size());
-      }
-      all = List.copyOf(groups);
+      all = groups.stream().map(GroupCoding::done).toList();
     }
     Mp4Writer.checkWritable(target);
     List<List<EncodedFrame>> coded = new ArrayList<>(all.size());
@@ -120,14 +135,5 @@ public final class Mp4Stream {
     int h = height & ~1;
     int w = width & ~1;
     AtomicOutput.writeFile(target, tmp -> Mp4Writer.mux(tmp, coded, fps, metadataJson, h, w));
-  }
-
-  private void startGroup(int from, int to) {
-    List<float[]> group = List.copyOf(frames.subList(from, to));
-    int h = height;
-    int w = width;
-    groups.add(
-        CompletableFuture.supplyAsync(
-            () -> Mp4Writer.encodeGroup(f -> group.get(f - from), from, to, h, w)));
   }
 }

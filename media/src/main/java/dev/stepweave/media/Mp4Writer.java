@@ -173,23 +173,46 @@ public final class Mp4Writer {
    */
   static List<EncodedFrame> encodeGroup(
       IntFunction<float[]> frameAt, int from, int to, int sourceHeight, int sourceWidth) {
-    int height = sourceHeight & ~1;
-    int width = sourceWidth & ~1;
-    H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
-    encoder.setKeyInterval(KEY_FRAME_INTERVAL);
-    // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
-    // parameter sets and start-code escaping.
-    ByteBuffer out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
+    GroupEncoder encoder = new GroupEncoder(sourceHeight, sourceWidth);
     List<EncodedFrame> coded = new ArrayList<>(to - from);
     for (int f = from; f < to; f++) {
-      float[] rgb = cropToEven(frameAt.apply(f), sourceHeight, sourceWidth);
-      out.clear();
-      EncodedFrame encoded = encoder.encodeFrame(Bt709.toYuv420(rgb, height, width), out);
-      ByteBuffer data = encoded.getData();
-      ByteBuffer copy = ByteBuffer.allocate(data.remaining()).put(data.duplicate()).flip();
-      coded.add(new EncodedFrame(copy, encoded.isKeyFrame()));
+      coded.add(encoder.encode(frameAt.apply(f)));
     }
     return coded;
+  }
+
+  /**
+   * One group of pictures' encoder: frames given one at a time, in order, the first coded as a key
+   * frame — what {@link #encodeGroup} runs, for a caller whose frames arrive over time.
+   */
+  static final class GroupEncoder {
+    private final int sourceHeight;
+    private final int sourceWidth;
+    private final int height;
+    private final int width;
+    private final H264Encoder encoder = new Bt709H264Encoder(new ConstantQpRateControl(QP));
+    private final ByteBuffer out;
+
+    GroupEncoder(int sourceHeight, int sourceWidth) {
+      this.sourceHeight = sourceHeight;
+      this.sourceWidth = sourceWidth;
+      this.height = sourceHeight & ~1;
+      this.width = sourceWidth & ~1;
+      encoder.setKeyInterval(KEY_FRAME_INTERVAL);
+      // The encoder caps a frame at one byte per coded pixel; twice that leaves room for the
+      // parameter sets and start-code escaping.
+      this.out = ByteBuffer.allocate(2 * ((height + 15) & ~15) * ((width + 15) & ~15) + 4096);
+    }
+
+    /** The next frame ({@code sourceHeight × sourceWidth} RGB), coded. */
+    EncodedFrame encode(float[] rgb) {
+      float[] even = cropToEven(rgb, sourceHeight, sourceWidth);
+      out.clear();
+      EncodedFrame encoded = encoder.encodeFrame(Bt709.toYuv420(even, height, width), out);
+      ByteBuffer data = encoded.getData();
+      ByteBuffer copy = ByteBuffer.allocate(data.remaining()).put(data.duplicate()).flip();
+      return new EncodedFrame(copy, encoded.isKeyFrame());
+    }
   }
 
   private static float[] cropToEven(float[] rgb, int height, int width) {
