@@ -268,7 +268,8 @@ final class GenerateBench implements Callable<Integer> {
     return out;
   }
 
-  private static double median(List<Double> xs) {
+  /** The median of {@code xs} (the mean of the middle two for an even count). */
+  static double median(List<Double> xs) {
     List<Double> sorted = xs.stream().sorted().toList();
     int n = sorted.size();
     return n % 2 == 1 ? sorted.get(n / 2) : (sorted.get(n / 2 - 1) + sorted.get(n / 2)) / 2;

@@ -109,11 +109,7 @@ final class TrainBench implements Callable<Integer> {
   }
 
   private void print(PrintWriter out, TrainConfig config, List<Double> timed) {
-    List<Double> sorted = timed.stream().sorted().toList();
-    double median =
-        sorted.size() % 2 == 1
-            ? sorted.get(sorted.size() / 2)
-            : (sorted.get(sorted.size() / 2 - 1) + sorted.get(sorted.size() / 2)) / 2;
+    double median = GenerateBench.median(timed);
     OptionalLong peak = peakResidentBytes();
     out.printf(
         Locale.ROOT,
@@ -133,7 +129,7 @@ final class TrainBench implements Callable<Integer> {
         config.batch(),
         config.batch() / config.microBatch(),
         median,
-        sorted.getFirst(),
+        timed.stream().mapToDouble(Double::doubleValue).min().orElseThrow(),
         config.batch() / median,
         peak.isPresent() ? String.format(Locale.ROOT, "%.2f GB", peak.getAsLong() / 1e9) : "–");
     out.printf(

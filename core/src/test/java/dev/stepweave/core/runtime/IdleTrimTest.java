@@ -73,7 +73,8 @@ class IdleTrimTest {
 
   @Test
   void anIdlePoolTrimsOnceAfterTheDelay() throws Exception {
-    try (Engine engine = new Engine(model(), after(Duration.ofMillis(200)))) {
+    // Delays far above a loaded machine's pause between two calls, so only the waits below count.
+    try (Engine engine = new Engine(model(), after(Duration.ofSeconds(1)))) {
       // Submitted together, so the pool is never idle between them.
       var first = engine.submit(request(2));
       var second = engine.submit(request(3));
@@ -84,7 +85,7 @@ class IdleTrimTest {
         Thread.sleep(10);
       }
       assertEquals(1, trims.get(), "one trim once idle");
-      Thread.sleep(500);
+      Thread.sleep(1500);
       assertEquals(1, trims.get(), "no further trim without another request");
       engine.submit(request(1)).result().get(10, TimeUnit.SECONDS);
       deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
@@ -111,12 +112,12 @@ class IdleTrimTest {
             }
           }
         });
-    try (Engine engine = new Engine(model(), after(Duration.ofMillis(100)))) {
+    try (Engine engine = new Engine(model(), after(Duration.ofMillis(500)))) {
       var shortOne = engine.submit(request(1));
       var longOne = engine.submit(request(3));
       shortOne.result().get(10, TimeUnit.SECONDS);
       blocked.await(10, TimeUnit.SECONDS);
-      Thread.sleep(300); // past the delay since the short one completed, but the pool is busy
+      Thread.sleep(800); // past the delay since the short one completed, but the pool is busy
       assertEquals(0, trims.get(), "no trim while a request runs");
       release.countDown();
       longOne.result().get(10, TimeUnit.SECONDS);
