@@ -79,6 +79,8 @@ final class CublasLt {
           INT,
           PTR,
           PTR);
+  static final MethodHandle cublasLtMatmulAlgoCheck =
+      Ffm.status(LIB, "cublasLtMatmulAlgoCheck", LONG, LONG, LONG, LONG, LONG, LONG, PTR, PTR);
   static final MethodHandle cublasLtMatmul =
       Ffm.status(
           LIB,

@@ -32,6 +32,14 @@ import java.util.stream.IntStream;
  * process takes it without timing. The heuristic's first runs a smaller shape, an accumulating call
  * (timing would add into C again and again), and a shape first met while a CUDA graph records (its
  * warm-up run normally settles the choice before).
+ *
+ * <p>Batch invariance: a shape whose M rows are items of {@link Shape#itemRows} rows each (the
+ * requests of a batched transformer call) runs the algorithm chosen for one item's shape, whatever
+ * the number of items, so an item's rows come out bit for bit as they do alone. cuBLASLt's
+ * heuristic (and the timing) would otherwise pick per M — another tile or split-K for a larger
+ * batch, another order of the K sum, other bits — and over a denoising trajectory those differences
+ * grow past the BF16 bound (docs/serving-benchmark.md). Only where cuBLASLt says the item's
+ * algorithm cannot run at the full M does the shape choose its own, and {@link #paths()} says so.
  */
 public final class Gemm implements AutoCloseable {
   private static final long WORKSPACE_BYTES = 32L << 20;
@@ -83,11 +91,103 @@ public final class Gemm implements AutoCloseable {
       long strideBias,
       boolean bf16,
       boolean bf16Out,
-      Epilogue epilogue) {
+      Epilogue epilogue,
+      int itemRows) {
     public Shape {
       if (bf16Out && !bf16) {
         throw new IllegalArgumentException("a BF16 GEMM output needs BF16 inputs");
       }
+      if (itemRows <= 0 || m % itemRows != 0 || (itemRows < m && transA)) {
+        throw new IllegalArgumentException(
+            "M = " + m + " is not a whole number of untransposed items of " + itemRows + " rows");
+      }
+    }
+
+    /** A shape whose rows are one item: its algorithm is chosen for M itself. */
+    public Shape(
+        int m,
+        int n,
+        int k,
+        boolean transA,
+        long lda,
+        boolean transB,
+        long ldb,
+        long ldc,
+        int batch,
+        long strideA,
+        long strideB,
+        long strideC,
+        long strideBias,
+        boolean bf16,
+        boolean bf16Out,
+        Epilogue epilogue) {
+      this(
+          m,
+          n,
+          k,
+          transA,
+          lda,
+          transB,
+          ldb,
+          ldc,
+          batch,
+          strideA,
+          strideB,
+          strideC,
+          strideBias,
+          bf16,
+          bf16Out,
+          epilogue,
+          m);
+    }
+
+    /** The same rows as items of {@code rows} rows each. */
+    public Shape withItemRows(int rows) {
+      return new Shape(
+          m,
+          n,
+          k,
+          transA,
+          lda,
+          transB,
+          ldb,
+          ldc,
+          batch,
+          strideA,
+          strideB,
+          strideC,
+          strideBias,
+          bf16,
+          bf16Out,
+          epilogue,
+          rows);
+    }
+
+    /**
+     * One item's GEMM: its first {@code itemRows} rows, read and written where the full shape's are
+     * (a batch stride that spans M spans the item's rows instead).
+     */
+    Shape item() {
+      long itemStrideA = !transA && strideA == (long) m * lda ? (long) itemRows * lda : strideA;
+      long itemStrideC = strideC == (long) m * ldc ? (long) itemRows * ldc : strideC;
+      return new Shape(
+          itemRows,
+          n,
+          k,
+          transA,
+          lda,
+          transB,
+          ldb,
+          ldc,
+          batch,
+          itemStrideA,
+          strideB,
+          itemStrideC,
+          strideBias,
+          bf16,
+          bf16Out,
+          epilogue,
+          itemRows);
     }
   }
 
@@ -182,16 +282,58 @@ public final class Gemm implements AutoCloseable {
             alignment(b, s.batch() == 1 ? 0 : s.strideB() * element),
             alignment(c, s.batch() == 1 ? 0 : s.strideC() * outElement));
     Plan p = plans.computeIfAbsent(key, this::plan);
-    if (s.epilogue().hasBias()) {
-      try (Arena tmp = Arena.ofConfined()) {
-        MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
-        setDesc(p.desc, CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
+    setBias(p, s, bias);
+    if (!p.settled && s.itemRows() < s.m()) {
+      // The item's rows are a prefix of the full operands, so its plan is settled on them.
+      PlanKey itemKey = new PlanKey(s.item(), key.alignA(), key.alignB(), key.alignC());
+      Plan item = plans.computeIfAbsent(itemKey, this::plan);
+      if (!item.settled) {
+        setBias(item, s, bias);
+        settle(itemKey, item, alpha, beta, a, b, c);
+      }
+      int status = adopt(p, item);
+      if (status != 0) {
+        settle(key, p, alpha, beta, a, b, c);
+        p.how =
+            "not batch-invariant (its item's algorithm fails at this M: " + status + "); " + p.how;
       }
     }
     if (!p.settled) {
       settle(key, p, alpha, beta, a, b, c);
     }
     launch(p, p.algo, alpha, beta, a, b, c);
+  }
+
+  private void setBias(Plan p, Shape s, long bias) {
+    if (s.epilogue().hasBias()) {
+      try (Arena tmp = Arena.ofConfined()) {
+        MemorySegment ptr = tmp.allocateFrom(ValueLayout.JAVA_LONG, bias);
+        setDesc(p.desc, CublasLt.CUBLASLT_MATMUL_DESC_BIAS_POINTER, ptr);
+      }
+    }
+  }
+
+  /**
+   * Settles a batched plan on its item's algorithm when cuBLASLt accepts it at the full M (the
+   * batch invariance of the class comment), returning 0; otherwise cuBLASLt's refusal status.
+   */
+  private int adopt(Plan p, Plan item) {
+    int status;
+    try (Arena tmp = Arena.ofConfined()) {
+      MemorySegment result = tmp.allocate(CublasLt.HEURISTIC_RESULT_BYTES, 8);
+      status =
+          (int)
+              CublasLt.cublasLtMatmulAlgoCheck.invokeExact(
+                  handle, p.desc, p.bLayout, p.aLayout, p.cLayout, p.cLayout, item.algo, result);
+    } catch (Throwable t) {
+      throw dev.stepweave.cuda.driver.Ffm.rethrow("cublasLtMatmulAlgoCheck", t);
+    }
+    if (status == 0) {
+      p.algo = item.algo;
+      p.settled = true;
+      p.how = "its item's algorithm (batch-invariant): " + item.how;
+    }
+    return status;
   }
 
   /**

@@ -71,6 +71,11 @@ public final class CudnnAttention implements AutoCloseable {
     Strides o() {
       return Strides.contiguous(lq, h, dv);
     }
+
+    /** The key of the batch's first item alone (a view at the same address, same strides). */
+    Key item() {
+      return new Key(1, lq, lk, h, d, dv, q, k, v, alignment);
+    }
   }
 
   /** The two graphs tried, in order. */
@@ -112,7 +117,7 @@ public final class CudnnAttention implements AutoCloseable {
     }
     Tensor qh = tensors.onDevice(q), kh = tensors.onDevice(k), vh = tensors.onDevice(v);
     Key key = key(qh, kh, vh);
-    Choice choice = choices.computeIfAbsent(key, this::choose);
+    Choice choice = choiceFor(key, qh, kh, vh, scale);
     Tensor out = choice.plan() == null ? null : run(key, choice, qh, kh, vh, scale);
     // Uploads and conversions go back once the work reading them is issued (stream order).
     tensors.releaseDerived(qh, q);
@@ -127,7 +132,8 @@ public final class CudnnAttention implements AutoCloseable {
       return "not cuDNN: " + cudnn.unavailable();
     }
     Tensor qh = tensors.onDevice(q), kh = tensors.onDevice(k), vh = tensors.onDevice(v);
-    String description = choices.computeIfAbsent(key(qh, kh, vh), this::choose).description();
+    // A batch's first item may run here to settle its choice (the scale does not matter to it).
+    String description = choiceFor(key(qh, kh, vh), qh, kh, vh, 1f).description();
     tensors.releaseDerived(qh, q);
     tensors.releaseDerived(kh, k);
     tensors.releaseDerived(vh, v);
@@ -206,6 +212,93 @@ public final class CudnnAttention implements AutoCloseable {
     }
     return new Choice(
         null, null, "not cuDNN " + cudnn.version() + ": " + String.join("; ", refusals), List.of());
+  }
+
+  /** The key's choice, made on first use ({@link #chooseAsItem} for a batch). */
+  private Choice choiceFor(Key key, Tensor q, Tensor k, Tensor v, float scale) {
+    Choice choice = choices.get(key);
+    if (choice == null) {
+      choice = key.b() == 1 ? choose(key) : chooseAsItem(key, q, k, v, scale);
+      choices.put(key, choice);
+    }
+    return choice;
+  }
+
+  /**
+   * A batch's choice: the engine its first item's shape runs (settled first, by timing on that
+   * item), so each item's output is the same bits in a batch of any size — a flash-attention engine
+   * computes every (item, head) on its own, in an order its configuration fixes, where another
+   * engine would sum in another. Falls back to the batch's own choice where its heuristics do not
+   * offer that engine, and says so in the description.
+   */
+  private Choice chooseAsItem(Key key, Tensor q, Tensor k, Tensor v, float scale) {
+    Key itemKey = key.item();
+    Choice item = choices.get(itemKey);
+    if (item == null || !item.untimed().isEmpty()) {
+      if (tensors.context().isCapturing()) {
+        // Running the item here would record it into the graph: keep the heuristics' first.
+        Choice first = item == null ? choose(itemKey) : item;
+        item =
+            first.plan() == null
+                ? first
+                : new Choice(
+                    first.plan(),
+                    first.variant(),
+                    describe(
+                        first.variant(),
+                        first.plan(),
+                        "heuristics' first, untimed (met in a CUDA graph)"),
+                    List.of());
+        choices.put(itemKey, item);
+      } else {
+        Tensor o = attention(q.slice(0, 0, 1), k.slice(0, 0, 1), v.slice(0, 0, 1), scale);
+        if (o != null) {
+          tensors.release(o);
+        }
+        item = choices.get(itemKey);
+      }
+    }
+    String engine = item.plan() == null ? "?" : item.plan().engine();
+    if (!engine.equals("?")) {
+      CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
+      try {
+        CudnnDescriptor graph =
+            item.variant() == Variant.UNIFIED
+                ? unifiedGraph(owned, cudnn.handle(), key)
+                : compositeGraph(owned, cudnn.handle(), key);
+        List<Plan> plans =
+            CudnnRuntime.candidates(
+                    owned,
+                    graph,
+                    TUNED_CONFIGS,
+                    Long.MAX_VALUE,
+                    Set.of(),
+                    new ArrayList<>(),
+                    item.variant().label)
+                .plans();
+        for (Plan plan : plans) {
+          if (plan.engine().equals(engine)) {
+            return new Choice(
+                plan,
+                item.variant(),
+                describe(item.variant(), plan, "its batch-1 item's engine, batch-invariant"),
+                List.of());
+          }
+        }
+      } catch (CudaException e) {
+        // Below: the batch chooses for itself.
+      }
+      owned.close();
+    }
+    Choice own = choose(key);
+    return new Choice(
+        own.plan(),
+        own.variant(),
+        "not batch-invariant (engine "
+            + engine
+            + " of its batch-1 item not offered): "
+            + own.description(),
+        own.untimed());
   }
 
   /**

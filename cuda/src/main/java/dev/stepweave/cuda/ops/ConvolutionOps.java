@@ -48,16 +48,54 @@ public final class ConvolutionOps {
   public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
     OpShapes.conv3d(x, w, bias, stride, padding);
     if (operands.bf16Mode()) {
-      Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding, out);
-      DType own = cudnnType(x);
-      if (fast == null && out != own) {
-        fast = converted(cudnnConv.conv3d(x, w, bias, stride, padding, own), out);
-      }
+      Tensor fast = cudnnPerItem(x, w, bias, stride, padding, out);
       if (fast != null) {
         return fast;
       }
     }
     return converted(im2colF32(x, w, bias, stride, padding), out);
+  }
+
+  /**
+   * cuDNN's convolution of each item of x's batch on its own, into one result, or null where cuDNN
+   * does not take the shape. cuDNN chooses its engine per batch size, and another engine sums in
+   * another order: one item at a time, an item's result is the same bits however many requests
+   * share the transformer call (the patch embedding of a batched step; the VAE runs one item).
+   */
+  private Tensor cudnnPerItem(
+      Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
+    int batch = x.dim(0);
+    if (batch == 1) {
+      return cudnn(x, w, bias, stride, padding, out);
+    }
+    Tensor y = null;
+    for (int i = 0; i < batch; i++) {
+      Tensor item = cudnn(x.slice(0, i, i + 1), w, bias, stride, padding, out);
+      if (item == null) {
+        if (y != null) {
+          tensors.release(y);
+        }
+        return null;
+      }
+      if (y == null) {
+        int[] shape = item.shape();
+        shape[0] = batch;
+        y = tensors.empty(item.dtype(), shape);
+      }
+      tensors.copy(item, y.slice(0, i, i + 1));
+      tensors.release(item); // the copy is issued: stream order makes the reuse safe
+    }
+    return y;
+  }
+
+  /** cuDNN in the requested type, else in x's own type converted; null where it refuses both. */
+  private Tensor cudnn(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, DType out) {
+    Tensor fast = cudnnConv.conv3d(x, w, bias, stride, padding, out);
+    DType own = cudnnType(x);
+    if (fast == null && out != own) {
+      fast = converted(cudnnConv.conv3d(x, w, bias, stride, padding, own), out);
+    }
+    return fast;
   }
 
   /** The type cuDNN convolves x in: BF16 for a BF16 x, else F32 (TF32 products). */

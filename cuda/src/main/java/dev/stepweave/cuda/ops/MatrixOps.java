@@ -85,6 +85,9 @@ public final class MatrixOps {
         new Gemm.Shape(
             m, n, k, false, k, true, k, n, blocks, strideA, strideB, strideC, 0L, bf16, bf16Out,
             epilogue);
+    if (blocks == 1) {
+      s = s.withItemRows(itemRows(x, m));
+    }
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     tensors.releaseDerived(xd, x);
     tensors.releaseDerived(wd, w);
@@ -148,7 +151,8 @@ public final class MatrixOps {
             bd == null ? 0L : n,
             true,
             true,
-            bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS);
+            bd == null ? Gemm.Epilogue.NONE : Gemm.Epilogue.BIAS,
+            itemRows(x, m));
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     tensors.releaseDerived(xd, x);
     tensors.releaseDerived(wd, w);
@@ -160,6 +164,14 @@ public final class MatrixOps {
       parts.add(out.select(0, i));
     }
     return parts;
+  }
+
+  /**
+   * The rows of one item of x's first dimension (a request's rows in a batched call), whose results
+   * must not depend on how many items share the GEMM ({@code Backend.linear}'s contract).
+   */
+  private static int itemRows(Tensor x, int rows) {
+    return x.rank() < 2 || x.dim(0) == 0 ? rows : rows / x.dim(0);
   }
 
   public Tensor matmul(Tensor a, Tensor b) {

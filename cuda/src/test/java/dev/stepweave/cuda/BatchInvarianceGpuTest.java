@@ -1,0 +1,123 @@
+package dev.stepweave.cuda;
+
+import static org.junit.jupiter.api.Assertions.assertArrayEquals;
+
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
+import java.util.List;
+import java.util.function.Function;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The BF16 mode's batched ops at the 1.3B transformer's real shapes give each item of the batch the
+ * bits it gets alone (docs/cuda.md, "Batch invariance"): the GEMMs (one linear, the stacked q/k/v,
+ * the FFN's GELU epilogue), cuDNN's attention and the patch-embedding convolution, for batches of
+ * 2, 3 and 8 items. Without it cuBLASLt and cuDNN choose per batch size, and a request's step
+ * differs in the last bits when other requests share the call.
+ */
+@Tag("gpu")
+class BatchInvarianceGpuTest {
+  /** An 832×480 image's latent tokens at 1×2×2 patches, and a 256×256×33 video's. */
+  private static final int[] TOKENS = {1560, 2304};
+
+  private static final int[] BATCHES = {2, 3, 8};
+
+  /** Uniform in [-scale, scale], rounded to BF16 values. */
+  private static Tensor rand(long seed, float scale, int... shape) {
+    return RandomWeights.uniform(seed, scale, shape).toHost(DType.BF16).toHost(DType.F32);
+  }
+
+  /**
+   * Runs {@code op} on a batch of {@code batch} items of x, then on each item alone, and requires
+   * each item's rows of the batched result to equal its own result bit for bit.
+   */
+  private static void invariant(
+      String what, CudaBackend gpu, Tensor x, int batch, Function<Tensor, Tensor> op) {
+    invariant(what, gpu, x, DType.BF16, batch, op);
+  }
+
+  /** As above, with x uploaded as {@code type}. */
+  private static void invariant(
+      String what, CudaBackend gpu, Tensor x, DType type, int batch, Function<Tensor, Tensor> op) {
+    Tensor all = gpu.download(op.apply(gpu.upload(x, type))).toHost(DType.F32);
+    for (int i = 0; i < batch; i++) {
+      Tensor item = x.slice(0, i, i + 1).toHost(DType.F32);
+      Tensor alone = gpu.download(op.apply(gpu.upload(item, type))).toHost(DType.F32);
+      assertArrayEquals(
+          alone.toFloatArray(),
+          all.slice(0, i, i + 1).toHost(DType.F32).toFloatArray(),
+          what + ": item " + i + " of a batch of " + batch);
+    }
+  }
+
+  @Test
+  void linearLayersGiveEachItemItsOwnBits() {
+    CudaBackend gpu = Gpu.bf16();
+    int dim = 1536, ffn = 8960;
+    Tensor w = gpu.upload(rand(1, 0.03f, dim, dim), DType.BF16);
+    Tensor bias = gpu.upload(rand(2, 0.1f, dim), DType.BF16);
+    Tensor qkv = gpu.upload(rand(3, 0.03f, 3, dim, dim), DType.BF16);
+    Tensor qkvBias = gpu.upload(rand(4, 0.1f, 3, dim), DType.BF16);
+    Tensor up = gpu.upload(rand(5, 0.03f, ffn, dim), DType.BF16);
+    Tensor upBias = gpu.upload(rand(6, 0.1f, ffn), DType.BF16);
+    for (int tokens : TOKENS) {
+      for (int batch : BATCHES) {
+        Tensor x = rand(10 + batch, 1f, batch, tokens, dim);
+        String at = tokens + " tokens";
+        invariant("linear, " + at, gpu, x, batch, t -> gpu.linear(t, w, bias));
+        invariant(
+            "stacked q/k/v, " + at,
+            gpu,
+            x,
+            batch,
+            t -> gpu.concat(gpu.linearStacked(t, qkv, qkvBias), 2));
+        invariant("FFN up + GELU, " + at, gpu, x, batch, t -> gpu.linearGeluTanh(t, up, upBias));
+      }
+    }
+  }
+
+  @Test
+  void attentionGivesEachItemItsOwnBits() {
+    CudaBackend gpu = Gpu.bf16();
+    int heads = 12, headDim = 128;
+    for (int tokens : TOKENS) {
+      for (int batch : BATCHES) {
+        Tensor qkv = rand(20 + batch, 1f, batch, tokens, 3 * heads, headDim);
+        invariant(
+            "self-attention, " + tokens + " tokens",
+            gpu,
+            qkv,
+            batch,
+            t -> {
+              List<Tensor> parts =
+                  List.of(
+                      t.slice(2, 0, heads),
+                      t.slice(2, heads, 2 * heads),
+                      t.slice(2, 2 * heads, 3 * heads));
+              return gpu.attention(parts.get(0), parts.get(1), parts.get(2), null, 0.088f);
+            });
+      }
+    }
+  }
+
+  @Test
+  void thePatchEmbeddingGivesEachItemItsOwnBits() {
+    CudaBackend gpu = Gpu.bf16();
+    Tensor w = gpu.upload(rand(30, 0.1f, 1536, 16, 1, 2, 2), DType.BF16);
+    Tensor bias = gpu.upload(rand(31, 0.1f, 1536), DType.BF16);
+    for (int batch : BATCHES) {
+      Tensor latents = rand(40 + batch, 1f, batch, 16, 1, 60, 104);
+      for (DType type : new DType[] {DType.F32, DType.BF16}) {
+        invariant(
+            "patch embedding of " + type + " latents",
+            gpu,
+            latents,
+            type,
+            batch,
+            t -> gpu.conv3d(t, w, bias, new int[] {1, 2, 2}, new int[3]));
+      }
+    }
+  }
+}
