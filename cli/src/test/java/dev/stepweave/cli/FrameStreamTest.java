@@ -27,8 +27,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A video's frames streamed as the decoder completes them are the final artifact's frames, chunk by
- * chunk in order, and the MP4 coded from them while the rest decoded is the one coded from the
- * artifact.
+ * chunk in order; that artifact (assembled from the streamed chunks) is the video the same request
+ * decodes without streaming; and the MP4 coded from them while the rest decoded is the one coded
+ * from the artifact.
  */
 class FrameStreamTest {
   @TempDir Path tmp;
@@ -42,14 +43,25 @@ class FrameStreamTest {
     List<RequestEvent.FramesDecoded> chunks = new ArrayList<>();
     FrameStream stream = new FrameStream();
     GenerationResult result;
+    GenerationResult unstreamed;
     try (WanModel model = WanModel.load(GenerateOutputsTest.TINY, new CpuBackend());
         Engine engine = new Engine(model)) {
       var handle = engine.submit(FrameStream.asking(request));
       handle.events().subscribe(collecting(chunks));
       handle.events().subscribe(stream);
       result = handle.result().get();
+      unstreamed =
+          engine
+              .submit(
+                  Request.builder(TaskType.T2V, params).id("whole").prompt("a red ball").build())
+              .result()
+              .get();
     }
     Tensor frames = result.artifact(Artifact.VideoArtifact.class).frames();
+    assertArrayEquals(
+        unstreamed.artifact(Artifact.VideoArtifact.class).frames().toFloatArray(),
+        frames.toFloatArray(),
+        "the video assembled from the streamed chunks is the one decoded whole");
     assertTrue(stream.mp4().awaitFrames(17, Duration.ofSeconds(10)), "every frame arrived");
     synchronized (chunks) {
       // A causal VAE's latent frames: 1 output frame, then 4 each.

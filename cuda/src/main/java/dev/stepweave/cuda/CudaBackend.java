@@ -374,6 +374,12 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public java.util.function.Supplier<Tensor> downloadQueuedInto(
+      Tensor t, java.util.function.Supplier<Tensor> into) {
+    return tensors.downloadQueuedInto(t, into);
+  }
+
+  @Override
   public Tensor contiguous(Tensor t) {
     return tensors.contiguous(t);
   }

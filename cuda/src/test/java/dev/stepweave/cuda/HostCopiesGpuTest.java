@@ -9,6 +9,7 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.RandomWeights;
+import java.util.List;
 import java.util.Random;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -83,5 +84,32 @@ class HostCopiesGpuTest {
         "downloadInto needs a contiguous F32 CPU tensor of shape [41, 160, 533, 3], got "
             + Tensor.zeros(DType.F32, 41, 160, 533),
         e.getMessage());
+  }
+
+  @Test
+  void queuedDownloadsIntoSlicesOfATensorMadeMeanwhileAssembleTheWhole() {
+    CudaBackend gpu = Gpu.backend();
+    // As the decode streams a video: chunks of frames (strided BF16 views) queued into their
+    // place in a host tensor that another thread is still making.
+    Tensor device =
+        gpu.upload(RandomWeights.uniform(6, 1f, 3, 17, 96, 160), DType.BF16).permute(1, 2, 3, 0);
+    var made =
+        java.util.concurrent.CompletableFuture.supplyAsync(
+            () -> Tensor.zeros(DType.F32, device.shape()));
+    int[] starts = {0, 1, 5, 9, 13, 17};
+    List<java.util.function.Supplier<Tensor>> landed = new java.util.ArrayList<>();
+    for (int c = 0; c + 1 < starts.length; c++) {
+      int from = starts[c], to = starts[c + 1];
+      landed.add(
+          gpu.downloadQueuedInto(device.slice(0, from, to), () -> made.join().slice(0, from, to)));
+    }
+    gpu.synchronize();
+    for (int c = 0; c < landed.size(); c++) {
+      assertArrayEquals(
+          gpu.download(device.slice(0, starts[c], starts[c + 1])).toFloatArray(),
+          landed.get(c).get().toFloatArray(),
+          "chunk " + c);
+    }
+    assertArrayEquals(gpu.download(device).toFloatArray(), made.join().toFloatArray());
   }
 }

@@ -116,6 +116,20 @@ public interface Backend {
     return () -> host;
   }
 
+  /**
+   * {@code t} as F32 into the contiguous F32 CPU tensor of its shape that {@code into} supplies,
+   * queued like {@link #downloadQueued}: the supplier gives that tensor, readable once {@link
+   * #synchronize} next returns. {@code into} is asked when the copy lands — on another thread for a
+   * device backend, and it may wait there (a tensor still being made) — so a device→host copy of a
+   * result's part can go straight into the whole result's host memory. The default copies at once.
+   */
+  default java.util.function.Supplier<Tensor> downloadQueuedInto(
+      Tensor t, java.util.function.Supplier<Tensor> into) {
+    Tensor target = into.get();
+    downloadInto(t, target);
+    return () -> target;
+  }
+
   /** A contiguous copy (or {@code t} itself when already contiguous). */
   Tensor contiguous(Tensor t);
 

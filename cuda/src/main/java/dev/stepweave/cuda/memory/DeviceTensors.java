@@ -374,6 +374,35 @@ public final class DeviceTensors {
   }
 
   /**
+   * {@code t} as F32 into {@code into}'s contiguous F32 host tensor of its shape, copied on the
+   * stream like {@link #downloadQueued} (see {@code Backend.downloadQueuedInto}).
+   */
+  public Supplier<Tensor> downloadQueuedInto(Tensor t, Supplier<Tensor> into) {
+    if (!isHere(t)) {
+      Tensor target = into.get();
+      downloadInto(t, target);
+      return () -> target;
+    }
+    return context.exclusively(
+        () -> {
+          context.refuseDuringCapture("a download of " + t);
+          context.bind();
+          Tensor dense = t.dtype() == DType.F32 && t.isContiguous() ? t : convert(t, DType.F32);
+          Supplier<Tensor> landed =
+              queued.queue(
+                  address(dense),
+                  dense.byteSize(),
+                  () -> {
+                    Tensor target = into.get();
+                    Backend.requireDownloadTarget(t, target);
+                    return target;
+                  });
+          releaseDerived(dense, t); // the copy is queued: stream order keeps the block until then
+          return landed;
+        });
+  }
+
+  /**
    * Returns once every {@link #downloadQueued} copy so far has landed (after the stream's work).
    */
   public void awaitDownloads() {

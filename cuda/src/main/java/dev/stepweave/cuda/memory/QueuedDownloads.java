@@ -44,13 +44,21 @@ final class QueuedDownloads {
    * until then (stream order guarantees it: see {@link DeviceTensors#downloadQueued}).
    */
   Supplier<Tensor> queue(long src, DType dtype, int[] shape, long bytes) {
+    return queue(src, bytes, () -> Tensor.zeros(dtype, shape));
+  }
+
+  /**
+   * As {@link #queue(long, DType, int[], long)}, landing in the contiguous host tensor of {@code
+   * bytes} that {@code target} supplies (asked on the landing thread, where it may wait).
+   */
+  Supplier<Tensor> queue(long src, long bytes, Supplier<Tensor> target) {
     MemorySegment staging = pinned.borrow(bytes);
     if (staging == null) {
       // No page-locked memory: an ordinary copy, which waits.
-      Tensor host = Tensor.zeros(dtype, shape);
-      MemorySegment target = host.segment();
+      Tensor host = target.get();
+      MemorySegment into = host.segment();
       Driver.call(
-          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(target, src, bytes));
+          "cuMemcpyDtoH_v2", () -> (int) Driver.cuMemcpyDtoH_v2.invokeExact(into, src, bytes));
       return () -> host;
     }
     long stream = context.stream();
@@ -63,7 +71,7 @@ final class QueuedDownloads {
             () -> {
               try {
                 context.awaitEvent(event);
-                Tensor host = Tensor.zeros(dtype, shape);
+                Tensor host = target.get();
                 MemorySegment.copy(staging, 0, host.segment(), 0, bytes);
                 return host;
               } finally {

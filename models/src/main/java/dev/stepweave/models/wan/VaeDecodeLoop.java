@@ -93,13 +93,14 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     var denoised = ctx.upstream(WanCards.DENOISE);
     WanVae vae = model.vae();
     Tensor latents = vae.denormalize(denoised.tensor(DenoiseLoop.LATENTS));
+    CompletableFuture<Tensor> video = hostVideo(latents);
     return new State(
         latents,
         vae.startDecode(latents, tiling(request, vae)),
         request,
         ctx.cancelScope(),
-        FrameEvents.of(request, ctx, List.of()),
-        hostVideo(latents));
+        FrameEvents.of(request, ctx, List.of(), video),
+        video);
   }
 
   // Makes the finished videos' host tensors while the decodes run.
@@ -125,7 +126,9 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
    * Emits each latent frame's decoded chunk, post-processed as {@link #finalize} does the whole
    * video, as a {@link RequestEvent.FramesDecoded}. It counts what it sent, so a resumed decode
    * (which starts from a later chunk) sends only what follows; a consumer that missed the start
-   * sees a gap in the indices.
+   * sees a gap in the indices. A decode streamed from its first chunk lands each chunk's frames in
+   * their place in the finished video's host tensor, so the video is complete on the host when the
+   * last copy lands and {@link #finalize} downloads nothing more.
    */
   static final class FrameEvents {
     // Emits each chunk once its queued copy has landed, in order, off the scheduler thread.
@@ -133,23 +136,41 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
 
     private final String requestId;
     private final java.util.function.Consumer<RequestEvent> emit;
+    private final CompletableFuture<Tensor> video;
+    private final boolean fromFirstChunk;
     private int chunks;
     private int frames;
     private CompletableFuture<Void> emitted = CompletableFuture.completedFuture(null);
 
     private FrameEvents(
-        String requestId, java.util.function.Consumer<RequestEvent> emit, List<Tensor> sent) {
+        String requestId,
+        java.util.function.Consumer<RequestEvent> emit,
+        List<Tensor> sent,
+        CompletableFuture<Tensor> video) {
       this.requestId = requestId;
       this.emit = emit;
+      this.video = video;
+      this.fromFirstChunk = sent.isEmpty();
       this.chunks = sent.size();
       for (Tensor chunk : sent) {
         frames += chunk.dim(2);
       }
     }
 
-    /** Null unless the request streams frames; the chunks {@code sent} are not sent again. */
-    static FrameEvents of(Request request, LoopContext ctx, List<Tensor> sent) {
-      return request.output().frames() ? new FrameEvents(request.id(), ctx::emit, sent) : null;
+    /**
+     * Null unless the request streams frames; the chunks {@code sent} are not sent again, and the
+     * frames go into {@code video}'s tensor when none were.
+     */
+    static FrameEvents of(
+        Request request, LoopContext ctx, List<Tensor> sent, CompletableFuture<Tensor> video) {
+      return request.output().frames()
+          ? new FrameEvents(request.id(), ctx::emit, sent, video)
+          : null;
+    }
+
+    /** Whether every one of the video's {@code total} frames has been sent into its tensor. */
+    boolean filled(int total) {
+      return fromFirstChunk && frames == total;
     }
 
     /**
@@ -159,13 +180,17 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     void sendCompleted(Backend ops, DecodeState decode) {
       List<Tensor> decoded = decode.decoded();
       for (; chunks < decoded.size(); chunks++) {
-        Supplier<Tensor> host = ops.downloadQueued(postprocessedOnDevice(ops, decoded.get(chunks)));
-        int first = frames;
+        Tensor chunk = postprocessedOnDevice(ops, decoded.get(chunks));
+        int first = frames, count = chunk.dim(0);
+        Supplier<Tensor> host =
+            fromFirstChunk
+                ? ops.downloadQueuedInto(chunk, () -> video.join().slice(0, first, first + count))
+                : ops.downloadQueued(chunk);
         emitted =
             emitted.thenRunAsync(
                 () -> emit.accept(new RequestEvent.FramesDecoded(requestId, first, host.get())),
                 EMITTER);
-        frames += decoded.get(chunks).dim(2);
+        frames += count;
       }
     }
 
@@ -279,19 +304,21 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
     // On the host, in the tensor made meanwhile; the device copies made on the way die at once.
     Tensor made = s.video().join();
     Tensor host =
-        ops.scoped(
-            () -> {
-              Tensor video = postprocessedOnDevice(ops, model.vae().finish(s.decode()));
-              if (!Arrays.equals(video.shape(), made.shape())) {
-                throw new IllegalStateException(
-                    "decoded video "
-                        + Arrays.toString(video.shape())
-                        + " is not the shape the decode was set up for: "
-                        + made);
-              }
-              ops.downloadInto(video, made);
-              return made;
-            });
+        s.frames() != null && s.frames().filled(made.dim(0))
+            ? made // every frame was streamed into it; drain() below waits for the last copies
+            : ops.scoped(
+                () -> {
+                  Tensor video = postprocessedOnDevice(ops, model.vae().finish(s.decode()));
+                  if (!Arrays.equals(video.shape(), made.shape())) {
+                    throw new IllegalStateException(
+                        "decoded video "
+                            + Arrays.toString(video.shape())
+                            + " is not the shape the decode was set up for: "
+                            + made);
+                  }
+                  ops.downloadInto(video, made);
+                  return made;
+                });
     // The video is on the host (and the streamed chunks' copies are queued before this on the
     // stream): the decode's frames need not wait for the collector.
     s.decode().release();
@@ -336,12 +363,13 @@ final class VaeDecodeLoop implements Loop<VaeDecodeLoop.State> {
         .forEach(e -> scalars.put(e.getKey(), e.getValue().asText()));
     DecodeState decode =
         model.vae().restoreDecode(latents, tiling(request, model.vae()), tensors, scalars);
+    CompletableFuture<Tensor> video = hostVideo(latents);
     return new State(
         latents,
         decode,
         request,
         ctx.cancelScope(),
-        FrameEvents.of(request, ctx, decode.decoded()),
-        hostVideo(latents));
+        FrameEvents.of(request, ctx, decode.decoded(), video),
+        video);
   }
 }
