@@ -40,6 +40,9 @@ out=${OUT:-$PWD/device-out}
 mkdir -p "$out" /tmp/j
 tar -xJf "$here/jre.tar.xz" -C /tmp/j
 java=/tmp/j/jre/bin/java
+# The JDK's own class-data archive, which a full JDK ships and the jlink'd runtime leaves out to keep
+# the carry small: the CLI's archive (below) extends it.
+[ -f /tmp/j/jre/lib/server/classes.jsa ] || "$java" -Xshare:dump >/dev/null 2>&1 || true
 cuda_lib=/usr/local/cuda/targets/x86_64-linux/lib
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:$cuda_lib:${LD_LIBRARY_PATH:-}
 export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
@@ -47,6 +50,10 @@ mkdir -p /tmp/stepweave-lib && tar -xJf "$here/lib.tar.xz" -C /tmp/stepweave-lib
 cp="/tmp/stepweave-lib/*"
 flags=(--add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED -Xss4m -Xmx48g
        -Dstepweave.golden="$PWD/testdata/golden")
+# The CLI's processes get the launcher's flags (./stepweave): its collector and its class-data archive.
+mkdir -p /tmp/stepweave-cds
+cli_flags=("${flags[@]}" -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -XX:+AutoCreateSharedArchive
+           -XX:SharedArchiveFile=/tmp/stepweave-cds/stepweave.jsa -Xlog:cds=off -Xlog:cds+dynamic=off)
 header="== $(date -u +%FT%TZ) $(nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader)"
 
 if [ "${TESTS:-1}" = 1 ]; then
@@ -118,12 +125,12 @@ if [ -n "${PIPELINE:-}" ]; then
       fi
       for run in $(seq 1 "${PIPELINE_PROCESSES:-2}"); do
         start=$(date +%s.%N)
-        timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \
+        timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${cli_flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli generate \
           "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" --frames "$frames" \
           --steps "$steps" --guidance 5 --seed 42 --force -o "/tmp/out-$frames.mp4"
         echo "OURS generate $spec process $run exit $? wall $(awk "BEGIN{print $(date +%s.%N) - $start}") s"
       done
-      timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
+      timeout "${PIPELINE_TIMEOUT:-400}" "$java" "${cli_flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
         bench generate "a red ball bouncing" --model "$ckpt" --backend cuda --size "$size" \
         --frames "$frames" --steps "$steps" --guidance 5 --seed 42 --repeat "${PIPELINE_RUNS:-3}" \
         --force -o "/tmp/bench-$frames.mp4"
@@ -151,7 +158,7 @@ if [ -n "${SERVE:-}" ]; then
       IFS=: read -r workload rates requests <<< "$spec"
       # Unquoted: SERVE_OPTIONS holds several options.
       # shellcheck disable=SC2086
-      timeout "${SERVE_TIMEOUT:-400}" "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
+      timeout "${SERVE_TIMEOUT:-400}" "$java" "${cli_flags[@]}" -cp "$cp" dev.stepweave.cli.StepweaveCli \
         bench serve --model "$ckpt" --backend cuda --workload "$workload" --rates "$rates" \
         --requests "${requests:-24}" ${SERVE_OPTIONS:---rounds 1 --warmup 4}
       echo "OURS bench serve $spec exit $?"
