@@ -82,10 +82,11 @@ final class GenerateBench implements Callable<Integer> {
       startup =
           String.format(
               Locale.ROOT,
-              "startup: process start to main %.2f s, options and backend %.2f s, model load %.2f"
-                  + " s, engine (memory budget, rates probe) %.2f s",
+              "startup: process start to main %.2f s, options and backend %.2f s (backend %.2f s),"
+                  + " model load %.2f s, engine (memory budget, rates probe) %.2f s",
               toMain,
               seconds(loadStart - planStart),
+              plan.backendOpen().toNanos() / 1e9,
               load,
               seconds(System.nanoTime() - loaded));
       List<Run> runs = new ArrayList<>();

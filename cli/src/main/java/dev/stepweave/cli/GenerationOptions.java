@@ -35,6 +35,7 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.SecureRandom;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -218,7 +219,12 @@ final class GenerationOptions {
    *
    * @param batch whether the jobs come from --prompts
    */
-  record Plan(Path modelDir, Backend backend, List<Job> jobs, boolean batch) {}
+  /**
+   * @param backendOpen how long opening the backend took (the device's context, libraries and
+   *     kernels), for {@code bench generate}'s startup line
+   */
+  record Plan(
+      Path modelDir, Backend backend, List<Job> jobs, boolean batch, Duration backendOpen) {}
 
   /**
    * Checks every option, prompt and destination before the (long) model load, so bad input costs
@@ -276,12 +282,14 @@ final class GenerationOptions {
       jobs.add(new Job(i + 1, e, usedSeed, request, OutputTarget.check(file, frames, force)));
     }
     // The recipe is checked against the precision the backend computes in.
+    long opening = System.nanoTime();
     Backend backend = backendOption.open(err, Precision.BF16);
+    Duration backendOpen = Duration.ofNanos(System.nanoTime() - opening);
     Precision precision = Precision.of(backend.activationDType());
     for (Job job : jobs) {
       Preflight.recipe(job.request(), rules, caches, precision);
     }
-    return new Plan(dir, backend, List.copyOf(jobs), prompts != null);
+    return new Plan(dir, backend, List.copyOf(jobs), prompts != null, backendOpen);
   }
 
   /** The prompt given, or the --prompts file's; exactly one of the two. */
