@@ -16,6 +16,7 @@ import dev.stepweave.cuda.ops.CudaOps;
 import dev.stepweave.cuda.ops.LowRankOps;
 import dev.stepweave.cuda.ops.MatrixOps;
 import dev.stepweave.cuda.ops.RateProbe;
+import dev.stepweave.cuda.tuning.MeasuredRates;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
@@ -313,13 +314,24 @@ public final class CudaBackend implements Backend, AutoCloseable {
 
   private DeviceRates rates;
 
-  /** Measured once per backend ({@link RateProbe}). */
+  /**
+   * Measured once per device and activation dtype ({@link RateProbe}) and kept beside the compiled
+   * kernels ({@link MeasuredRates}), so later processes read them.
+   */
   @Override
   public synchronized Optional<DeviceRates> deviceRates() {
     if (rates == null) {
-      try (MemoryScope scope = openScope()) {
-        rates = RateProbe.measure(ops, tensors, scope, activationDType());
-      }
+      rates =
+          MeasuredRates.readOrMeasure(
+              tensors.kernels().cacheDir(),
+              context.name(),
+              context.arch(),
+              activationDType().name(),
+              () -> {
+                try (MemoryScope scope = openScope()) {
+                  return RateProbe.measure(ops, tensors, scope, activationDType());
+                }
+              });
     }
     return Optional.of(rates);
   }
