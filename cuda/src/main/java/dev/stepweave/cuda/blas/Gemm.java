@@ -73,7 +73,8 @@ public final class Gemm implements AutoCloseable {
    * dimension lda; likewise B as [K,N] (or [N,K]); C as [M,N] with ldc. Batches are strided (a
    * stride of 0 shares the operand across the batch); the bias too, by {@code strideBias} (0: one
    * vector for every batch). A and B are BF16 when {@code bf16}, else F32; C is BF16 when {@code
-   * bf16Out} (BF16 inputs only).
+   * bf16Out} (BF16 inputs only). The M rows are items of {@code itemRows} rows each ({@code m}: one
+   * item), whose results must not depend on how many items share the call (the class comment).
    */
   public record Shape(
       int m,
@@ -97,70 +98,10 @@ public final class Gemm implements AutoCloseable {
       if (bf16Out && !bf16) {
         throw new IllegalArgumentException("a BF16 GEMM output needs BF16 inputs");
       }
-      if (itemRows <= 0 || m % itemRows != 0 || (itemRows < m && transA)) {
+      if (m > 0 && (itemRows <= 0 || m % itemRows != 0 || (itemRows < m && transA))) {
         throw new IllegalArgumentException(
             "M = " + m + " is not a whole number of untransposed items of " + itemRows + " rows");
       }
-    }
-
-    /** A shape whose rows are one item: its algorithm is chosen for M itself. */
-    public Shape(
-        int m,
-        int n,
-        int k,
-        boolean transA,
-        long lda,
-        boolean transB,
-        long ldb,
-        long ldc,
-        int batch,
-        long strideA,
-        long strideB,
-        long strideC,
-        long strideBias,
-        boolean bf16,
-        boolean bf16Out,
-        Epilogue epilogue) {
-      this(
-          m,
-          n,
-          k,
-          transA,
-          lda,
-          transB,
-          ldb,
-          ldc,
-          batch,
-          strideA,
-          strideB,
-          strideC,
-          strideBias,
-          bf16,
-          bf16Out,
-          epilogue,
-          m);
-    }
-
-    /** The same rows as items of {@code rows} rows each. */
-    public Shape withItemRows(int rows) {
-      return new Shape(
-          m,
-          n,
-          k,
-          transA,
-          lda,
-          transB,
-          ldb,
-          ldc,
-          batch,
-          strideA,
-          strideB,
-          strideC,
-          strideBias,
-          bf16,
-          bf16Out,
-          epilogue,
-          rows);
     }
 
     /**

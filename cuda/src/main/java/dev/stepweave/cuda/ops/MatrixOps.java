@@ -77,17 +77,30 @@ public final class MatrixOps {
         bd == null
             ? (gelu ? Gemm.Epilogue.GELU_TANH : Gemm.Epilogue.NONE)
             : (gelu ? Gemm.Epilogue.GELU_TANH_BIAS : Gemm.Epilogue.BIAS);
-    // One block: a plain GEMM (strides unused); more: the bias vector is shared by every block.
+    // One block: a plain GEMM (strides unused), its algorithm that of one item's rows; more: the
+    // bias vector is shared by every block.
     long strideA = blocks == 1 ? 0 : (long) m * k;
     long strideB = blocks == 1 ? 0 : (long) n * k;
     long strideC = blocks == 1 ? 0 : (long) m * n;
     Gemm.Shape s =
         new Gemm.Shape(
-            m, n, k, false, k, true, k, n, blocks, strideA, strideB, strideC, 0L, bf16, bf16Out,
-            epilogue);
-    if (blocks == 1) {
-      s = s.withItemRows(itemRows(x, m));
-    }
+            m,
+            n,
+            k,
+            false,
+            k,
+            true,
+            k,
+            n,
+            blocks,
+            strideA,
+            strideB,
+            strideC,
+            0L,
+            bf16,
+            bf16Out,
+            epilogue,
+            blocks == 1 ? itemRows(x, m) : m);
     gemm.run(s, addr(xd), addr(wd), addr(out), addr(bd));
     tensors.releaseDerived(xd, x);
     tensors.releaseDerived(wd, w);
@@ -202,7 +215,8 @@ public final class MatrixOps {
             0L,
             false,
             false,
-            Gemm.Epilogue.NONE);
+            Gemm.Epilogue.NONE,
+            m);
     gemm.run(s, addr(av), addr(bv), addr(out), 0L);
     return out;
   }

@@ -90,7 +90,7 @@ class GemmTuningGpuTest {
   /** Row-major A [m, k] times Bᵀ with B stored [n, k], BF16 in, F32 out. */
   private static Gemm.Shape shape(int m, int n, int k) {
     return new Gemm.Shape(
-        m, n, k, false, k, true, k, n, 1, 0, 0, 0, 0, true, false, Gemm.Epilogue.NONE);
+        m, n, k, false, k, true, k, n, 1, 0, 0, 0, 0, true, false, Gemm.Epilogue.NONE, m);
   }
 
   private static long addr(Tensor t) {
