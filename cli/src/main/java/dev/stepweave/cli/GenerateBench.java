@@ -90,6 +90,7 @@ final class GenerateBench implements Callable<Integer> {
               load,
               seconds(System.nanoTime() - loaded));
       List<Run> runs = new ArrayList<>();
+      List<Profiler.CallMeasurement> afterFirst = List.of();
       double firstWritten = 0;
       for (int i = 0; i < repeat; i++) {
         Request request = i == 0 ? job.request() : generate.freshRequest(wan.card(), job);
@@ -116,11 +117,14 @@ final class GenerateBench implements Callable<Integer> {
         stepNanos(engine.profiler())
             .forEach((k, n) -> steps.put(k, seconds(n - before.getOrDefault(k, 0L))));
         runs.add(new Run(wall, steps, seconds(t2 - t1), seconds(t2 - t0)));
+        if (i == 0) {
+          afterFirst = engine.profiler().callMeasurements();
+        }
       }
       print(out, wan, load, firstWritten, runs);
       printBareStep(out, wan, job.request(), runs);
       out.println(startup);
-      printCostModel(out, engine);
+      printCostModel(out, engine, afterFirst);
       var cp = engine.stats().checkpoints();
       out.printf(
           Locale.ROOT,
@@ -218,18 +222,35 @@ final class GenerateBench implements Callable<Integer> {
 
   /**
    * The cost model against what was measured: per work kind and shape, the static prediction (the
-   * unit's FLOPs and bytes at the seeded device rates), the calibrated one after these runs, and
-   * the measured mean.
+   * unit's FLOPs and bytes at the seeded device rates), the calibrated one after these runs, the
+   * measured mean over every call and over the warm runs' calls (those after the first run, {@code
+   * afterFirst} being the measurements then): the calibrated figure predicts a warm call.
    */
-  private static void printCostModel(PrintWriter out, Engine engine) {
+  private static void printCostModel(
+      PrintWriter out, Engine engine, List<Profiler.CallMeasurement> afterFirst) {
     var model = engine.costModel();
     out.printf(
         Locale.ROOT,
         "cost model (seed %.1f TFLOP/s, %.0f GB/s): static / calibrated / measured mean ms per"
-            + " call%n",
+            + " call, all calls / warm runs'%n",
         model.flopsPerMilli() / 1e9,
         model.bytesPerMilli() / 1e6);
     for (Profiler.CallMeasurement m : engine.profiler().callMeasurements()) {
+      Profiler.CallMeasurement first =
+          afterFirst.stream()
+              .filter(
+                  f ->
+                      f.kind() == m.kind()
+                          && f.shape().equals(m.shape())
+                          && f.batchSize() == m.batchSize())
+              .findFirst()
+              .orElse(new Profiler.CallMeasurement(m.kind(), m.shape(), m.batchSize(), 0, 0));
+      long warmCalls = m.count() - first.count();
+      String warm =
+          warmCalls == 0
+              ? "       -"
+              : String.format(
+                  Locale.ROOT, "%8.2f", (m.totalNanos() - first.totalNanos()) / 1e6 / warmCalls);
       model.entries().stream()
           .filter(
               e ->
@@ -240,12 +261,13 @@ final class GenerateBench implements Callable<Integer> {
               e ->
                   out.printf(
                       Locale.ROOT,
-                      "  %-15s x%d %10.2f / %8.2f / %8.2f  (%d calls)%n",
+                      "  %-15s x%d %10.2f / %8.2f / %8.2f / %s  (%d calls)%n",
                       m.kind().name().toLowerCase(Locale.ROOT),
                       m.batchSize(),
                       e.staticMillis(),
                       e.predictedMillis(),
                       m.totalNanos() / 1e6 / m.count(),
+                      warm,
                       m.count()));
     }
   }

@@ -97,11 +97,17 @@ public final class CostModel implements Profiler.Calibration {
     return perUnit * key.batchSize();
   }
 
-  /** Folds in a measured batch time. */
+  /**
+   * Folds in a measured batch time. A key's first call in a process pays what only first calls pay
+   * (loading kernels, timing plans, recording a CUDA graph — several times a warm call's time), so
+   * its second measurement replaces the first instead of averaging with it; from then on each moves
+   * the prediction by {@link #ALPHA}.
+   */
   public synchronized void observe(Key key, ResourceRequest unit, double measuredMillis) {
     Entry e = entries.get(key);
     double prior = e != null ? e.predictedMillis() : measuredMillis;
-    double next = e != null ? prior + ALPHA * (measuredMillis - prior) : measuredMillis;
+    double next =
+        e != null && e.samples() > 1 ? prior + ALPHA * (measuredMillis - prior) : measuredMillis;
     entries.put(
         key,
         new Entry(

@@ -110,14 +110,16 @@ class SchedulerLayersTest {
     cost.observe(one, unit, 10);
     assertEquals(10, cost.predict(one, unit), 1e-9);
     assertEquals(40, cost.predict(four, unit), 1e-9); // unmeasured size: linear in measured single
-    cost.observe(one, unit, 20);
-    assertEquals(10 + CostModel.ALPHA * 10, cost.predict(one, unit), 1e-9);
+    cost.observe(one, unit, 20); // the second measurement replaces the first
+    assertEquals(20, cost.predict(one, unit), 1e-9);
+    cost.observe(one, unit, 30);
+    assertEquals(20 + CostModel.ALPHA * 10, cost.predict(one, unit), 1e-9);
     cost.observe(four, unit, 16);
     assertEquals(16, cost.predict(four, unit), 1e-9);
     var snap = cost.snapshot();
     assertEquals(2, snap.entries().size());
     var e = snap.entries().stream().filter(x -> x.key().equals(one)).findFirst().orElseThrow();
-    assertEquals(2, e.samples());
+    assertEquals(3, e.samples());
     assertEquals(5, e.staticMillis(), 1e-9);
   }
 
