@@ -53,5 +53,15 @@ class GenerateBenchTest {
     double product = Double.parseDouble(m.group(2));
     assertTrue(bare > 0 && product > 0, m.group());
     assertEquals(product - bare, Double.parseDouble(m.group(3)), 0.11);
+    // The cost model's lines: the denoising step ran 3 calls a run, so 3 of its 6 in the warm run.
+    Matcher step =
+        Pattern.compile(
+                "diffusion_step +x1 +[0-9.]+ / +([0-9.]+) / +([0-9.]+) / +([0-9.]+) +\\(6 calls\\)")
+            .matcher(r.out());
+    assertTrue(step.find(), r.out());
+    assertTrue(Double.parseDouble(step.group(3)) > 0, step.group());
+    // The startup line names the backend's own share of "options and backend".
+    assertTrue(
+        r.out().matches("(?s).*options and backend [0-9.]+ s \\(backend [0-9.]+ s\\).*"), r.out());
   }
 }
