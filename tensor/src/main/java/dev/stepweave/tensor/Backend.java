@@ -207,9 +207,9 @@ public interface Backend {
   /**
    * {@code x @ w^T + bias} over the last dimension: x {@code [..., K]}, w {@code [N, K]}, bias
    * {@code [N]} or null, result {@code [..., N]}. Batch-invariant: a row's result depends only on
-   * that row, never on how many items of x's first dimension are computed together (the CPU
-   * computes every row alike; a device backend runs the algorithm of one item's rows for any number
-   * of items, docs/cuda.md "Batch invariance").
+   * that row, never on how many items of an x of rank 3 or more ({@code [items, rows, K]}; a 2-D x
+   * is one item) are computed together — the CPU computes every row alike; a device backend runs
+   * the algorithm of one item's rows for any number of items (docs/cuda.md, "Batch invariance").
    */
   Tensor linear(Tensor x, Tensor w, Tensor bias);
 

@@ -181,10 +181,12 @@ public final class MatrixOps {
 
   /**
    * The rows of one item of x's first dimension (a request's rows in a batched call), whose results
-   * must not depend on how many items share the GEMM ({@code Backend.linear}'s contract).
+   * must not depend on how many items share the GEMM ({@code Backend.linear}'s contract). A 2-D x
+   * is one item: its rows run the algorithm chosen for all of them (as one item's rows, an 8192-row
+   * GEMM would run the algorithm chosen for a single row, at a tenth of the speed).
    */
   private static int itemRows(Tensor x, int rows) {
-    return x.rank() < 2 || x.dim(0) == 0 ? rows : rows / x.dim(0);
+    return x.rank() < 3 || x.dim(0) == 0 ? rows : rows / x.dim(0);
   }
 
   public Tensor matmul(Tensor a, Tensor b) {

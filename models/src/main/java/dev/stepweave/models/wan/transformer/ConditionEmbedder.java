@@ -74,10 +74,16 @@ final class ConditionEmbedder {
       Tensor imageStates,
       AdapterRows adapters) {
     Tensor features = sinusoid.apply(backend, timesteps);
-    Tensor temb =
+    // One timestep per request: each request's row is an item of its own ([B, 1, freq]), so its
+    // embedding is the same bits however many requests share the call (Backend.linear).
+    boolean perRequest = features.rank() == 2;
+    Tensor items = perRequest ? features.unsqueeze(1) : features;
+    Tensor embedded =
         timeLinear2.apply(
-            backend, backend.silu(timeLinear1.apply(backend, features, adapters)), adapters);
-    Tensor timestepProj = timeProj.apply(backend, backend.silu(temb), adapters);
+            backend, backend.silu(timeLinear1.apply(backend, items, adapters)), adapters);
+    Tensor projected = timeProj.apply(backend, backend.silu(embedded), adapters);
+    Tensor temb = perRequest ? embedded.squeeze(1) : embedded;
+    Tensor timestepProj = perRequest ? projected.squeeze(1) : projected;
     Tensor context =
         textLinear2.apply(
             backend,
