@@ -1,13 +1,7 @@
 package dev.stepweave.cuda.tuning;
 
 import dev.stepweave.tensor.DeviceRates;
-import java.io.IOException;
-import java.io.Reader;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Locale;
 import java.util.Optional;
 import java.util.Properties;
@@ -27,11 +21,7 @@ public final class MeasuredRates {
   public static DeviceRates readOrMeasure(
       Path dir, String device, String arch, String dtype, Supplier<DeviceRates> measure) {
     Path file =
-        dir == null
-            ? null
-            : dir.resolve(
-                ("rates-" + device + "-" + arch + "-" + dtype).replaceAll("[^A-Za-z0-9.]+", "_")
-                    + ".properties");
+        dir == null ? null : KeptProperties.file(dir, "rates-" + device + "-" + arch + "-" + dtype);
     Optional<DeviceRates> earlier = file == null ? Optional.empty() : read(file);
     if (earlier.isPresent()) {
       return earlier.get();
@@ -44,19 +34,15 @@ public final class MeasuredRates {
   }
 
   private static Optional<DeviceRates> read(Path file) {
-    if (!Files.isReadable(file)) {
-      return Optional.empty();
-    }
-    Properties p = new Properties();
-    try (Reader in = Files.newBufferedReader(file, StandardCharsets.UTF_8)) {
-      p.load(in);
+    Properties p = KeptProperties.read(file);
+    try {
       double flops = Double.parseDouble(p.getProperty("flopsPerMilli"));
       double bytes = Double.parseDouble(p.getProperty("bytesPerMilli"));
       String how = p.getProperty("how", "");
       return Optional.of(
           new DeviceRates(
               flops, bytes, how.replace("(measured)", "(measured by an earlier process)")));
-    } catch (IOException | RuntimeException unreadable) {
+    } catch (RuntimeException absentOrMalformed) {
       return Optional.empty();
     }
   }
@@ -66,15 +52,6 @@ public final class MeasuredRates {
     p.setProperty("flopsPerMilli", String.format(Locale.ROOT, "%.6e", rates.flopsPerMilli()));
     p.setProperty("bytesPerMilli", String.format(Locale.ROOT, "%.6e", rates.bytesPerMilli()));
     p.setProperty("how", rates.how());
-    try {
-      Files.createDirectories(file.getParent());
-      Path tmp = Files.createTempFile(file.getParent(), file.getFileName().toString(), ".tmp");
-      try (Writer out = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-        p.store(out, "device rates measured by RateProbe");
-      }
-      Files.move(tmp, file, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
-    } catch (IOException e) {
-      // Not kept: the next process measures again.
-    }
+    KeptProperties.write(file, p, "device rates measured by RateProbe (stepweave)");
   }
 }

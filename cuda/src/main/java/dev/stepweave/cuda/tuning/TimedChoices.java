@@ -1,12 +1,6 @@
 package dev.stepweave.cuda.tuning;
 
-import java.io.IOException;
-import java.io.Reader;
-import java.io.Writer;
-import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Optional;
 import java.util.Properties;
 
@@ -25,10 +19,11 @@ import java.util.Properties;
  */
 public final class TimedChoices {
   private final Path file;
-  private final Properties entries = new Properties();
+  private final Properties entries;
 
-  private TimedChoices(Path file) {
+  private TimedChoices(Path file, Properties entries) {
     this.file = file;
+    this.entries = entries;
   }
 
   /**
@@ -37,18 +32,12 @@ public final class TimedChoices {
    */
   public static TimedChoices open(
       Path dir, String kind, String device, String arch, String library) {
-    String name =
-        (kind + "-" + device + "-" + arch + "-" + library).replaceAll("[^A-Za-z0-9.]+", "_")
-            + ".properties";
-    TimedChoices choices = new TimedChoices(dir == null ? null : dir.resolve(name));
-    if (choices.file != null && Files.isReadable(choices.file)) {
-      try (Reader in = Files.newBufferedReader(choices.file, StandardCharsets.UTF_8)) {
-        choices.entries.load(in);
-      } catch (IOException | IllegalArgumentException e) {
-        choices.entries.clear(); // unreadable: choose by timing again
-      }
-    }
-    return choices;
+    // Unreadable: chosen by timing again.
+    Path file =
+        dir == null
+            ? null
+            : KeptProperties.file(dir, kind + "-" + device + "-" + arch + "-" + library);
+    return new TimedChoices(file, file == null ? new Properties() : KeptProperties.read(file));
   }
 
   /** The recorded candidate position for {@code key}, if its engine is still {@code engineAt}. */
@@ -76,15 +65,7 @@ public final class TimedChoices {
     if (file == null) {
       return;
     }
-    try {
-      Files.createDirectories(file.getParent());
-      Path tmp = Files.createTempFile(file.getParent(), ".plans-", ".tmp");
-      try (Writer out = Files.newBufferedWriter(tmp, StandardCharsets.UTF_8)) {
-        entries.store(out, "cuDNN plan choices by timing (stepweave); delete to time again");
-      }
-      Files.move(tmp, file, StandardCopyOption.REPLACE_EXISTING, StandardCopyOption.ATOMIC_MOVE);
-    } catch (IOException e) {
-      // A read-only cache: the choice stays in this process only.
-    }
+    KeptProperties.write(
+        file, entries, "cuDNN plan choices by timing (stepweave); delete to time again");
   }
 }
