@@ -299,6 +299,30 @@ public interface Backend {
   Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale);
 
   /**
+   * The backward of {@link #attention}: given {@code out = attention(q, k, v, bias, scale)} and the
+   * gradient of a loss with respect to {@code out}, the gradients with respect to q, k and v (each
+   * its input's shape) and, when {@code biasGradient}, to the logits bias broadcast to {@code [B,
+   * H, Lq, Lk]}. The training plane's rule (it records the forward and calls this in the backward);
+   * like the forward it never forms Lq×Lk scores, except the bias gradient asked for.
+   *
+   * @throws UnsupportedOperationException on a backend without it (so far every one but the CPU's)
+   */
+  default AttentionGradients attentionBackward(
+      Tensor q,
+      Tensor k,
+      Tensor v,
+      Tensor bias,
+      float scale,
+      Tensor out,
+      Tensor gradOut,
+      boolean biasGradient) {
+    throw new UnsupportedOperationException(name() + " has no attention backward");
+  }
+
+  /** What {@link #attentionBackward} returns; {@code bias} is null unless it was asked for. */
+  record AttentionGradients(Tensor q, Tensor k, Tensor v, Tensor bias) {}
+
+  /**
    * 3-D convolution, channels first: x {@code [B, C, T, H, W]}, w {@code [O, C, kt, kh, kw]}, bias
    * {@code [O]} or null. Zero padding {@code padding = {pt, ph, pw}} on both sides of each axis
    * (causal padding is an explicit {@link #pad} by the caller).

@@ -50,6 +50,9 @@ public final class CudnnAttention implements AutoCloseable {
   /** Timed runs per plan; the best counts (the first may pay for lazy loading). */
   static final int TIMED_RUNS = 2;
 
+  /** Why a choice was not timed: running candidates while a graph records would record them. */
+  private static final String UNTIMED_IN_GRAPH = "untimed (met in a CUDA graph)";
+
   /** Element strides of a [B, L, H, D] view. */
   record Strides(long b, long l, long h, long d) {
     static Strides contiguous(int l, int h, int d) {
@@ -241,14 +244,7 @@ public final class CudnnAttention implements AutoCloseable {
         item =
             first.plan() == null
                 ? first
-                : new Choice(
-                    first.plan(),
-                    first.variant(),
-                    describe(
-                        first.variant(),
-                        first.plan(),
-                        "heuristics' first, untimed (met in a CUDA graph)"),
-                    List.of());
+                : settled(first, first.plan(), "heuristics' first, " + UNTIMED_IN_GRAPH);
         choices.put(itemKey, item);
       } else {
         Tensor o = attention(q.slice(0, 0, 1), k.slice(0, 0, 1), v.slice(0, 0, 1), scale);
@@ -335,7 +331,7 @@ public final class CudnnAttention implements AutoCloseable {
     Plan plan = choice.plan();
     String how;
     if (tensors.context().isCapturing()) {
-      how = "heuristics' first of " + choice.untimed().size() + ", untimed (met in a CUDA graph)";
+      how = "heuristics' first of " + choice.untimed().size() + ", " + UNTIMED_IN_GRAPH;
     } else {
       Fastest.Timed<Plan> timed =
           Fastest.of(
@@ -355,9 +351,13 @@ public final class CudnnAttention implements AutoCloseable {
                 choice.untimed().size(), timed.ms(), String.join(", ", timed.times()));
       }
     }
-    choices.put(
-        key, new Choice(plan, choice.variant(), describe(choice.variant(), plan, how), List.of()));
+    choices.put(key, settled(choice, plan, how));
     return plan;
+  }
+
+  /** {@code choice} settled on {@code plan}, nothing left to time, described with {@code how}. */
+  private Choice settled(Choice choice, Plan plan, String how) {
+    return new Choice(plan, choice.variant(), describe(choice.variant(), plan, how), List.of());
   }
 
   private String describe(Variant variant, Plan plan, String how) {

@@ -34,18 +34,7 @@ final class Attention {
     MemorySegment qs = Dense.segment(q);
     MemorySegment ks = Dense.segment(k);
     MemorySegment vs = Dense.segment(v);
-    Tensor biasView = null;
-    if (bias != null) {
-      try {
-        biasView = Dense.f32(bias).expand(b, h, lq, lk);
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(
-            "attention bias "
-                + Arrays.toString(bias.shape())
-                + " does not broadcast to [B, H, Lq, Lk] = "
-                + Arrays.toString(new int[] {b, h, lq, lk}));
-      }
-    }
+    Tensor biasView = biasView(bias, b, h, lq, lk);
     Tensor out = Dense.output(b, lq, h, dv);
     Heads heads = new Heads(qs, ks, vs, biasView, out.segment(), lq, lk, h, d, dv, scale);
     int queryBlocks = (lq + QUERY_BLOCK - 1) / QUERY_BLOCK;
@@ -59,6 +48,22 @@ final class Attention {
           new QueryBlock(heads, batch, head, i0, Math.min(lq, i0 + QUERY_BLOCK)).run();
         });
     return out;
+  }
+
+  /** {@code bias} (or null) as an F32 view of shape {@code [B, H, Lq, Lk]}, nothing copied. */
+  static Tensor biasView(Tensor bias, int b, int h, int lq, int lk) {
+    if (bias == null) {
+      return null;
+    }
+    try {
+      return Dense.f32(bias).expand(b, h, lq, lk);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "attention bias "
+              + Arrays.toString(bias.shape())
+              + " does not broadcast to [B, H, Lq, Lk] = "
+              + Arrays.toString(new int[] {b, h, lq, lk}));
+    }
   }
 
   /** The operands of one call, shared by its tasks. */

@@ -19,6 +19,7 @@ public final class CpuBackend implements Backend {
   private final Elementwise elementwise;
   private final Norms norms;
   private final Attention attention;
+  private final AttentionBackward attentionBackward;
   private final Conv3d conv;
   private final Shapes shapes;
   private final Rope rope;
@@ -40,6 +41,7 @@ public final class CpuBackend implements Backend {
     this.elementwise = new Elementwise(pool);
     this.norms = new Norms(pool);
     this.attention = new Attention(pool);
+    this.attentionBackward = new AttentionBackward(pool);
     this.conv = new Conv3d(pool);
     this.shapes = new Shapes(pool);
     this.rope = new Rope(pool);
@@ -156,6 +158,19 @@ public final class CpuBackend implements Backend {
   @Override
   public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
     return attention.attention(q, k, v, bias, scale);
+  }
+
+  @Override
+  public AttentionGradients attentionBackward(
+      Tensor q,
+      Tensor k,
+      Tensor v,
+      Tensor bias,
+      float scale,
+      Tensor out,
+      Tensor gradOut,
+      boolean biasGradient) {
+    return attentionBackward.backward(q, k, v, bias, scale, out, gradOut, biasGradient);
   }
 
   @Override

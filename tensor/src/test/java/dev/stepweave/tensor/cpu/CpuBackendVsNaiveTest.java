@@ -148,6 +148,54 @@ class CpuBackendVsNaiveTest {
         NaiveOps.attention(q, k, v, mask, 0.5f), cpu.attention(q, k, v, mask, 0.5f), 1e-5f, 1f);
   }
 
+  /**
+   * The backward against the textbook formulas in double, on odd shapes and a permuted key, without
+   * a bias, with a per-head one (its gradient asked for) and with a mask that hides every key of a
+   * row (whose gradients are zero: its output does not depend on q, k or v).
+   */
+  @Test
+  void attentionBackwardMatchesFullMatrixFormulas() {
+    Tensor q = random(2, 37, 3, 20);
+    Tensor k = random(2, 3, 70, 20).permute(0, 2, 1, 3);
+    Tensor v = random(2, 70, 3, 12);
+    Tensor perHead = random(3, 37, 70);
+    float[] masked = random(2, 1, 37, 70).toFloatArray();
+    Arrays.fill(masked, 5 * 70, 6 * 70, Float.NEGATIVE_INFINITY);
+    Tensor mask = Tensor.of(masked, 2, 1, 37, 70);
+    for (Tensor bias : Arrays.asList(null, perHead, mask)) {
+      float scale = bias == null ? 0.3f : 0.5f;
+      Tensor out = cpu.attention(q, k, v, bias, scale);
+      Tensor gradOut = random(out.shape());
+      var got = cpu.attentionBackward(q, k, v, bias, scale, out, gradOut, bias != null);
+      Tensor[] want = NaiveOps.attentionBackward(q, k, v, bias, scale, gradOut);
+      String with = bias == null ? "no bias" : Arrays.toString(bias.shape()) + " bias";
+      assertClose(want[0], got.q(), 1e-4f, 1e-2f, "dq, " + with);
+      assertClose(want[1], got.k(), 1e-4f, 1e-2f, "dk, " + with);
+      assertClose(want[2], got.v(), 1e-4f, 1e-2f, "dv, " + with);
+      if (bias == null) {
+        assertEquals(null, got.bias(), "no bias gradient unless asked");
+      } else {
+        assertClose(want[3], got.bias(), 1e-4f, 1e-2f, "dbias, " + with);
+      }
+    }
+    float[] maskedRow =
+        Arrays.copyOfRange(
+            cpu.attentionBackward(
+                    q,
+                    k,
+                    v,
+                    mask,
+                    0.5f,
+                    cpu.attention(q, k, v, mask, 0.5f),
+                    random(2, 37, 3, 12),
+                    false)
+                .q()
+                .toFloatArray(),
+            5 * 3 * 20,
+            6 * 3 * 20);
+    assertArrayEquals(new float[3 * 20], maskedRow, "a fully masked row's dq");
+  }
+
   @Test
   void normsMatchDoublePrecision() {
     Tensor x = random(5, 3, 77);

@@ -114,6 +114,87 @@ final class NaiveOps {
   }
 
   /**
+   * The gradients of {@link #attention} by the textbook formulas in double, the whole Lq×Lk
+   * probability matrix of each head at once: {@code dV = Pᵀ·dO}, {@code dP = dO·Vᵀ}, {@code dS =
+   * P∘(dP − rowsum(dP∘P))}, {@code dQ = scale·dS·K}, {@code dK = scale·dSᵀ·Q}; {@code [q, k, v,
+   * bias]}, the last {@code [B, H, Lq, Lk]}.
+   */
+  static Tensor[] attentionBackward(
+      Tensor q, Tensor k, Tensor v, Tensor bias, float scale, Tensor gradOut) {
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1), dv = v.dim(3);
+    Tensor bv = bias == null ? null : bias.expand(b, h, lq, lk);
+    float[] dq = new float[b * lq * h * d];
+    float[] dk = new float[b * lk * h * d];
+    float[] dvv = new float[b * lk * h * dv];
+    float[] dBias = new float[b * h * lq * lk];
+    for (int n = 0; n < b; n++) {
+      for (int head = 0; head < h; head++) {
+        double[][] p = new double[lq][lk];
+        double[][] dp = new double[lq][lk];
+        for (int i = 0; i < lq; i++) {
+          double max = Double.NEGATIVE_INFINITY;
+          for (int j = 0; j < lk; j++) {
+            double dot = 0;
+            for (int c = 0; c < d; c++) {
+              dot += (double) q.getFloat(n, i, head, c) * k.getFloat(n, j, head, c);
+            }
+            p[i][j] = dot * scale + (bv == null ? 0 : bv.getFloat(n, head, i, j));
+            max = Math.max(max, p[i][j]);
+          }
+          if (max == Double.NEGATIVE_INFINITY) {
+            // Every key masked: no probability, no gradient.
+            java.util.Arrays.fill(p[i], 0);
+            continue;
+          }
+          double sum = 0;
+          for (int j = 0; j < lk; j++) {
+            p[i][j] = Math.exp(p[i][j] - max);
+            sum += p[i][j];
+          }
+          double rowDot = 0;
+          for (int j = 0; j < lk; j++) {
+            p[i][j] /= sum;
+            for (int c = 0; c < dv; c++) {
+              dp[i][j] += (double) gradOut.getFloat(n, i, head, c) * v.getFloat(n, j, head, c);
+            }
+            rowDot += dp[i][j] * p[i][j];
+          }
+          for (int j = 0; j < lk; j++) {
+            double ds = p[i][j] * (dp[i][j] - rowDot);
+            dBias[((n * h + head) * lq + i) * lk + j] = (float) ds;
+            for (int c = 0; c < d; c++) {
+              dq[((n * lq + i) * h + head) * d + c] +=
+                  (float) (scale * ds * k.getFloat(n, j, head, c));
+            }
+          }
+        }
+        for (int j = 0; j < lk; j++) {
+          for (int c = 0; c < d; c++) {
+            double acc = 0;
+            for (int i = 0; i < lq; i++) {
+              acc += dBias[((n * h + head) * lq + i) * lk + j] * (double) q.getFloat(n, i, head, c);
+            }
+            dk[((n * lk + j) * h + head) * d + c] = (float) (scale * acc);
+          }
+          for (int c = 0; c < dv; c++) {
+            double acc = 0;
+            for (int i = 0; i < lq; i++) {
+              acc += p[i][j] * gradOut.getFloat(n, i, head, c);
+            }
+            dvv[((n * lk + j) * h + head) * dv + c] = (float) acc;
+          }
+        }
+      }
+    }
+    return new Tensor[] {
+      Tensor.of(dq, b, lq, h, d),
+      Tensor.of(dk, b, lk, h, d),
+      Tensor.of(dvv, b, lk, h, dv),
+      Tensor.of(dBias, b, h, lq, lk)
+    };
+  }
+
+  /**
    * Direct convolution; padded taps contribute {@code fma(w, 0, acc)} like the backend's im2col.
    */
   static Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {

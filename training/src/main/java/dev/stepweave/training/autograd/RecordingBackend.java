@@ -184,7 +184,27 @@ public final class RecordingBackend implements Backend {
   public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
     Tensor out = delegate.attention(q, k, v, bias, scale);
     return record(
-        "attention", out, () -> AttentionGrad.of(q, k, v, bias, scale, out), q, k, v, bias);
+        "attention",
+        out,
+        () -> AttentionGrad.of(delegate, q, k, v, bias, scale, out),
+        q,
+        k,
+        v,
+        bias);
+  }
+
+  /** Not recorded: a backward is not differentiated again. */
+  @Override
+  public AttentionGradients attentionBackward(
+      Tensor q,
+      Tensor k,
+      Tensor v,
+      Tensor bias,
+      float scale,
+      Tensor out,
+      Tensor gradOut,
+      boolean biasGradient) {
+    return delegate.attentionBackward(q, k, v, bias, scale, out, gradOut, biasGradient);
   }
 
   @Override
