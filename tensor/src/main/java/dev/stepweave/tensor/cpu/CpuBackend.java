@@ -123,8 +123,9 @@ public final class CpuBackend implements Backend {
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
     int[] aShape = OpShapes.withMatrix(batch, m, k);
     int[] bShape = OpShapes.withMatrix(batch, k, n);
-    Tensor av = Dense.f32(a).expand(aShape);
-    Tensor bv = Dense.f32(b).expand(bShape);
+    // Read through the views' strides: a transposed operand (the backward's gᵀ·x) is not copied.
+    Tensor av = Dense.f32Strided(a).expand(aShape);
+    Tensor bv = Dense.f32Strided(b).expand(bShape);
     int[] outShape = Arrays.copyOf(batch, batch.length + 2);
     outShape[batch.length] = m;
     outShape[batch.length + 1] = n;

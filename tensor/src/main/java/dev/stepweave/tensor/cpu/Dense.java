@@ -21,6 +21,15 @@ final class Dense {
     return StridedCopy.toContiguous(t, DType.F32);
   }
 
+  /**
+   * {@code t} itself when it is F32 on the host, whatever its strides (for a kernel that reads
+   * through them, as the GEMM's panel packing does), otherwise a contiguous F32 copy.
+   */
+  static Tensor f32Strided(Tensor t) {
+    requireHost(t);
+    return t.dtype() == DType.F32 ? t : StridedCopy.toContiguous(t, DType.F32);
+  }
+
   /** The contiguous F32 elements of {@code t}, copying when needed. */
   static MemorySegment segment(Tensor t) {
     return f32(t).segment();

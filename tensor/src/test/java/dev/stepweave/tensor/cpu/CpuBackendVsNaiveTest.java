@@ -108,6 +108,11 @@ class CpuBackendVsNaiveTest {
     assertBitExact(NaiveOps.matmul(a, b), cpu.matmul(a, b));
     Tensor shared = random(35, 6);
     assertBitExact(NaiveOps.matmul(a, shared), cpu.matmul(a, shared));
+    // Both operands read through their strides (the backward's gᵀ·x), nothing copied first.
+    Tensor aT = transposed(2, 1, 9, 35);
+    assertBitExact(NaiveOps.matmul(aT, b), cpu.matmul(aT, b));
+    assertBitExact(
+        NaiveOps.matmul(aT, shared.expand(3, 35, 6)), cpu.matmul(aT, shared.expand(3, 35, 6)));
   }
 
   @Test

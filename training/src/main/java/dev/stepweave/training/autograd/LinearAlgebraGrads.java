@@ -8,7 +8,9 @@ import java.util.List;
 
 /**
  * Backward rules of {@code linear} and the batched {@code matmul}. Their products run on the host
- * backend's GEMM, the kernel of the forward: in double they dominated a training step.
+ * backend's own GEMM, the forward's kernel (in double they dominated a training step), reading the
+ * saved inputs and their transposes as views: the GEMM packs its panels through the strides, so
+ * nothing is transposed or copied first.
  */
 final class LinearAlgebraGrads {
   private LinearAlgebraGrads() {}
@@ -19,12 +21,14 @@ final class LinearAlgebraGrads {
       int k = w.dim(1);
       int n = w.dim(0);
       int m = g.length / n;
+      Tensor gm = Tensor.of(g, m, n);
       List<Contribution> out = new ArrayList<>(3);
       if (wanted.test(x)) {
-        out.add(new Contribution(x, product(host, g, w.toFloatArray(), m, n, k, false, false)));
+        out.add(new Contribution(x, host.matmul(gm, w).toFloatArray()));
       }
       if (wanted.test(w)) {
-        out.add(new Contribution(w, product(host, g, x.toFloatArray(), n, m, k, true, false)));
+        Tensor rows = (x.isContiguous() ? x : host.contiguous(x)).reshape(m, k);
+        out.add(new Contribution(w, host.matmul(gm.transpose(0, 1), rows).toFloatArray()));
       }
       if (bias != null && wanted.test(bias)) {
         double[] db = new double[n];
@@ -52,33 +56,13 @@ final class LinearAlgebraGrads {
       int[] batch = Arrays.copyOf(out.shape(), rank - 2);
       Tensor ae = a.expand(withLast(batch, m, k));
       Tensor be = b.expand(withLast(batch, k, n));
-      int batches = (int) Tensor.numel(batch);
-      boolean wantA = wanted.test(a);
-      boolean wantB = wanted.test(b);
-      float[] av = wantB ? ae.toFloatArray() : null;
-      float[] bv = wantA ? be.toFloatArray() : null;
-      float[] da = wantA ? new float[batches * m * k] : null;
-      float[] db = wantB ? new float[batches * k * n] : null;
-      for (int t = 0; t < batches; t++) {
-        float[] gt = Arrays.copyOfRange(g, t * m * n, (t + 1) * m * n);
-        if (wantA) {
-          // da[m,k] = Σ_n g[m,n]·b[k,n]: b as [K, N] is the "w" of a linear with N inputs.
-          float[] bt = Arrays.copyOfRange(bv, t * k * n, (t + 1) * k * n);
-          System.arraycopy(product(host, gt, bt, m, n, k, false, true), 0, da, t * m * k, m * k);
-        }
-        if (wantB) {
-          // db[k,n] = Σ_m a[m,k]·g[m,n].
-          float[] at = Arrays.copyOfRange(av, t * m * k, (t + 1) * m * k);
-          float[] dbt = product(host, at, gt, k, m, n, true, false);
-          System.arraycopy(dbt, 0, db, t * k * n, k * n);
-        }
-      }
+      Tensor gt = Tensor.of(g, out.shape());
       List<Contribution> list = new ArrayList<>(2);
-      if (wantA) {
-        list.add(new Contribution(ae, da));
+      if (wanted.test(a)) {
+        list.add(new Contribution(ae, host.matmul(gt, be.transpose(-1, -2)).toFloatArray()));
       }
-      if (wantB) {
-        list.add(new Contribution(be, db));
+      if (wanted.test(b)) {
+        list.add(new Contribution(be, host.matmul(ae.transpose(-1, -2), gt).toFloatArray()));
       }
       return list;
     };
@@ -89,36 +73,5 @@ final class LinearAlgebraGrads {
     s[batch.length] = rows;
     s[batch.length + 1] = cols;
     return s;
-  }
-
-  /**
-   * {@code C[i, j] = Σ_r L[i, r]·R[r, j]} over {@code inner} terms, for {@code rows × cols}
-   * results, by the host backend's own GEMM (its {@code linear}, {@code L·Rᵀᵀ}): float products
-   * with float accumulation, as the forward computes. {@code leftTransposed}: L is stored {@code
-   * [inner, rows]}; {@code rightTransposed}: R is stored {@code [cols, inner]}.
-   */
-  private static float[] product(
-      Backend host,
-      float[] left,
-      float[] right,
-      int rows,
-      int inner,
-      int cols,
-      boolean leftTransposed,
-      boolean rightTransposed) {
-    float[] l = leftTransposed ? transpose(left, inner, rows) : left;
-    float[] rt = rightTransposed ? right : transpose(right, inner, cols);
-    return host.linear(Tensor.of(l, rows, inner), Tensor.of(rt, cols, inner), null).toFloatArray();
-  }
-
-  /** {@code m} stored {@code [a, b]}, returned as {@code [b, a]}. */
-  private static float[] transpose(float[] m, int a, int b) {
-    float[] t = new float[m.length];
-    for (int i = 0; i < a; i++) {
-      for (int j = 0; j < b; j++) {
-        t[j * a + i] = m[i * b + j];
-      }
-    }
-    return t;
   }
 }
