@@ -16,15 +16,16 @@ import jdk.incubator.vector.VectorSpecies;
  * and its dK and dV sums, {@code O(Lk·D)}, and a strip of {@code Lk} per row in flight: never the
  * Lq×Lk scores, except the bias gradient when it is asked for (which is that size).
  *
- * <p>Rows are taken {@value #ROWS} at a time so that each key's dK and dV rows are read and written
- * once per group, not once per query row. Sums run in a fixed order (keys ascending, query rows
- * ascending), so the result does not depend on the thread count.
+ * <p>Rows are taken four at a time: each packed key or value vector loaded feeds four independent
+ * FMA chains (one chain alone would wait on the FMA's latency), and each key's dK and dV rows are
+ * read and written once per group, not once per query row. Sums run in a fixed order (keys
+ * ascending, query rows ascending), so the result does not depend on the thread count.
  */
 final class AttentionBackward {
   private static final VectorSpecies<Float> S = FloatVector.SPECIES_PREFERRED;
   private static final int L = S.length();
 
-  /** Query rows whose contributions to dK and dV are added in one pass over the keys. */
+  /** Query rows in flight together (the group's loops are written out for four). */
   private static final int ROWS = 4;
 
   private final WorkPool pool;
@@ -128,7 +129,8 @@ final class AttentionBackward {
     private final float[][] gradOut = new float[ROWS][];
     private final float[][] p = new float[ROWS][];
     private final float[][] ds = new float[ROWS][];
-    private final float[] dq;
+    private final float[][] dq = new float[ROWS][];
+    private final float[] rowDot = new float[ROWS];
 
     Head(Heads x, Outputs o, int batch, int head) {
       this.x = x;
@@ -143,8 +145,8 @@ final class AttentionBackward {
       this.keys = new float[x.lk() * dPad];
       this.dk = new float[x.lk() * dPad];
       this.dv = new float[x.lk() * vPad];
-      this.dq = new float[dPad];
       for (int g = 0; g < ROWS; g++) {
+        dq[g] = new float[dPad];
         query[g] = new float[dPad];
         gradOut[g] = new float[vPad];
         p[g] = new float[kPad];
@@ -161,9 +163,18 @@ final class AttentionBackward {
       pack();
       for (int i0 = 0; i0 < x.lq(); i0 += ROWS) {
         int rows = Math.min(ROWS, x.lq() - i0);
+        load(i0, rows);
+        // Scores, then dO·Vᵀ (into ds, finished per row below): four rows share each packed load.
+        products(query, x.d(), keysT, p);
+        products(gradOut, x.dv(), valuesT, ds);
         for (int g = 0; g < rows; g++) {
-          row(g, i0 + g);
+          probabilities(g, i0 + g);
         }
+        for (int g = rows; g < ROWS; g++) {
+          Arrays.fill(p[g], 0f);
+          Arrays.fill(ds[g], 0f);
+        }
+        queryGradients(i0, rows);
         keyUpdates(rows);
       }
       for (int j = 0; j < x.lk(); j++) {
@@ -191,21 +202,36 @@ final class AttentionBackward {
     }
 
     /**
-     * Query row {@code i} into slot {@code g}: its probabilities {@code p[g]}, its {@code ds[g]}
-     * (scale not applied), its dQ written out, and its bias gradient if asked.
+     * Query rows {@code i0 ..} into the group's slots, {@code D = dO·O} of each; the slots past
+     * {@code rows} are zero (their products are computed and thrown away).
      */
-    private void row(int g, int i) {
-      int d = x.d(), dvw = x.dv(), lk = x.lk();
-      float[] qr = query[g], gr = gradOut[g], pr = p[g], sr = ds[g];
-      long qo = rowIndex(i, x.lq());
-      MemorySegment.copy(x.q(), Dense.FLOAT, qo * d * Float.BYTES, qr, 0, d);
-      MemorySegment.copy(x.gradOut(), Dense.FLOAT, qo * dvw * Float.BYTES, gr, 0, dvw);
-      float rowDot = 0;
-      for (int c = 0; c < dvw; c++) {
-        rowDot = Math.fma(gr[c], Dense.get(x.out(), qo * dvw + c), rowDot);
+    private void load(int i0, int rows) {
+      int d = x.d(), dvw = x.dv();
+      for (int g = 0; g < ROWS; g++) {
+        if (g >= rows) {
+          Arrays.fill(query[g], 0f);
+          Arrays.fill(gradOut[g], 0f);
+          continue;
+        }
+        long qo = rowIndex(i0 + g, x.lq());
+        MemorySegment.copy(x.q(), Dense.FLOAT, qo * d * Float.BYTES, query[g], 0, d);
+        MemorySegment.copy(x.gradOut(), Dense.FLOAT, qo * dvw * Float.BYTES, gradOut[g], 0, dvw);
+        float dot = 0;
+        for (int c = 0; c < dvw; c++) {
+          dot = Math.fma(gradOut[g][c], Dense.get(x.out(), qo * dvw + c), dot);
+        }
+        rowDot[g] = dot;
       }
-      // Scores, then the row's probabilities as the forward's softmax gives them.
-      productStrip(qr, d, keysT, pr);
+    }
+
+    /**
+     * Row {@code i} in slot {@code g}: its scores in {@code p[g]} become its probabilities as the
+     * forward's softmax gives them, and {@code ds[g]}, holding {@code dO·Vᵀ}, becomes {@code dS =
+     * p·(dO·Vᵀ − D)} (zero past the last key, as p is); its bias gradient is written if asked.
+     */
+    private void probabilities(int g, int i) {
+      int lk = x.lk();
+      float[] pr = p[g], sr = ds[g];
       float max = Float.NEGATIVE_INFINITY;
       for (int j = 0; j < lk; j++) {
         float s = pr[j] * x.scale();
@@ -219,59 +245,78 @@ final class AttentionBackward {
         // Every key masked: the forward's output does not depend on q, k or v here.
         Arrays.fill(pr, 0f);
         Arrays.fill(sr, 0f);
-        writeRow(i, sr);
-        return;
-      }
-      float sum = 0;
-      for (int j = 0; j < kPad; j += L) {
-        Exp.exp(FloatVector.fromArray(S, pr, j).sub(max)).intoArray(pr, j);
-      }
-      Arrays.fill(pr, lk, kPad, 0f);
-      for (int j = 0; j < lk; j++) {
-        sum += pr[j];
-      }
-      float inv = 1f / sum;
-      for (int j = 0; j < kPad; j += L) {
-        FloatVector.fromArray(S, pr, j).mul(inv).intoArray(pr, j);
-      }
-      // dS = p·(dO·Vᵀ − D); zero past the last key since p is.
-      productStrip(gr, dvw, valuesT, sr);
-      for (int j = 0; j < kPad; j += L) {
-        FloatVector pv = FloatVector.fromArray(S, pr, j);
-        pv.mul(FloatVector.fromArray(S, sr, j).sub(rowDot)).intoArray(sr, j);
-      }
-      writeRow(i, sr);
-    }
-
-    /** dQ of row {@code i} from its {@code dS} strip, and its bias gradient if asked. */
-    private void writeRow(int i, float[] sr) {
-      int d = x.d(), lk = x.lk();
-      for (int c = 0; c < dPad; c += L) {
-        FloatVector acc = FloatVector.zero(S);
-        for (int j = 0; j < lk; j++) {
-          acc =
-              FloatVector.broadcast(S, sr[j])
-                  .fma(FloatVector.fromArray(S, keys, j * dPad + c), acc);
+      } else {
+        for (int j = 0; j < kPad; j += L) {
+          Exp.exp(FloatVector.fromArray(S, pr, j).sub(max)).intoArray(pr, j);
         }
-        acc.mul(x.scale()).intoArray(dq, c);
+        Arrays.fill(pr, lk, kPad, 0f);
+        float sum = 0;
+        for (int j = 0; j < lk; j++) {
+          sum += pr[j];
+        }
+        float inv = 1f / sum;
+        float dot = rowDot[g];
+        for (int j = 0; j < kPad; j += L) {
+          FloatVector pv = FloatVector.fromArray(S, pr, j).mul(inv);
+          pv.intoArray(pr, j);
+          pv.mul(FloatVector.fromArray(S, sr, j).sub(dot)).intoArray(sr, j);
+        }
       }
-      MemorySegment.copy(dq, 0, o.q(), Dense.FLOAT, rowIndex(i, x.lq()) * d * Float.BYTES, d);
       if (o.bias() != null) {
         long at = (((long) batch * x.h() + head) * x.lq() + i) * lk;
         MemorySegment.copy(sr, 0, o.bias(), Dense.FLOAT, at * Float.BYTES, lk);
       }
     }
 
-    /** {@code out[j] = Σ_c row[c]·packed[c][j]} for every key j (zero past the last). */
-    private void productStrip(float[] row, int width, float[] packed, float[] out) {
+    /**
+     * {@code out[g][j] = Σ_c rows[g][c]·packed[c][j]} for the group's four rows and every key j
+     * (zero past the last): each packed vector is loaded once for the four FMA chains.
+     */
+    private void products(float[][] rows, int width, float[] packed, float[][] out) {
+      float[] r0 = rows[0], r1 = rows[1], r2 = rows[2], r3 = rows[3];
       for (int j = 0; j < kPad; j += L) {
-        FloatVector acc = FloatVector.zero(S);
+        FloatVector a0 = FloatVector.zero(S);
+        FloatVector a1 = FloatVector.zero(S);
+        FloatVector a2 = FloatVector.zero(S);
+        FloatVector a3 = FloatVector.zero(S);
         for (int c = 0; c < width; c++) {
-          acc =
-              FloatVector.broadcast(S, row[c])
-                  .fma(FloatVector.fromArray(S, packed, c * kPad + j), acc);
+          FloatVector k = FloatVector.fromArray(S, packed, c * kPad + j);
+          a0 = FloatVector.broadcast(S, r0[c]).fma(k, a0);
+          a1 = FloatVector.broadcast(S, r1[c]).fma(k, a1);
+          a2 = FloatVector.broadcast(S, r2[c]).fma(k, a2);
+          a3 = FloatVector.broadcast(S, r3[c]).fma(k, a3);
         }
-        acc.intoArray(out, j);
+        a0.intoArray(out[0], j);
+        a1.intoArray(out[1], j);
+        a2.intoArray(out[2], j);
+        a3.intoArray(out[3], j);
+      }
+    }
+
+    /** {@code dQ = scale·dS·K} of the group's rows, written out: each key row loaded once. */
+    private void queryGradients(int i0, int rows) {
+      int d = x.d(), lk = x.lk();
+      float[] s0 = ds[0], s1 = ds[1], s2 = ds[2], s3 = ds[3];
+      for (int c = 0; c < dPad; c += L) {
+        FloatVector a0 = FloatVector.zero(S);
+        FloatVector a1 = FloatVector.zero(S);
+        FloatVector a2 = FloatVector.zero(S);
+        FloatVector a3 = FloatVector.zero(S);
+        for (int j = 0; j < lk; j++) {
+          FloatVector k = FloatVector.fromArray(S, keys, j * dPad + c);
+          a0 = FloatVector.broadcast(S, s0[j]).fma(k, a0);
+          a1 = FloatVector.broadcast(S, s1[j]).fma(k, a1);
+          a2 = FloatVector.broadcast(S, s2[j]).fma(k, a2);
+          a3 = FloatVector.broadcast(S, s3[j]).fma(k, a3);
+        }
+        a0.mul(x.scale()).intoArray(dq[0], c);
+        a1.mul(x.scale()).intoArray(dq[1], c);
+        a2.mul(x.scale()).intoArray(dq[2], c);
+        a3.mul(x.scale()).intoArray(dq[3], c);
+      }
+      for (int g = 0; g < rows; g++) {
+        MemorySegment.copy(
+            dq[g], 0, o.q(), Dense.FLOAT, rowIndex(i0 + g, x.lq()) * d * Float.BYTES, d);
       }
     }
 
