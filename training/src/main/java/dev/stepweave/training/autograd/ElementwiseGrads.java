@@ -24,9 +24,13 @@ final class ElementwiseGrads {
       float[] xv = x.toFloatArray();
       float[] yv = y.toFloatArray();
       float[] dx = new float[g.length];
-      for (int i = 0; i < g.length; i++) {
-        dx[i] = (float) (g[i] * derivative.applyAsDouble(xv[i], yv[i]));
-      }
+      Host.parallel(
+          g.length,
+          (from, to) -> {
+            for (int i = from; i < to; i++) {
+              dx[i] = (float) (g[i] * derivative.applyAsDouble(xv[i], yv[i]));
+            }
+          });
       return List.of(new Contribution(x, dx));
     };
   }
@@ -104,43 +108,7 @@ final class ElementwiseGrads {
       float[] bv = op == BinaryOp.ADD || op == BinaryOp.SUB ? null : be.toFloatArray();
       float[] da = wantA ? new float[g.length] : null;
       float[] db = wantB ? new float[g.length] : null;
-      for (int i = 0; i < g.length; i++) {
-        double gi = g[i];
-        double ga;
-        double gb;
-        switch (op) {
-          case ADD -> {
-            ga = gi;
-            gb = gi;
-          }
-          case SUB -> {
-            ga = gi;
-            gb = -gi;
-          }
-          case MUL -> {
-            ga = gi * bv[i];
-            gb = gi * av[i];
-          }
-          case DIV -> {
-            double q = 1.0 / bv[i];
-            ga = gi * q;
-            gb = -gi * av[i] * q * q;
-          }
-          case MAX, MIN -> {
-            boolean aWins = op == BinaryOp.MAX ? av[i] > bv[i] : av[i] < bv[i];
-            boolean tie = av[i] == bv[i];
-            ga = tie ? gi / 2 : aWins ? gi : 0;
-            gb = tie ? gi / 2 : aWins ? 0 : gi;
-          }
-          default -> throw new IllegalStateException("unknown op " + op);
-        }
-        if (wantA) {
-          da[i] = (float) ga;
-        }
-        if (wantB) {
-          db[i] = (float) gb;
-        }
-      }
+      Host.parallel(g.length, (from, to) -> binaryRange(op, g, av, bv, da, db, from, to));
       List<Contribution> out2 = new ArrayList<>(2);
       if (wantA) {
         out2.add(new Contribution(ae, da));
@@ -150,6 +118,50 @@ final class ElementwiseGrads {
       }
       return out2;
     };
+  }
+
+  /**
+   * Elements {@code [from, to)} of a binary op's gradients; {@code da} or {@code db} may be null.
+   */
+  private static void binaryRange(
+      BinaryOp op, float[] g, float[] av, float[] bv, float[] da, float[] db, int from, int to) {
+    for (int i = from; i < to; i++) {
+      double gi = g[i];
+      double ga;
+      double gb;
+      switch (op) {
+        case ADD -> {
+          ga = gi;
+          gb = gi;
+        }
+        case SUB -> {
+          ga = gi;
+          gb = -gi;
+        }
+        case MUL -> {
+          ga = gi * bv[i];
+          gb = gi * av[i];
+        }
+        case DIV -> {
+          double q = 1.0 / bv[i];
+          ga = gi * q;
+          gb = -gi * av[i] * q * q;
+        }
+        case MAX, MIN -> {
+          boolean aWins = op == BinaryOp.MAX ? av[i] > bv[i] : av[i] < bv[i];
+          boolean tie = av[i] == bv[i];
+          ga = tie ? gi / 2 : aWins ? gi : 0;
+          gb = tie ? gi / 2 : aWins ? 0 : gi;
+        }
+        default -> throw new IllegalStateException("unknown op " + op);
+      }
+      if (da != null) {
+        da[i] = (float) ga;
+      }
+      if (db != null) {
+        db[i] = (float) gb;
+      }
+    }
   }
 
   /**
@@ -170,18 +182,22 @@ final class ElementwiseGrads {
       float[] c = cos.toFloatArray();
       float[] s = sin.toFloatArray();
       float[] dx = new float[g.length];
-      for (int row = 0; row < g.length / (2 * pairs); row++) {
-        int l = (row / heads) % length;
-        for (int i = 0; i < pairs; i++) {
-          int at = row * 2 * pairs + 2 * i;
-          double ci = c[l * pairs + i];
-          double si = s[l * pairs + i];
-          double ga = g[at];
-          double gb = g[at + 1];
-          dx[at] = (float) (ga * ci + gb * si);
-          dx[at + 1] = (float) (-ga * si + gb * ci);
-        }
-      }
+      Host.parallel(
+          g.length / (2 * pairs),
+          (first, last) -> {
+            for (int row = first; row < last; row++) {
+              int l = (row / heads) % length;
+              for (int i = 0; i < pairs; i++) {
+                int at = row * 2 * pairs + 2 * i;
+                double ci = c[l * pairs + i];
+                double si = s[l * pairs + i];
+                double ga = g[at];
+                double gb = g[at + 1];
+                dx[at] = (float) (ga * ci + gb * si);
+                dx[at + 1] = (float) (-ga * si + gb * ci);
+              }
+            }
+          });
       return List.of(new Contribution(x, dx));
     };
   }
