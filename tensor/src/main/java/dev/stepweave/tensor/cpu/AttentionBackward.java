@@ -175,7 +175,7 @@ final class AttentionBackward {
           Arrays.fill(ds[g], 0f);
         }
         queryGradients(i0, rows);
-        keyUpdates(rows);
+        keyUpdates();
       }
       for (int j = 0; j < x.lk(); j++) {
         MemorySegment.copy(
@@ -321,27 +321,30 @@ final class AttentionBackward {
     }
 
     /** {@code dK[j] += scale·Σ_g dS[g][j]·q[g]} and {@code dV[j] += Σ_g p[g][j]·dO[g]}. */
-    private void keyUpdates(int rows) {
-      float scale = x.scale();
-      for (int j = 0; j < x.lk(); j++) {
-        for (int c = 0; c < dPad; c += L) {
-          int at = j * dPad + c;
-          FloatVector acc = FloatVector.fromArray(S, dk, at);
-          for (int g = 0; g < rows; g++) {
-            acc =
-                FloatVector.broadcast(S, scale * ds[g][j])
-                    .fma(FloatVector.fromArray(S, query[g], c), acc);
-          }
-          acc.intoArray(dk, at);
-        }
-        for (int c = 0; c < vPad; c += L) {
-          int at = j * vPad + c;
-          FloatVector acc = FloatVector.fromArray(S, dv, at);
-          for (int g = 0; g < rows; g++) {
-            acc =
-                FloatVector.broadcast(S, p[g][j]).fma(FloatVector.fromArray(S, gradOut[g], c), acc);
-          }
-          acc.intoArray(dv, at);
+    private void keyUpdates() {
+      accumulate(dk, dPad, ds, query, x.scale());
+      accumulate(dv, vPad, p, gradOut, 1f);
+    }
+
+    /**
+     * {@code sums[j] += scale·Σ_g weights[g][j]·rows[g]} for every key j: the group's four row
+     * vectors stay in registers over the keys, and each key's sum is loaded and stored once.
+     * Missing rows of a short group have zero weights.
+     */
+    private void accumulate(float[] sums, int pad, float[][] weights, float[][] rows, float scale) {
+      float[] w0 = weights[0], w1 = weights[1], w2 = weights[2], w3 = weights[3];
+      for (int c = 0; c < pad; c += L) {
+        FloatVector r0 = FloatVector.fromArray(S, rows[0], c).mul(scale);
+        FloatVector r1 = FloatVector.fromArray(S, rows[1], c).mul(scale);
+        FloatVector r2 = FloatVector.fromArray(S, rows[2], c).mul(scale);
+        FloatVector r3 = FloatVector.fromArray(S, rows[3], c).mul(scale);
+        for (int j = 0, at = c; j < x.lk(); j++, at += pad) {
+          FloatVector acc = FloatVector.fromArray(S, sums, at);
+          acc = FloatVector.broadcast(S, w0[j]).fma(r0, acc);
+          acc = FloatVector.broadcast(S, w1[j]).fma(r1, acc);
+          acc = FloatVector.broadcast(S, w2[j]).fma(r2, acc);
+          acc = FloatVector.broadcast(S, w3[j]).fma(r3, acc);
+          acc.intoArray(sums, at);
         }
       }
     }

@@ -2,6 +2,7 @@ package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -23,41 +24,15 @@ final class NormGrads {
       float[] w = weight == null ? null : weight.toFloatArray();
       boolean wantX = wanted.test(x);
       float[] dx = wantX ? new float[g.length] : null;
-      double[] dw = new double[n];
-      double[] db = new double[n];
-      double[] xhat = new double[n];
-      double[] gh = new double[n];
-      for (int r = 0; r < rows; r++) {
-        int s = r * n;
-        double mean = 0;
-        for (int i = 0; i < n; i++) {
-          mean += xv[s + i];
-        }
-        mean /= n;
-        double var = 0;
-        for (int i = 0; i < n; i++) {
-          double d = xv[s + i] - mean;
-          var += d * d;
-        }
-        double inv = 1 / Math.sqrt(var / n + eps);
-        double meanG = 0;
-        double meanGx = 0;
-        for (int i = 0; i < n; i++) {
-          xhat[i] = (xv[s + i] - mean) * inv;
-          gh[i] = g[s + i] * (w == null ? 1 : w[i]);
-          meanG += gh[i];
-          meanGx += gh[i] * xhat[i];
-          dw[i] += g[s + i] * xhat[i];
-          db[i] += g[s + i];
-        }
-        meanG /= n;
-        meanGx /= n;
-        if (wantX) {
-          for (int i = 0; i < n; i++) {
-            dx[s + i] = (float) (inv * (gh[i] - meanG - xhat[i] * meanGx));
-          }
-        }
-      }
+      // Σ over rows of g·x̂ (the weight's gradient) in [0, n), of g (the bias's) in [n, 2n).
+      double[] sums =
+          Host.parallelSums(
+              rows,
+              n,
+              2 * n,
+              (first, last, part) -> layerNormRows(xv, w, g, dx, n, eps, first, last, part));
+      double[] dw = Arrays.copyOfRange(sums, 0, n);
+      double[] db = Arrays.copyOfRange(sums, n, 2 * n);
       List<Contribution> out = new ArrayList<>(3);
       if (wantX) {
         out.add(new Contribution(x, dx));
@@ -72,6 +47,52 @@ final class NormGrads {
     };
   }
 
+  /** Rows {@code [first, last)} of {@link #layerNorm}'s rule: dx (when wanted) and the sums. */
+  private static void layerNormRows(
+      float[] xv,
+      float[] w,
+      float[] g,
+      float[] dx,
+      int n,
+      float eps,
+      int first,
+      int last,
+      double[] sums) {
+    double[] xhat = new double[n];
+    double[] gh = new double[n];
+    for (int r = first; r < last; r++) {
+      int s = r * n;
+      double mean = 0;
+      for (int i = 0; i < n; i++) {
+        mean += xv[s + i];
+      }
+      mean /= n;
+      double var = 0;
+      for (int i = 0; i < n; i++) {
+        double d = xv[s + i] - mean;
+        var += d * d;
+      }
+      double inv = 1 / Math.sqrt(var / n + eps);
+      double meanG = 0;
+      double meanGx = 0;
+      for (int i = 0; i < n; i++) {
+        xhat[i] = (xv[s + i] - mean) * inv;
+        gh[i] = g[s + i] * (w == null ? 1 : w[i]);
+        meanG += gh[i];
+        meanGx += gh[i] * xhat[i];
+        sums[i] += g[s + i] * xhat[i];
+        sums[n + i] += g[s + i];
+      }
+      meanG /= n;
+      meanGx /= n;
+      if (dx != null) {
+        for (int i = 0; i < n; i++) {
+          dx[s + i] = (float) (inv * (gh[i] - meanG - xhat[i] * meanGx));
+        }
+      }
+    }
+  }
+
   /**
    * RMSNorm over the last dimension: with r = 1/√(mean(x²) + eps) and ĝ = g·w, {@code dx = r·ĝ −
    * x·r³·mean(ĝ·x)}, {@code dw = Σ g·x·r}.
@@ -84,28 +105,34 @@ final class NormGrads {
       float[] w = weight == null ? null : weight.toFloatArray();
       boolean wantX = wanted.test(x);
       float[] dx = wantX ? new float[g.length] : null;
-      double[] dw = new double[n];
-      for (int r = 0; r < rows; r++) {
-        int s = r * n;
-        double ms = 0;
-        for (int i = 0; i < n; i++) {
-          ms += (double) xv[s + i] * xv[s + i];
-        }
-        double inv = 1 / Math.sqrt(ms / n + eps);
-        double meanGx = 0;
-        for (int i = 0; i < n; i++) {
-          double gh = g[s + i] * (w == null ? 1 : w[i]);
-          meanGx += gh * xv[s + i];
-          dw[i] += g[s + i] * xv[s + i] * inv;
-        }
-        meanGx /= n;
-        if (wantX) {
-          for (int i = 0; i < n; i++) {
-            double gh = g[s + i] * (w == null ? 1 : w[i]);
-            dx[s + i] = (float) (inv * gh - xv[s + i] * inv * inv * inv * meanGx);
-          }
-        }
-      }
+      double[] dw =
+          Host.parallelSums(
+              rows,
+              n,
+              n,
+              (first, last, part) -> {
+                for (int r = first; r < last; r++) {
+                  int s = r * n;
+                  double ms = 0;
+                  for (int i = 0; i < n; i++) {
+                    ms += (double) xv[s + i] * xv[s + i];
+                  }
+                  double inv = 1 / Math.sqrt(ms / n + eps);
+                  double meanGx = 0;
+                  for (int i = 0; i < n; i++) {
+                    double gh = g[s + i] * (w == null ? 1 : w[i]);
+                    meanGx += gh * xv[s + i];
+                    part[i] += g[s + i] * xv[s + i] * inv;
+                  }
+                  meanGx /= n;
+                  if (dx != null) {
+                    for (int i = 0; i < n; i++) {
+                      double gh = g[s + i] * (w == null ? 1 : w[i]);
+                      dx[s + i] = (float) (inv * gh - xv[s + i] * inv * inv * inv * meanGx);
+                    }
+                  }
+                }
+              });
       List<Contribution> out = new ArrayList<>(2);
       if (wantX) {
         out.add(new Contribution(x, dx));
