@@ -138,6 +138,27 @@ public final class OpShapes {
   }
 
   /**
+   * An attention bias (already in the dtype and place the kernel reads) as a view broadcast to
+   * {@code [B, H, Lq, Lk]}, or null for none.
+   *
+   * @throws IllegalArgumentException naming both shapes when it does not broadcast
+   */
+  public static Tensor attentionBias(Tensor bias, int b, int h, int lq, int lk) {
+    if (bias == null) {
+      return null;
+    }
+    try {
+      return bias.expand(b, h, lq, lk);
+    } catch (IllegalArgumentException e) {
+      throw new IllegalArgumentException(
+          "attention bias "
+              + Arrays.toString(bias.shape())
+              + " does not broadcast to [B, H, Lq, Lk] = "
+              + Arrays.toString(new int[] {b, h, lq, lk}));
+    }
+  }
+
+  /**
    * Checks x {@code [..., in]}, weight {@code [out, in]} and bias {@code [out]} (or null) of {@code
    * x @ w^T + bias} and returns the output shape {@code [..., out]}.
    */

@@ -10,7 +10,6 @@ import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
-import java.util.Arrays;
 import java.util.HashSet;
 import java.util.Set;
 
@@ -70,18 +69,8 @@ public final class AttentionOps {
     if (out.numel() == 0) {
       return out;
     }
-    Tensor biasView = null;
-    if (bias != null) {
-      try {
-        biasView = tensors.f32View(bias).expand(b, h, lq, lk);
-      } catch (IllegalArgumentException e) {
-        throw new IllegalArgumentException(
-            "attention bias "
-                + Arrays.toString(bias.shape())
-                + " does not broadcast to [B, H, Lq, Lk] = "
-                + Arrays.toString(new int[] {b, h, lq, lk}));
-      }
-    }
+    Tensor biasView =
+        OpShapes.attentionBias(bias == null ? null : tensors.f32View(bias), b, h, lq, lk);
     if (bias == null && d == dv && lk > 0 && operands.bf16Mode() && FLASH_DIMS.contains(d)) {
       flash(q, k, v, out, scale);
       return out;

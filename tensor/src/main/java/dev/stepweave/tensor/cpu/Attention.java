@@ -50,20 +50,9 @@ final class Attention {
     return out;
   }
 
-  /** {@code bias} (or null) as an F32 view of shape {@code [B, H, Lq, Lk]}, nothing copied. */
+  /** {@code bias} (or null) as an F32 view of shape {@code [B, H, Lq, Lk]}. */
   static Tensor biasView(Tensor bias, int b, int h, int lq, int lk) {
-    if (bias == null) {
-      return null;
-    }
-    try {
-      return Dense.f32(bias).expand(b, h, lq, lk);
-    } catch (IllegalArgumentException e) {
-      throw new IllegalArgumentException(
-          "attention bias "
-              + Arrays.toString(bias.shape())
-              + " does not broadcast to [B, H, Lq, Lk] = "
-              + Arrays.toString(new int[] {b, h, lq, lk}));
-    }
+    return OpShapes.attentionBias(bias == null ? null : Dense.f32(bias), b, h, lq, lk);
   }
 
   /** The operands of one call, shared by its tasks. */

@@ -165,8 +165,8 @@ final class AttentionBackward {
         int rows = Math.min(ROWS, x.lq() - i0);
         load(i0, rows);
         // Scores, then dO·Vᵀ (into ds, finished per row below): four rows share each packed load.
-        products(query, x.d(), keysT, p);
-        products(gradOut, x.dv(), valuesT, ds);
+        products(query, x.d(), keysT, kPad, kPad, 1f, p);
+        products(gradOut, x.dv(), valuesT, kPad, kPad, 1f, ds);
         for (int g = 0; g < rows; g++) {
           probabilities(g, i0 + g);
         }
@@ -269,51 +269,44 @@ final class AttentionBackward {
     }
 
     /**
-     * {@code out[g][j] = Σ_c rows[g][c]·packed[c][j]} for the group's four rows and every key j
-     * (zero past the last): each packed vector is loaded once for the four FMA chains.
+     * {@code out[g][i] = scale·Σ_t weights[g][t]·matrix[t·stride + i]} for the group's four rows
+     * and every {@code i < width} (a multiple of the vector length): each matrix vector is loaded
+     * once for the four FMA chains. Scores and {@code dO·Vᵀ} are this over the packed transposes
+     * ({@code t} a feature, {@code i} a key), dQ over the keys ({@code t} a key, {@code i} a
+     * feature).
      */
-    private void products(float[][] rows, int width, float[] packed, float[][] out) {
-      float[] r0 = rows[0], r1 = rows[1], r2 = rows[2], r3 = rows[3];
-      for (int j = 0; j < kPad; j += L) {
+    private static void products(
+        float[][] weights,
+        int terms,
+        float[] matrix,
+        int stride,
+        int width,
+        float scale,
+        float[][] out) {
+      float[] w0 = weights[0], w1 = weights[1], w2 = weights[2], w3 = weights[3];
+      for (int i = 0; i < width; i += L) {
         FloatVector a0 = FloatVector.zero(S);
         FloatVector a1 = FloatVector.zero(S);
         FloatVector a2 = FloatVector.zero(S);
         FloatVector a3 = FloatVector.zero(S);
-        for (int c = 0; c < width; c++) {
-          FloatVector k = FloatVector.fromArray(S, packed, c * kPad + j);
-          a0 = FloatVector.broadcast(S, r0[c]).fma(k, a0);
-          a1 = FloatVector.broadcast(S, r1[c]).fma(k, a1);
-          a2 = FloatVector.broadcast(S, r2[c]).fma(k, a2);
-          a3 = FloatVector.broadcast(S, r3[c]).fma(k, a3);
+        for (int t = 0, at = i; t < terms; t++, at += stride) {
+          FloatVector m = FloatVector.fromArray(S, matrix, at);
+          a0 = FloatVector.broadcast(S, w0[t]).fma(m, a0);
+          a1 = FloatVector.broadcast(S, w1[t]).fma(m, a1);
+          a2 = FloatVector.broadcast(S, w2[t]).fma(m, a2);
+          a3 = FloatVector.broadcast(S, w3[t]).fma(m, a3);
         }
-        a0.intoArray(out[0], j);
-        a1.intoArray(out[1], j);
-        a2.intoArray(out[2], j);
-        a3.intoArray(out[3], j);
+        a0.mul(scale).intoArray(out[0], i);
+        a1.mul(scale).intoArray(out[1], i);
+        a2.mul(scale).intoArray(out[2], i);
+        a3.mul(scale).intoArray(out[3], i);
       }
     }
 
     /** {@code dQ = scale·dS·K} of the group's rows, written out: each key row loaded once. */
     private void queryGradients(int i0, int rows) {
-      int d = x.d(), lk = x.lk();
-      float[] s0 = ds[0], s1 = ds[1], s2 = ds[2], s3 = ds[3];
-      for (int c = 0; c < dPad; c += L) {
-        FloatVector a0 = FloatVector.zero(S);
-        FloatVector a1 = FloatVector.zero(S);
-        FloatVector a2 = FloatVector.zero(S);
-        FloatVector a3 = FloatVector.zero(S);
-        for (int j = 0; j < lk; j++) {
-          FloatVector k = FloatVector.fromArray(S, keys, j * dPad + c);
-          a0 = FloatVector.broadcast(S, s0[j]).fma(k, a0);
-          a1 = FloatVector.broadcast(S, s1[j]).fma(k, a1);
-          a2 = FloatVector.broadcast(S, s2[j]).fma(k, a2);
-          a3 = FloatVector.broadcast(S, s3[j]).fma(k, a3);
-        }
-        a0.mul(x.scale()).intoArray(dq[0], c);
-        a1.mul(x.scale()).intoArray(dq[1], c);
-        a2.mul(x.scale()).intoArray(dq[2], c);
-        a3.mul(x.scale()).intoArray(dq[3], c);
-      }
+      int d = x.d();
+      products(ds, x.lk(), keys, dPad, dPad, x.scale(), dq);
       for (int g = 0; g < rows; g++) {
         MemorySegment.copy(
             dq[g], 0, o.q(), Dense.FLOAT, rowIndex(i0 + g, x.lq()) * d * Float.BYTES, d);
