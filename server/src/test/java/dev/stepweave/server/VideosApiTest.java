@@ -43,7 +43,11 @@ class VideosApiTest {
     JsonNode v = created.json();
     assertTrue(v.get("id").asText().matches("video_[0-9a-f]{32}"), v::toString);
     assertEquals("video", v.get("object").asText());
-    assertTrue(List.of("queued", "in_progress").contains(v.get("status").asText()), v::toString);
+    // The reply is the job as it stands: the pattern model's few milliseconds of work may already
+    // be done by then (a loaded machine ran it in 9 ms before the reply was written).
+    assertTrue(
+        List.of("queued", "in_progress", "completed").contains(v.get("status").asText()),
+        v::toString);
     assertEquals("48x32", v.get("size").asText());
     assertEquals("0.5", v.get("seconds").asText(), "5 frames at the card's 8 fps");
 
