@@ -17,6 +17,7 @@ import dev.stepweave.cuda.ops.LowRankOps;
 import dev.stepweave.cuda.ops.MatrixOps;
 import dev.stepweave.cuda.ops.RateProbe;
 import dev.stepweave.cuda.tuning.MeasuredRates;
+import dev.stepweave.tensor.AttentionBackwardByOps;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
@@ -440,6 +441,25 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
     return ops.attention().attention(q, k, v, bias, scale);
+  }
+
+  /**
+   * The attention backward as this backend's own GEMMs, softmax and elementwise ops ({@link
+   * AttentionBackwardByOps}), in query chunks whose scores fit the ops' scratch budget: every step
+   * on the device.
+   */
+  @Override
+  public AttentionGradients attentionBackward(
+      Tensor q,
+      Tensor k,
+      Tensor v,
+      Tensor bias,
+      float scale,
+      Tensor out,
+      Tensor gradOut,
+      boolean biasGradient) {
+    return AttentionBackwardByOps.backward(
+        this, q, k, v, bias, scale, out, gradOut, biasGradient, CudaOps.SCRATCH_BUDGET_BYTES);
   }
 
   /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */

@@ -10,6 +10,9 @@ import dev.stepweave.tensor.Precision;
  * sharing its device tensors, GEMM and cuDNN runtime.
  */
 public final class CudaOps implements AutoCloseable {
+  /** The most bytes one op's scratch may take (an im2col matrix, a chunk of attention scores). */
+  public static final long SCRATCH_BUDGET_BYTES = Operands.SCRATCH_BUDGET_BYTES;
+
   private final CudnnRuntime cudnnRuntime;
   private final ElementwiseOps elementwise;
   private final MatrixOps matrix;

@@ -4,6 +4,7 @@ import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.tensor.AttentionBackwardByOps;
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.DType;
@@ -199,6 +200,47 @@ class CpuBackendVsNaiveTest {
             5 * 3 * 20,
             6 * 3 * 20);
     assertArrayEquals(new float[3 * 20], maskedRow, "a fully masked row's dq");
+  }
+
+  @Test
+  void attentionBackwardByOpsMatchesTheKernel() {
+    Tensor q = random(2, 37, 3, 20);
+    Tensor k = random(2, 3, 70, 20).permute(0, 2, 1, 3);
+    Tensor v = random(2, 70, 3, 12);
+    float[] masked = random(2, 1, 37, 70).toFloatArray();
+    // A finite mask, as the models use, hiding a whole row and half of another.
+    Arrays.fill(masked, 5 * 70, 6 * 70, -1e9f);
+    Arrays.fill(masked, 9 * 70, 9 * 70 + 35, -1e9f);
+    Tensor mask = Tensor.of(masked, 2, 1, 37, 70);
+    for (Tensor bias : Arrays.asList(null, random(3, 37, 70), mask)) {
+      Tensor out = cpu.attention(q, k, v, bias, 0.4f);
+      Tensor gradOut = random(out.shape());
+      var want = cpu.attentionBackward(q, k, v, bias, 0.4f, out, gradOut, bias != null);
+      // Scratch for 5 query rows a chunk (8 chunks, the last short), then for all of them.
+      for (long scratch : new long[] {5L * 4 * 2 * 3 * 70 * 4, 1L << 30}) {
+        var got =
+            AttentionBackwardByOps.backward(
+                cpu, q, k, v, bias, 0.4f, out, gradOut, bias != null, scratch);
+        String with =
+            (bias == null ? "no bias" : Arrays.toString(bias.shape()) + " bias")
+                + ", scratch "
+                + scratch;
+        assertClose(want.q(), got.q(), 1e-4f, 1e-2f, "dq, " + with);
+        assertClose(want.k(), got.k(), 1e-4f, 1e-2f, "dk, " + with);
+        assertClose(want.v(), got.v(), 1e-4f, 1e-2f, "dv, " + with);
+        if (bias == null) {
+          assertEquals(null, got.bias(), "no bias gradient unless asked");
+        } else {
+          assertClose(want.bias(), got.bias(), 1e-4f, 1e-2f, "dbias, " + with);
+        }
+      }
+    }
+    Tensor none = random(2, 0, 3, 20);
+    var empty =
+        AttentionBackwardByOps.backward(
+            cpu, none, k, v, null, 0.4f, random(2, 0, 3, 12), random(2, 0, 3, 12), false, 1L << 20);
+    assertArrayEquals(new int[] {2, 70, 3, 20}, empty.k().shape(), "no queries: dk of k's shape");
+    assertArrayEquals(new float[2 * 70 * 3 * 20], empty.k().toFloatArray(), "and zero");
   }
 
   @Test

@@ -1,0 +1,111 @@
+package dev.stepweave.tensor;
+
+import dev.stepweave.tensor.Backend.AttentionGradients;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+
+/**
+ * The backward of {@link Backend#attention} written with a backend's own operations (batched
+ * matmul, softmax, broadcasting elementwise ops, a last-dim sum), so it runs wherever those run —
+ * on a GPU every step stays on the device. Query rows go in chunks so the scores of one chunk,
+ * {@code [B, H, chunk, Lk]}, stay within a scratch budget; the Lq×Lk matrix is never formed, except
+ * the bias gradient when it is asked for (which is that size). Per chunk:
+ *
+ * <pre>
+ *   P  = softmax(scale·Q·Kᵀ + bias)      dP = dO·Vᵀ      D = rowsum(dO ∘ O)
+ *   dS = P ∘ (dP − D)                    dQ = scale·dS·K
+ *   dK += scale·dSᵀ·Q                    dV += Pᵀ·dO
+ * </pre>
+ *
+ * <p>Masks should be large finite negatives, as the models' are: a row whose every key is −∞ has no
+ * softmax (the backends' softmax gives NaN there), and its NaN reaches every key's dK and dV here,
+ * where the CPU's own kernel gives that row zero gradients.
+ */
+public final class AttentionBackwardByOps {
+  private AttentionBackwardByOps() {}
+
+  /**
+   * {@link Backend#attentionBackward} through {@code ops}; {@code scratchBytes} bounds the F32
+   * score-sized tensors of one chunk (about four are alive at once).
+   */
+  public static AttentionGradients backward(
+      Backend ops,
+      Tensor q,
+      Tensor k,
+      Tensor v,
+      Tensor bias,
+      float scale,
+      Tensor out,
+      Tensor gradOut,
+      boolean biasGradient,
+      long scratchBytes) {
+    int[] outShape = OpShapes.attention(q, k, v);
+    for (Tensor t : new Tensor[] {out, gradOut}) {
+      if (!Arrays.equals(t.shape(), outShape)) {
+        throw new IllegalArgumentException(
+            "attention backward: output and its gradient must be "
+                + Arrays.toString(outShape)
+                + ", got "
+                + t);
+      }
+    }
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
+    boolean wantBias = biasGradient && bias != null;
+    if ((long) lq * lk * b * h == 0) {
+      // Nothing to sum over: every gradient is zero (an empty key set contributes nothing).
+      return new AttentionGradients(
+          ops.zeros(DType.F32, q.shape()),
+          ops.zeros(DType.F32, k.shape()),
+          ops.zeros(DType.F32, v.shape()),
+          wantBias ? ops.zeros(DType.F32, b, h, lq, lk) : null);
+    }
+    Tensor biasView = OpShapes.attentionBias(bias, b, h, lq, lk);
+    // [B, H, L, *] views of the [B, L, H, *] inputs; the matmuls read them through their strides.
+    Tensor keys = k.permute(0, 2, 1, 3);
+    Tensor keysT = k.permute(0, 2, 3, 1);
+    Tensor valuesT = v.permute(0, 2, 3, 1);
+    long rowBytes = 4L * b * h * Math.max(lk, 1) * Float.BYTES;
+    int chunk = (int) Math.max(1, Math.min(Math.max(lq, 1), scratchBytes / rowBytes));
+    List<Tensor> dq = new ArrayList<>();
+    List<Tensor> dBias = new ArrayList<>();
+    Tensor dk = null;
+    Tensor dv = null;
+    for (int from = 0; from < lq; from += chunk) {
+      int to = Math.min(lq, from + chunk);
+      Tensor qc = q.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, D]
+      Tensor dOc = gradOut.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, Dv]
+      Tensor oc = out.slice(1, from, to).permute(0, 2, 1, 3);
+      Tensor scores = ops.affine(ops.matmul(qc, keysT), scale, 0f);
+      if (biasView != null) {
+        scores = ops.add(scores, biasView.slice(2, from, to));
+      }
+      Tensor p = ops.softmax(scores); // [B, H, c, Lk]
+      Tensor dp = ops.matmul(dOc, valuesT);
+      Tensor rowDot = ops.sumLastDim(ops.mul(dOc, oc)); // [B, H, c, 1]
+      Tensor ds = ops.mul(p, ops.sub(dp, rowDot));
+      dq.add(ops.affine(ops.matmul(ds, keys), scale, 0f));
+      Tensor dkc = ops.affine(ops.matmul(ds.permute(0, 1, 3, 2), qc), scale, 0f);
+      Tensor dvc = ops.matmul(p.permute(0, 1, 3, 2), dOc);
+      dk = dk == null ? dkc : ops.add(dk, dkc);
+      dv = dv == null ? dvc : ops.add(dv, dvc);
+      if (wantBias) {
+        dBias.add(ds);
+      }
+    }
+    return new AttentionGradients(
+        bshd(ops, joined(ops, dq, 2)),
+        bshd(ops, dk),
+        bshd(ops, dv),
+        dBias.isEmpty() ? null : ops.contiguous(joined(ops, dBias, 2)));
+  }
+
+  private static Tensor joined(Backend ops, List<Tensor> parts, int dim) {
+    return parts.size() == 1 ? parts.getFirst() : ops.concat(parts, dim);
+  }
+
+  /** A {@code [B, H, L, D]} result as a contiguous {@code [B, L, H, D]} tensor. */
+  private static Tensor bshd(Backend ops, Tensor bhld) {
+    return ops.contiguous(bhld.permute(0, 2, 1, 3));
+  }
+}
