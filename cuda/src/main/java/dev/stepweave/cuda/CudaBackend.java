@@ -450,16 +450,9 @@ public final class CudaBackend implements Backend, AutoCloseable {
    */
   @Override
   public AttentionGradients attentionBackward(
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
-      Tensor gradOut,
-      boolean biasGradient) {
+      AttentionForward forward, Tensor gradOut, boolean biasGradient) {
     return AttentionBackwardByOps.backward(
-        this, q, k, v, bias, scale, out, gradOut, biasGradient, CudaOps.SCRATCH_BUDGET_BYTES);
+        this, forward, gradOut, biasGradient, CudaOps.SCRATCH_BUDGET_BYTES);
   }
 
   /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */

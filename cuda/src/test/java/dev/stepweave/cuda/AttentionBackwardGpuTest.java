@@ -3,6 +3,7 @@ package dev.stepweave.cuda;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.tensor.Backend.AttentionForward;
 import dev.stepweave.tensor.Backend.AttentionGradients;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
@@ -41,16 +42,18 @@ class AttentionBackwardGpuTest {
         Tensor out = CPU.attention(q, k, v, bias, scale);
         Tensor gradOut = RandomWeights.uniform(5, 1f, out.shape());
         AttentionGradients want =
-            CPU.attentionBackward(q, k, v, bias, scale, out, gradOut, bias != null);
+            CPU.attentionBackward(
+                new AttentionForward(q, k, v, bias, scale, out), gradOut, bias != null);
         long start = System.nanoTime();
         AttentionGradients got =
             gpu.attentionBackward(
-                gpu.upload(q, q.dtype()),
-                gpu.upload(k, k.dtype()),
-                gpu.upload(v, v.dtype()),
-                bias == null ? null : gpu.upload(bias, bias.dtype()),
-                scale,
-                gpu.upload(out, out.dtype()),
+                new AttentionForward(
+                    gpu.upload(q, q.dtype()),
+                    gpu.upload(k, k.dtype()),
+                    gpu.upload(v, v.dtype()),
+                    bias == null ? null : gpu.upload(bias, bias.dtype()),
+                    scale,
+                    gpu.upload(out, out.dtype())),
                 gpu.upload(gradOut, gradOut.dtype()),
                 bias != null);
         Tensor dq = gpu.download(got.q()), dk = gpu.download(got.k()), dv = gpu.download(got.v());

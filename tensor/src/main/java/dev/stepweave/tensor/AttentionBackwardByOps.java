@@ -1,8 +1,8 @@
 package dev.stepweave.tensor;
 
+import dev.stepweave.tensor.Backend.AttentionForward;
 import dev.stepweave.tensor.Backend.AttentionGradients;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
@@ -31,25 +31,14 @@ public final class AttentionBackwardByOps {
    */
   public static AttentionGradients backward(
       Backend ops,
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
+      AttentionForward forward,
       Tensor gradOut,
       boolean biasGradient,
       long scratchBytes) {
-    int[] outShape = OpShapes.attention(q, k, v);
-    for (Tensor t : new Tensor[] {out, gradOut}) {
-      if (!Arrays.equals(t.shape(), outShape)) {
-        throw new IllegalArgumentException(
-            "attention backward: output and its gradient must be "
-                + Arrays.toString(outShape)
-                + ", got "
-                + t);
-      }
-    }
+    forward.gradientOfOutput(gradOut);
+    Tensor q = forward.q(), k = forward.k(), v = forward.v(), bias = forward.bias();
+    Tensor out = forward.out();
+    float scale = forward.scale();
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
     boolean wantBias = biasGradient && bias != null;
     if ((long) lq * lk * b * h == 0) {

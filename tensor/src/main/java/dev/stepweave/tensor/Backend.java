@@ -300,23 +300,43 @@ public interface Backend {
 
   /**
    * The backward of {@link #attention}: given {@code out = attention(q, k, v, bias, scale)} and the
-   * gradient of a loss with respect to {@code out}, the gradients with respect to q, k and v (each
-   * its input's shape) and, when {@code biasGradient}, to the logits bias broadcast to {@code [B,
-   * H, Lq, Lk]}. The training plane's rule (it records the forward and calls this in the backward);
-   * like the forward it never forms Lq×Lk scores, except the bias gradient asked for.
+   * gradient of a loss with respect to {@code out} ({@code forward}), the gradients with respect to
+   * q, k and v (each its input's shape) and, when {@code biasGradient}, to the logits bias
+   * broadcast to {@code [B, H, Lq, Lk]}. The training plane's rule (it records the forward and
+   * calls this in the backward); like the forward it never forms Lq×Lk scores, except the bias
+   * gradient asked for.
    *
-   * @throws UnsupportedOperationException on a backend without it (so far every one but the CPU's)
+   * @throws UnsupportedOperationException on a backend without it
    */
   default AttentionGradients attentionBackward(
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
-      Tensor gradOut,
-      boolean biasGradient) {
+      AttentionForward forward, Tensor gradOut, boolean biasGradient) {
     throw new UnsupportedOperationException(name() + " has no attention backward");
+  }
+
+  /**
+   * One {@link #attention} as its backward reads it: the inputs, the scale and {@code out =
+   * attention(q, k, v, bias, scale)}; the shapes are checked here.
+   */
+  record AttentionForward(Tensor q, Tensor k, Tensor v, Tensor bias, float scale, Tensor out) {
+    public AttentionForward {
+      outputShaped(out, OpShapes.attention(q, k, v));
+    }
+
+    /** {@code gradOut}, checked to have the output's shape. */
+    public Tensor gradientOfOutput(Tensor gradOut) {
+      return outputShaped(gradOut, out.shape());
+    }
+
+    private static Tensor outputShaped(Tensor t, int[] shape) {
+      if (!java.util.Arrays.equals(t.shape(), shape)) {
+        throw new IllegalArgumentException(
+            "attention backward: output and its gradient must be "
+                + java.util.Arrays.toString(shape)
+                + ", got "
+                + t);
+      }
+      return t;
+    }
   }
 
   /** What {@link #attentionBackward} returns; {@code bias} is null unless it was asked for. */

@@ -1,7 +1,7 @@
 package dev.stepweave.tensor.cpu;
 
+import dev.stepweave.tensor.Backend.AttentionForward;
 import dev.stepweave.tensor.Backend.AttentionGradients;
-import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.util.Arrays;
@@ -34,25 +34,11 @@ final class AttentionBackward {
     this.pool = pool;
   }
 
-  AttentionGradients backward(
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
-      Tensor gradOut,
-      boolean biasGradient) {
-    int[] outShape = OpShapes.attention(q, k, v);
-    for (Tensor t : new Tensor[] {out, gradOut}) {
-      if (!Arrays.equals(t.shape(), outShape)) {
-        throw new IllegalArgumentException(
-            "attention backward: output and its gradient must be "
-                + Arrays.toString(outShape)
-                + ", got "
-                + t);
-      }
-    }
+  AttentionGradients backward(AttentionForward forward, Tensor gradOut, boolean biasGradient) {
+    forward.gradientOfOutput(gradOut);
+    Tensor q = forward.q(), k = forward.k(), v = forward.v(), bias = forward.bias();
+    Tensor out = forward.out();
+    float scale = forward.scale();
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3);
     int lk = k.dim(1), dv = v.dim(3);
     Heads x =

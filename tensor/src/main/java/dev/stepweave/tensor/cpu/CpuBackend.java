@@ -163,15 +163,8 @@ public final class CpuBackend implements Backend {
 
   @Override
   public AttentionGradients attentionBackward(
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
-      Tensor gradOut,
-      boolean biasGradient) {
-    return attentionBackward.backward(q, k, v, bias, scale, out, gradOut, biasGradient);
+      AttentionForward forward, Tensor gradOut, boolean biasGradient) {
+    return attentionBackward.backward(forward, gradOut, biasGradient);
   }
 
   @Override

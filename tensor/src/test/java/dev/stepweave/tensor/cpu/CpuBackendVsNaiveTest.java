@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.tensor.AttentionBackwardByOps;
+import dev.stepweave.tensor.Backend.AttentionForward;
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.DType;
@@ -172,7 +173,9 @@ class CpuBackendVsNaiveTest {
       float scale = bias == null ? 0.3f : 0.5f;
       Tensor out = cpu.attention(q, k, v, bias, scale);
       Tensor gradOut = random(out.shape());
-      var got = cpu.attentionBackward(q, k, v, bias, scale, out, gradOut, bias != null);
+      var got =
+          cpu.attentionBackward(
+              new AttentionForward(q, k, v, bias, scale, out), gradOut, bias != null);
       Tensor[] want = NaiveOps.attentionBackward(q, k, v, bias, scale, gradOut);
       String with = bias == null ? "no bias" : Arrays.toString(bias.shape()) + " bias";
       assertClose(want[0], got.q(), 1e-4f, 1e-2f, "dq, " + with);
@@ -187,12 +190,7 @@ class CpuBackendVsNaiveTest {
     float[] maskedRow =
         Arrays.copyOfRange(
             cpu.attentionBackward(
-                    q,
-                    k,
-                    v,
-                    mask,
-                    0.5f,
-                    cpu.attention(q, k, v, mask, 0.5f),
+                    new AttentionForward(q, k, v, mask, 0.5f, cpu.attention(q, k, v, mask, 0.5f)),
                     random(2, 37, 3, 12),
                     false)
                 .q()
@@ -215,12 +213,11 @@ class CpuBackendVsNaiveTest {
     for (Tensor bias : Arrays.asList(null, random(3, 37, 70), mask)) {
       Tensor out = cpu.attention(q, k, v, bias, 0.4f);
       Tensor gradOut = random(out.shape());
-      var want = cpu.attentionBackward(q, k, v, bias, 0.4f, out, gradOut, bias != null);
+      var forward = new AttentionForward(q, k, v, bias, 0.4f, out);
+      var want = cpu.attentionBackward(forward, gradOut, bias != null);
       // Scratch for 5 query rows a chunk (8 chunks, the last short), then for all of them.
       for (long scratch : new long[] {5L * 4 * 2 * 3 * 70 * 4, 1L << 30}) {
-        var got =
-            AttentionBackwardByOps.backward(
-                cpu, q, k, v, bias, 0.4f, out, gradOut, bias != null, scratch);
+        var got = AttentionBackwardByOps.backward(cpu, forward, gradOut, bias != null, scratch);
         String with =
             (bias == null ? "no bias" : Arrays.toString(bias.shape()) + " bias")
                 + ", scratch "
@@ -238,7 +235,11 @@ class CpuBackendVsNaiveTest {
     Tensor none = random(2, 0, 3, 20);
     var empty =
         AttentionBackwardByOps.backward(
-            cpu, none, k, v, null, 0.4f, random(2, 0, 3, 12), random(2, 0, 3, 12), false, 1L << 20);
+            cpu,
+            new AttentionForward(none, k, v, null, 0.4f, random(2, 0, 3, 12)),
+            random(2, 0, 3, 12),
+            false,
+            1L << 20);
     assertArrayEquals(new int[] {2, 70, 3, 20}, empty.k().shape(), "no queries: dk of k's shape");
     assertArrayEquals(new float[2 * 70 * 3 * 20], empty.k().toFloatArray(), "and zero");
   }

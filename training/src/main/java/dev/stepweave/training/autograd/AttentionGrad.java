@@ -14,13 +14,12 @@ import java.util.List;
 final class AttentionGrad {
   private AttentionGrad() {}
 
-  static BackwardRule of(
-      Backend host, Tensor q, Tensor k, Tensor v, Tensor bias, float scale, Tensor out) {
+  static BackwardRule of(Backend host, Backend.AttentionForward forward) {
+    Tensor q = forward.q(), k = forward.k(), v = forward.v(), bias = forward.bias();
     return (gradOut, wanted) -> {
       boolean wantBias = bias != null && wanted.test(bias);
       Backend.AttentionGradients g =
-          host.attentionBackward(
-              q, k, v, bias, scale, out, Tensor.of(gradOut, out.shape()), wantBias);
+          host.attentionBackward(forward, Tensor.of(gradOut, forward.out().shape()), wantBias);
       List<Contribution> list = new ArrayList<>(4);
       if (wanted.test(q)) {
         list.add(new Contribution(q, g.q().toFloatArray()));

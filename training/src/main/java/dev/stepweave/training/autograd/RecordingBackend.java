@@ -186,7 +186,7 @@ public final class RecordingBackend implements Backend {
     return record(
         "attention",
         out,
-        () -> AttentionGrad.of(delegate, q, k, v, bias, scale, out),
+        () -> AttentionGrad.of(delegate, new AttentionForward(q, k, v, bias, scale, out)),
         q,
         k,
         v,
@@ -196,15 +196,8 @@ public final class RecordingBackend implements Backend {
   /** Not recorded: a backward is not differentiated again. */
   @Override
   public AttentionGradients attentionBackward(
-      Tensor q,
-      Tensor k,
-      Tensor v,
-      Tensor bias,
-      float scale,
-      Tensor out,
-      Tensor gradOut,
-      boolean biasGradient) {
-    return delegate.attentionBackward(q, k, v, bias, scale, out, gradOut, biasGradient);
+      AttentionForward forward, Tensor gradOut, boolean biasGradient) {
+    return delegate.attentionBackward(forward, gradOut, biasGradient);
   }
 
   @Override
