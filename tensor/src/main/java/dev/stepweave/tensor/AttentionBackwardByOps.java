@@ -54,8 +54,8 @@ public final class AttentionBackwardByOps {
     Tensor keys = k.permute(0, 2, 1, 3);
     Tensor keysT = k.permute(0, 2, 3, 1);
     Tensor valuesT = v.permute(0, 2, 3, 1);
-    long rowBytes = 4L * b * h * Math.max(lk, 1) * Float.BYTES;
-    int chunk = (int) Math.max(1, Math.min(Math.max(lq, 1), scratchBytes / rowBytes));
+    long rowBytes = 4L * b * h * lk * Float.BYTES;
+    int chunk = (int) Math.max(1, Math.min(lq, scratchBytes / rowBytes));
     List<Tensor> dq = new ArrayList<>();
     List<Tensor> dBias = new ArrayList<>();
     Tensor dk = null;

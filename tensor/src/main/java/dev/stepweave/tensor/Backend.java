@@ -1,5 +1,6 @@
 package dev.stepweave.tensor;
 
+import java.util.Arrays;
 import java.util.Collection;
 import java.util.List;
 import java.util.Optional;
@@ -89,10 +90,10 @@ public interface Backend {
     if (into.device().kind() != Device.Kind.CPU
         || into.dtype() != DType.F32
         || !into.isContiguous()
-        || !java.util.Arrays.equals(into.shape(), t.shape())) {
+        || !Arrays.equals(into.shape(), t.shape())) {
       throw new IllegalArgumentException(
           "downloadInto needs a contiguous F32 CPU tensor of shape "
-              + java.util.Arrays.toString(t.shape())
+              + Arrays.toString(t.shape())
               + ", got "
               + into);
     }
@@ -328,10 +329,10 @@ public interface Backend {
     }
 
     private static Tensor outputShaped(Tensor t, int[] shape) {
-      if (!java.util.Arrays.equals(t.shape(), shape)) {
+      if (!Arrays.equals(t.shape(), shape)) {
         throw new IllegalArgumentException(
             "attention backward: output and its gradient must be "
-                + java.util.Arrays.toString(shape)
+                + Arrays.toString(shape)
                 + ", got "
                 + t);
       }

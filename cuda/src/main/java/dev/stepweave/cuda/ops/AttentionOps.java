@@ -117,7 +117,7 @@ public final class AttentionOps {
   /**
    * Attention for head dims the kernels' shared memory cannot hold (the Wan VAE's single 384-wide
    * head): F32 GEMMs for the scores and the weighted sum, a row softmax between, over query chunks
-   * so the score matrix stays within {@link Operands#SCRATCH_BUDGET_BYTES}.
+   * so the score matrix stays within {@link CudaOps#SCRATCH_BUDGET_BYTES}.
    */
   private void attentionByGemms(
       Tensor q, Tensor k, Tensor v, Tensor biasView, float scale, Tensor out) {
@@ -125,7 +125,7 @@ public final class AttentionOps {
     Tensor keysT = tensors.onDevice(k).permute(0, 2, 3, 1); // [B, H, D, Lk]
     Tensor values = tensors.onDevice(v).permute(0, 2, 1, 3); // [B, H, Lk, Dv]
     long rowBytes = (long) b * h * Math.max(lk, 1) * Float.BYTES;
-    int chunk = (int) Math.max(1, Math.min(lq, Operands.SCRATCH_BUDGET_BYTES / rowBytes));
+    int chunk = (int) Math.max(1, Math.min(lq, CudaOps.SCRATCH_BUDGET_BYTES / rowBytes));
     for (int from = 0; from < lq; from += chunk) {
       int to = Math.min(lq, from + chunk);
       Tensor queries = tensors.onDevice(q).slice(1, from, to).permute(0, 2, 1, 3);

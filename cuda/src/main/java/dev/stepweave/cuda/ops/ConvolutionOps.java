@@ -127,8 +127,7 @@ public final class ConvolutionOps {
             && Arrays.equals(stride, new int[] {1, 1, 1})
             && Arrays.equals(padding, new int[3]);
     int nt =
-        (int)
-            Math.max(1, Math.min(to, Operands.SCRATCH_BUDGET_BYTES / Math.max(1, kk * plane * 4)));
+        (int) Math.max(1, Math.min(to, CudaOps.SCRATCH_BUDGET_BYTES / Math.max(1, kk * plane * 4)));
     Tensor col = pointwise ? null : tensors.empty(DType.F32, kk, Math.toIntExact(nt * plane));
     MemorySegment geometry = null;
     for (int b = 0; b < batch; b++) {

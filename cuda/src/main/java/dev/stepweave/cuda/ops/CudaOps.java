@@ -11,7 +11,7 @@ import dev.stepweave.tensor.Precision;
  */
 public final class CudaOps implements AutoCloseable {
   /** The most bytes one op's scratch may take (an im2col matrix, a chunk of attention scores). */
-  public static final long SCRATCH_BUDGET_BYTES = Operands.SCRATCH_BUDGET_BYTES;
+  public static final long SCRATCH_BUDGET_BYTES = 512L << 20;
 
   private final CudnnRuntime cudnnRuntime;
   private final ElementwiseOps elementwise;

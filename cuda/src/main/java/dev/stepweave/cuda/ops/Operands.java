@@ -10,9 +10,6 @@ import dev.stepweave.tensor.Tensor;
  * kernel inputs made of them, and when kernels may move rows in 16-byte packs.
  */
 final class Operands {
-  /** The most bytes one op's scratch may take (an im2col matrix, a chunk of attention scores). */
-  static final long SCRATCH_BUDGET_BYTES = 512L << 20;
-
   private final DeviceTensors tensors;
   private final Precision precision;
 
