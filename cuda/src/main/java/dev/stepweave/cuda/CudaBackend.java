@@ -619,6 +619,20 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return ops.norms().sumLastDim(x);
   }
 
+  /**
+   * The target's current values plus {@code value}, written back through the target's strides: two
+   * kernels this backend already has (the broadcasting add, the strided copy) instead of a
+   * scatter-add of its own — gradient accumulation is not on the serving path.
+   */
+  @Override
+  public void addInto(Tensor target, Tensor value) {
+    Backend.requireAddTarget(target, value);
+    if (!tensors.isHere(target)) {
+      throw new IllegalArgumentException("addInto: target " + target + " is not on " + device());
+    }
+    tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
+  }
+
   /** On the device: one flag comes back instead of the tensor. */
   @Override
   public boolean isFinite(Tensor t) {

@@ -251,4 +251,10 @@ public final class CpuBackend implements Backend {
   public Tensor sumLastDim(Tensor x) {
     return shapes.sumLastDim(x);
   }
+
+  @Override
+  public void addInto(Tensor target, Tensor value) {
+    Backend.requireAddTarget(target, value);
+    shapes.addInto(target, value);
+  }
 }

@@ -152,4 +152,51 @@ final class Shapes {
         });
     return out;
   }
+
+  /**
+   * {@code target += value} through {@code target}'s strides, row by row along its last dimension
+   * (rows in parallel: the target's elements are distinct, {@link
+   * dev.stepweave.tensor.Backend#requireAddTarget}).
+   */
+  void addInto(Tensor target, Tensor value) {
+    Dense.requireHost(target);
+    MemorySegment src = Dense.segment(value);
+    MemorySegment dst = target.storage().segment();
+    int rank = target.rank();
+    if (rank == 0 || target.numel() == 0) {
+      if (target.numel() == 1) {
+        long at = target.offset();
+        Dense.set(dst, at, Dense.get(dst, at) + Dense.get(src, 0));
+      }
+      return;
+    }
+    int[] shape = target.shape();
+    long[] strides = target.strides();
+    int inner = shape[rank - 1];
+    long step = strides[rank - 1];
+    long rows = target.numel() / inner;
+    pool.forRange(
+        rows,
+        Math.max(1, GRAIN / Math.max(1, inner)),
+        (r0, r1) -> {
+          for (long r = r0; r < r1; r++) {
+            long at = rowOffset(target, r);
+            long from = r * inner;
+            for (int j = 0; j < inner; j++, at += step) {
+              Dense.set(dst, at, Dense.get(dst, at) + Dense.get(src, from + j));
+            }
+          }
+        });
+  }
+
+  /** The storage element of row {@code row}'s first element (rows along the last dimension). */
+  private static long rowOffset(Tensor t, long row) {
+    long at = t.offset();
+    for (int d = t.rank() - 2; d >= 0; d--) {
+      int n = t.dim(d);
+      at += (row % n) * t.stride(d);
+      row /= n;
+    }
+    return at;
+  }
 }

@@ -3,6 +3,7 @@ package dev.stepweave.tensor.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
+import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
@@ -165,5 +166,39 @@ class CpuBackendBasicsTest {
           "downloadInto needs a contiguous F32 CPU tensor of shape [3, 2], got " + bad,
           e.getMessage());
     }
+  }
+
+  @Test
+  void addIntoAddsThroughTheTargetsStridesAndTouchesNothingElse() {
+    // A [3, 4] buffer; the target is its transposed middle columns, [2, 3] with strides (1, 4).
+    Tensor buffer = Tensor.of(new float[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 3, 4);
+    Tensor target = buffer.slice(1, 1, 3).transpose(0, 1);
+    // The value itself a strided view (a transpose), as the backward's gradients often are.
+    Tensor value = Tensor.of(new float[] {100, 200, 300, 400, 500, 600}, 3, 2).transpose(0, 1);
+    cpu.addInto(target, value);
+    assertArrayEquals(
+        new float[] {0, 101, 202, 3, 4, 305, 406, 7, 8, 509, 610, 11}, buffer.toFloatArray());
+  }
+
+  @Test
+  void addIntoRefusesWhatWouldRaceOrMisaddress() {
+    Tensor buffer = Tensor.zeros(DType.F32, 4);
+    // A broadcast target would add several values into one element: the caller sums first.
+    IllegalArgumentException broadcast =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> cpu.addInto(buffer.slice(0, 0, 1).expand(3), Tensor.zeros(DType.F32, 3)));
+    assertTrue(broadcast.getMessage().contains("repeats elements along dimension 0"));
+    IllegalArgumentException shape =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> cpu.addInto(buffer, Tensor.zeros(DType.F32, 2, 2)));
+    assertTrue(shape.getMessage().contains("a value of shape [2, 2] for a target of shape [4]"));
+    IllegalArgumentException dtype =
+        assertThrows(
+            IllegalArgumentException.class,
+            () -> cpu.addInto(Tensor.zeros(DType.BF16, 4), Tensor.zeros(DType.F32, 4)));
+    assertTrue(dtype.getMessage().contains("needs an F32 target"));
+    assertArrayEquals(new float[4], buffer.toFloatArray());
   }
 }

@@ -12,55 +12,68 @@ import java.util.stream.IntStream;
 /**
  * The backward of the channels-first 3-D convolution with zero padding and strides: every output
  * element {@code y[b,o,t,h,w]} read {@code x[b,c,t·st−pt+i, h·sh−ph+j, w·sw−pw+l]·w[o,c,i,j,l]}, so
- * its gradient flows back along exactly those pairs. As the forward, it unfolds the input (im2col)
- * and runs the sums as GEMMs on the host backend; the fold back onto dx runs in parallel over input
- * channels, so no two threads add to one element.
+ * its gradient flows back along exactly those pairs. As the CPU's forward, it unfolds the input
+ * (im2col) and runs the sums as GEMMs on the host backend; the fold back onto dx runs in parallel
+ * over input channels, so no two threads add to one element. On a device it runs on the host too
+ * ({@link BackwardRule#onHost}: cuDNN's backward-data and backward-filter are not bound yet).
  */
 final class ConvolutionGrad {
   private ConvolutionGrad() {}
 
   static BackwardRule of(
-      Backend host, Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding, Tensor y) {
-    return (g, wanted) -> {
-      Geometry geo = new Geometry(x.shape(), w.shape(), y.shape(), stride, padding);
-      List<Contribution> out = new ArrayList<>(3);
-      boolean wantX = wanted.test(x);
-      boolean wantW = wanted.test(w);
-      if (wantX || wantW) {
-        int k = geo.inC * geo.kt * geo.kh * geo.kw;
-        float[] dx = wantX ? new float[(int) x.numel()] : null;
-        float[] dw = wantW ? new float[geo.outC * k] : null;
-        float[] xv = wantW ? x.toFloatArray() : null;
-        Tensor wT = wantX ? Tensor.of(transpose(w.toFloatArray(), geo.outC, k), k, geo.outC) : null;
-        // One copy of the output gradient, viewed per batch entry, and one unfolded input that
-        // every entry overwrites: the serial passes over memory are what the backward costs.
-        Tensor gAll = Tensor.of(g, geo.batch, geo.outC, geo.ot * geo.oh * geo.ow);
-        Tensor cols = wantW ? Tensor.zeros(DType.F32, k, geo.ot * geo.oh * geo.ow) : null;
-        for (int b = 0; b < geo.batch; b++) {
-          batchEntry(host, geo, b, gAll.select(0, b), xv, cols, wT, dx, dw);
-        }
-        if (wantX) {
-          out.add(new Contribution(x, dx));
-        }
-        if (wantW) {
-          out.add(new Contribution(w, dw));
-        }
-      }
-      if (bias != null && wanted.test(bias)) {
-        double[] db = new double[geo.outC];
-        int vol = geo.ot * geo.oh * geo.ow;
-        for (int b = 0; b < geo.batch; b++) {
-          for (int o = 0; o < geo.outC; o++) {
-            int base = (b * geo.outC + o) * vol;
-            for (int i = 0; i < vol; i++) {
-              db[o] += g[base + i];
+      Backend device,
+      Backend host,
+      Tensor x,
+      Tensor w,
+      Tensor bias,
+      int[] stride,
+      int[] padding,
+      Tensor y) {
+    return BackwardRule.onHost(
+        device,
+        (g, wanted) -> {
+          Geometry geo = new Geometry(x.shape(), w.shape(), y.shape(), stride, padding);
+          List<Contribution> out = new ArrayList<>(3);
+          boolean wantX = wanted.test(x);
+          boolean wantW = wanted.test(w);
+          if (wantX || wantW) {
+            int k = geo.inC * geo.kt * geo.kh * geo.kw;
+            float[] dx = wantX ? new float[(int) x.numel()] : null;
+            float[] dw = wantW ? new float[geo.outC * k] : null;
+            float[] xv = wantW ? Host.values(device, x) : null;
+            Tensor wT =
+                wantX
+                    ? Tensor.of(transpose(Host.values(device, w), geo.outC, k), k, geo.outC)
+                    : null;
+            // One copy of the output gradient, viewed per batch entry, and one unfolded input that
+            // every entry overwrites: the serial passes over memory are what the backward costs.
+            Tensor gAll = Tensor.of(g, geo.batch, geo.outC, geo.ot * geo.oh * geo.ow);
+            Tensor cols = wantW ? Tensor.zeros(DType.F32, k, geo.ot * geo.oh * geo.ow) : null;
+            for (int b = 0; b < geo.batch; b++) {
+              batchEntry(host, geo, b, gAll.select(0, b), xv, cols, wT, dx, dw);
+            }
+            if (wantX) {
+              out.add(new Contribution(x, dx));
+            }
+            if (wantW) {
+              out.add(new Contribution(w, dw));
             }
           }
-        }
-        out.add(new Contribution(bias, Host.floats(db)));
-      }
-      return out;
-    };
+          if (bias != null && wanted.test(bias)) {
+            double[] db = new double[geo.outC];
+            int vol = geo.ot * geo.oh * geo.ow;
+            for (int b = 0; b < geo.batch; b++) {
+              for (int o = 0; o < geo.outC; o++) {
+                int base = (b * geo.outC + o) * vol;
+                for (int i = 0; i < vol; i++) {
+                  db[o] += g[base + i];
+                }
+              }
+            }
+            out.add(new Contribution(bias, Host.floats(db)));
+          }
+          return out;
+        });
   }
 
   /**

@@ -1,5 +1,6 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.Tensor;
@@ -7,7 +8,12 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.function.DoubleBinaryOperator;
 
-/** Backward rules of the elementwise operations, activations and the rotary embedding. */
+/**
+ * Backward rules of the elementwise operations, activations and the rotary embedding. The linear
+ * ones (sums, products, quotients, affine maps, the rotation) are the forward backend's own
+ * operations; the derivatives of the activations and of the other unary operations are evaluated on
+ * the host in double.
+ */
 final class ElementwiseGrads {
   private static final double SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
   private static final double INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
@@ -16,27 +22,31 @@ final class ElementwiseGrads {
   private ElementwiseGrads() {}
 
   /** A rule {@code dx = g · f'(x, y)} for a one-input elementwise op with output y. */
-  private static BackwardRule pointwise(Tensor x, Tensor y, DoubleBinaryOperator derivative) {
-    return (g, wanted) -> {
-      if (!wanted.test(x)) {
-        return List.of();
-      }
-      float[] xv = x.toFloatArray();
-      float[] yv = y.toFloatArray();
-      float[] dx = new float[g.length];
-      Host.parallel(
-          g.length,
-          (from, to) -> {
-            for (int i = from; i < to; i++) {
-              dx[i] = (float) (g[i] * derivative.applyAsDouble(xv[i], yv[i]));
-            }
-          });
-      return List.of(new Contribution(x, dx));
-    };
+  private static BackwardRule pointwise(
+      Backend device, Tensor x, Tensor y, DoubleBinaryOperator derivative) {
+    return BackwardRule.onHost(
+        device,
+        (g, wanted) -> {
+          if (!wanted.test(x)) {
+            return List.of();
+          }
+          float[] xv = Host.values(device, x);
+          float[] yv = Host.values(device, y);
+          float[] dx = new float[g.length];
+          Host.parallel(
+              g.length,
+              (from, to) -> {
+                for (int i = from; i < to; i++) {
+                  dx[i] = (float) (g[i] * derivative.applyAsDouble(xv[i], yv[i]));
+                }
+              });
+          return List.of(new Contribution(x, dx));
+        });
   }
 
-  static BackwardRule unary(Tensor x, Tensor y, UnaryOp op) {
+  static BackwardRule unary(Backend device, Tensor x, Tensor y, UnaryOp op) {
     return pointwise(
+        device,
         x,
         y,
         switch (op) {
@@ -54,9 +64,10 @@ final class ElementwiseGrads {
         });
   }
 
-  static BackwardRule gelu(Tensor x, Tensor y, boolean tanhApproximation) {
+  static BackwardRule gelu(Backend device, Tensor x, Tensor y, boolean tanhApproximation) {
     if (tanhApproximation) {
       return pointwise(
+          device,
           x,
           y,
           (a, b) -> {
@@ -66,6 +77,7 @@ final class ElementwiseGrads {
           });
     }
     return pointwise(
+        device,
         x,
         y,
         (a, b) ->
@@ -73,8 +85,9 @@ final class ElementwiseGrads {
                 + a * INV_SQRT_2PI * Math.exp(-0.5 * a * a));
   }
 
-  static BackwardRule silu(Tensor x, Tensor y) {
+  static BackwardRule silu(Backend device, Tensor x, Tensor y) {
     return pointwise(
+        device,
         x,
         y,
         (a, b) -> {
@@ -83,13 +96,14 @@ final class ElementwiseGrads {
         });
   }
 
-  static BackwardRule affine(Tensor x, Tensor y, float scale) {
-    return pointwise(x, y, (a, b) -> scale);
+  static BackwardRule affine(Backend device, Tensor x, float scale) {
+    return (g, wanted) ->
+        wanted.test(x) ? List.of(new Contribution(x, device.affine(g, scale, 0f))) : List.of();
   }
 
   /** As torch: the gradient passes where {@code min ≤ x ≤ max}. */
-  static BackwardRule clamp(Tensor x, Tensor y, float min, float max) {
-    return pointwise(x, y, (a, b) -> a >= min && a <= max ? 1 : 0);
+  static BackwardRule clamp(Backend device, Tensor x, Tensor y, float min, float max) {
+    return pointwise(device, x, y, (a, b) -> a >= min && a <= max ? 1 : 0);
   }
 
   /**
@@ -97,69 +111,75 @@ final class ElementwiseGrads {
    * addressed to the input broadcast to that shape, so the broadcast dimensions sum. Ties of MAX
    * and MIN split the gradient in half, as torch's maximum and minimum do.
    */
-  static BackwardRule binary(Tensor a, Tensor b, Tensor out, BinaryOp op) {
+  static BackwardRule binary(Backend device, Tensor a, Tensor b, Tensor out, BinaryOp op) {
     int[] shape = out.shape();
+    Tensor ae = a.expand(shape);
+    Tensor be = b.expand(shape);
+    if (op == BinaryOp.MAX || op == BinaryOp.MIN) {
+      return BackwardRule.onHost(
+          device,
+          (g, wanted) -> {
+            boolean wantA = wanted.test(a);
+            boolean wantB = wanted.test(b);
+            float[] av = Host.values(device, ae);
+            float[] bv = Host.values(device, be);
+            float[] da = wantA ? new float[g.length] : null;
+            float[] db = wantB ? new float[g.length] : null;
+            Host.parallel(g.length, (from, to) -> extremumRange(op, g, av, bv, da, db, from, to));
+            List<Contribution> list = new ArrayList<>(2);
+            if (wantA) {
+              list.add(new Contribution(ae, da));
+            }
+            if (wantB) {
+              list.add(new Contribution(be, db));
+            }
+            return list;
+          });
+    }
     return (g, wanted) -> {
-      Tensor ae = a.expand(shape);
-      Tensor be = b.expand(shape);
-      boolean wantA = wanted.test(a);
-      boolean wantB = wanted.test(b);
-      float[] av = op == BinaryOp.ADD || op == BinaryOp.SUB ? null : ae.toFloatArray();
-      float[] bv = op == BinaryOp.ADD || op == BinaryOp.SUB ? null : be.toFloatArray();
-      float[] da = wantA ? new float[g.length] : null;
-      float[] db = wantB ? new float[g.length] : null;
-      Host.parallel(g.length, (from, to) -> binaryRange(op, g, av, bv, da, db, from, to));
-      List<Contribution> out2 = new ArrayList<>(2);
-      if (wantA) {
-        out2.add(new Contribution(ae, da));
+      List<Contribution> list = new ArrayList<>(2);
+      if (wanted.test(a)) {
+        list.add(
+            new Contribution(
+                ae,
+                switch (op) {
+                  case ADD, SUB -> g;
+                  case MUL -> device.mul(g, be);
+                  case DIV -> device.div(g, be);
+                  default -> throw new IllegalStateException("unknown op " + op);
+                }));
       }
-      if (wantB) {
-        out2.add(new Contribution(be, db));
+      if (wanted.test(b)) {
+        list.add(
+            new Contribution(
+                be,
+                switch (op) {
+                  case ADD -> g;
+                  case SUB -> device.affine(g, -1f, 0f);
+                  case MUL -> device.mul(g, ae);
+                  // −g·a/b², as (g/b)·(a/b) · −1: each quotient stays in range where b² would not
+                  case DIV ->
+                      device.affine(device.mul(device.div(g, be), device.div(ae, be)), -1f, 0f);
+                  default -> throw new IllegalStateException("unknown op " + op);
+                }));
       }
-      return out2;
+      return list;
     };
   }
 
   /**
-   * Elements {@code [from, to)} of a binary op's gradients; {@code da} or {@code db} may be null.
+   * Elements {@code [from, to)} of MAX's or MIN's gradients; {@code da} or {@code db} may be null.
    */
-  private static void binaryRange(
+  private static void extremumRange(
       BinaryOp op, float[] g, float[] av, float[] bv, float[] da, float[] db, int from, int to) {
     for (int i = from; i < to; i++) {
-      double gi = g[i];
-      double ga;
-      double gb;
-      switch (op) {
-        case ADD -> {
-          ga = gi;
-          gb = gi;
-        }
-        case SUB -> {
-          ga = gi;
-          gb = -gi;
-        }
-        case MUL -> {
-          ga = gi * bv[i];
-          gb = gi * av[i];
-        }
-        case DIV -> {
-          double q = 1.0 / bv[i];
-          ga = gi * q;
-          gb = -gi * av[i] * q * q;
-        }
-        case MAX, MIN -> {
-          boolean aWins = op == BinaryOp.MAX ? av[i] > bv[i] : av[i] < bv[i];
-          boolean tie = av[i] == bv[i];
-          ga = tie ? gi / 2 : aWins ? gi : 0;
-          gb = tie ? gi / 2 : aWins ? 0 : gi;
-        }
-        default -> throw new IllegalStateException("unknown op " + op);
-      }
+      boolean aWins = op == BinaryOp.MAX ? av[i] > bv[i] : av[i] < bv[i];
+      boolean tie = av[i] == bv[i];
       if (da != null) {
-        da[i] = (float) ga;
+        da[i] = tie ? g[i] / 2 : aWins ? g[i] : 0;
       }
       if (db != null) {
-        db[i] = (float) gb;
+        db[i] = tie ? g[i] / 2 : aWins ? 0 : g[i];
       }
     }
   }
@@ -168,7 +188,7 @@ final class ElementwiseGrads {
    * Rotary embedding of interleaved pairs: {@code (a, b) -> (a·c − b·s, a·s + b·c)} is a rotation,
    * so the backward rotates the gradient back. The tables are constants: they take no gradient.
    */
-  static BackwardRule rope(Tensor x, Tensor cos, Tensor sin) {
+  static BackwardRule rope(Backend device, Tensor x, Tensor cos, Tensor sin) {
     return (g, wanted) -> {
       if (wanted.test(cos) || wanted.test(sin)) {
         throw new UnsupportedOperationException("rope's cos/sin tables take no gradient");
@@ -176,29 +196,8 @@ final class ElementwiseGrads {
       if (!wanted.test(x)) {
         return List.of();
       }
-      int length = x.dim(1);
-      int heads = x.dim(2);
-      int pairs = x.dim(3) / 2;
-      float[] c = cos.toFloatArray();
-      float[] s = sin.toFloatArray();
-      float[] dx = new float[g.length];
-      Host.parallel(
-          g.length / (2 * pairs),
-          (first, last) -> {
-            for (int row = first; row < last; row++) {
-              int l = (row / heads) % length;
-              for (int i = 0; i < pairs; i++) {
-                int at = row * 2 * pairs + 2 * i;
-                double ci = c[l * pairs + i];
-                double si = s[l * pairs + i];
-                double ga = g[at];
-                double gb = g[at + 1];
-                dx[at] = (float) (ga * ci + gb * si);
-                dx[at + 1] = (float) (-ga * si + gb * ci);
-              }
-            }
-          });
-      return List.of(new Contribution(x, dx));
+      // The inverse rotation: the same tables with the sine negated.
+      return List.of(new Contribution(x, device.rope(g, cos, device.affine(sin, -1f, 0f))));
     };
   }
 }

@@ -1,9 +1,12 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
@@ -11,93 +14,121 @@ import java.util.Map;
 /**
  * Gradients kept per storage, not per tensor: a view (reshape, permute, slice, select, expand) is a
  * different {@link Tensor} over the same storage, so addressing gradients by storage element makes
- * every view differentiable without recording it — a view's gradient is scattered into, or gathered
- * from, its storage's buffer through the view's own strides and offset.
+ * every view differentiable without recording it — a view's gradient is added into, or read from,
+ * its storage's buffer through the view's own strides and offset.
+ *
+ * <p>A buffer is an F32 tensor on the device of the storage it belongs to, made and added into by
+ * that device's backend ({@link Backend#addInto}): the forward's backend for the tensors it
+ * computed, the host's for host tensors (a checkpoint's tensors before their upload; the same
+ * backend when the forward runs on the CPU). A gradient computed on the other side is moved first.
  */
 public final class Gradients {
-  private final Map<Storage, float[]> buffers = new IdentityHashMap<>();
+  private final Backend device;
+  private final Backend host;
+  private final Map<Storage, Tensor> buffers = new IdentityHashMap<>();
   private final Map<Storage, DType> dtypes = new IdentityHashMap<>();
 
-  void accumulate(Tensor target, float[] grad) {
-    dtypes.putIfAbsent(target.storage(), target.dtype());
-    float[] buffer =
-        buffers.computeIfAbsent(
-            target.storage(), s -> new float[(int) (s.byteSize() / target.dtype().byteSize())]);
-    long n = target.numel();
-    if (target.isContiguous()) {
-      int base = (int) target.offset();
-      for (int i = 0; i < n; i++) {
-        buffer[base + i] += grad[i];
-      }
-    } else {
-      // Row by row along the last dimension, in row-major element order (the same additions, in
-      // the same order, as addressing element i through Tensor.elementOffset(i)).
-      forEachRow(
-          target,
-          (first, at, step, length) -> {
-            for (int j = 0; j < length; j++, at += step) {
-              buffer[at] += grad[first + j];
-            }
-          });
-    }
+  /** Gradients of tensors computed by {@code device} or, on the host, by {@code host}. */
+  Gradients(Backend device, Backend host) {
+    this.device = device;
+    this.host = host;
   }
 
-  /** A row of a strided view: elements {@code first ..} (row-major) at {@code at + j·step}. */
-  private interface Row {
-    void visit(int first, int at, int step, int length);
-  }
-
-  /** Visits the rows along {@code t}'s last dimension in row-major order. */
-  private static void forEachRow(Tensor t, Row row) {
-    int[] shape = t.shape();
-    long[] strides = t.strides();
-    int rank = shape.length;
-    int inner = shape[rank - 1];
-    int step = (int) strides[rank - 1];
-    int[] index = new int[rank];
-    long offset = t.offset();
-    long n = t.numel();
-    for (int i = 0; i < n; i += inner) {
-      row.visit(i, (int) offset, step, inner);
-      offset = nextRow(index, shape, strides, offset);
-    }
+  /** The backend that owns {@code t}'s memory. */
+  private Backend backendOf(Tensor t) {
+    return Host.backendFor(device, host, t);
   }
 
   /**
-   * Advances {@code index} (over every dimension but the last) to the next row in row-major order
-   * and returns that row's first element offset, given the current one.
+   * Adds {@code grad} (of {@code target}'s shape) into {@code target}'s storage buffer. Dimensions
+   * that {@code target} broadcasts (stride 0) are summed first, which is the broadcast's backward.
    */
-  private static long nextRow(int[] index, int[] shape, long[] strides, long row) {
-    for (int d = shape.length - 2; d >= 0; d--) {
-      if (++index[d] < shape[d]) {
-        return row + strides[d];
-      }
-      row -= (long) (shape[d] - 1) * strides[d];
-      index[d] = 0;
+  void accumulate(Tensor target, Tensor grad) {
+    if (!Arrays.equals(target.shape(), grad.shape())) {
+      throw new IllegalArgumentException(
+          "a gradient of shape "
+              + Arrays.toString(grad.shape())
+              + " for a view of shape "
+              + Arrays.toString(target.shape()));
     }
-    return row;
+    Backend owner = backendOf(target);
+    Tensor g = onDeviceOf(owner, target, grad);
+    int[] repeated = repeatedDims(target);
+    Tensor view = target;
+    if (repeated.length > 0) {
+      g = sumOver(owner, g, repeated);
+      for (int d : repeated) {
+        view = view.slice(d, 0, 1);
+      }
+    }
+    dtypes.putIfAbsent(target.storage(), target.dtype());
+    Tensor buffer =
+        buffers.computeIfAbsent(
+            target.storage(),
+            s -> owner.zeros(DType.F32, (int) (s.byteSize() / target.dtype().byteSize())));
+    owner.addInto(over(buffer, view), g);
   }
 
-  /** The gradient of {@code t}'s elements in row-major order, or null when none reached it. */
-  float[] gather(Tensor t) {
-    float[] buffer = buffers.get(t.storage());
-    if (buffer == null) {
-      return null;
+  /** {@code grad} on the device of {@code target}. */
+  private Tensor onDeviceOf(Backend owner, Tensor target, Tensor grad) {
+    if (grad.device().equals(target.device())) {
+      return grad;
     }
-    int n = (int) t.numel();
-    float[] out = new float[n];
-    if (t.isContiguous()) {
-      System.arraycopy(buffer, (int) t.offset(), out, 0, n);
-    } else {
-      forEachRow(
-          t,
-          (first, at, step, length) -> {
-            for (int j = 0; j < length; j++, at += step) {
-              out[first + j] = buffer[at];
-            }
-          });
+    return target.device().kind() == Device.Kind.CPU
+        ? device.download(grad)
+        : owner.upload(grad, DType.F32);
+  }
+
+  /** The dimensions along which {@code t} repeats one element (stride 0, size above 1). */
+  private static int[] repeatedDims(Tensor t) {
+    return java.util.stream.IntStream.range(0, t.rank())
+        .filter(d -> t.stride(d) == 0 && t.dim(d) > 1)
+        .toArray();
+  }
+
+  /** {@code g} summed over {@code dims}, each kept with size 1. */
+  private static Tensor sumOver(Backend b, Tensor g, int[] dims) {
+    int rank = g.rank();
+    int[] order = new int[rank];
+    int[] kept = new int[rank - dims.length];
+    int k = 0;
+    boolean[] summed = new boolean[rank];
+    for (int d : dims) {
+      summed[d] = true;
     }
-    return out;
+    for (int d = 0; d < rank; d++) {
+      if (!summed[d]) {
+        kept[k] = g.dim(d);
+        order[k++] = d;
+      }
+    }
+    int length = 1;
+    for (int d : dims) {
+      order[k++] = d;
+      length *= g.dim(d);
+    }
+    int[] rows = Arrays.copyOf(kept, kept.length + 1);
+    rows[kept.length] = length;
+    Tensor sums = b.sumLastDim(b.contiguous(g.permute(order)).reshape(rows));
+    int[] shape = g.shape().clone();
+    for (int d : dims) {
+      shape[d] = 1;
+    }
+    return sums.reshape(shape);
+  }
+
+  /** {@code view}'s elements in {@code buffer} (same indexing as the view's own storage). */
+  private static Tensor over(Tensor buffer, Tensor view) {
+    return new Tensor(buffer.storage(), DType.F32, view.shape(), view.strides(), view.offset());
+  }
+
+  /**
+   * The gradient of {@code t}'s elements as a contiguous F32 tensor of its shape on its device, or
+   * null when none reached it.
+   */
+  Tensor gather(Tensor t) {
+    Tensor buffer = buffers.get(t.storage());
+    return buffer == null ? null : backendOf(t).contiguous(over(buffer, t));
   }
 
   void release(Tensor t) {
@@ -111,9 +142,7 @@ public final class Gradients {
         (storage, g) ->
             out.add(
                 new Contribution(
-                    new Tensor(
-                        storage, dtypes.get(storage), new int[] {g.length}, new long[] {1}, 0),
-                    g)));
+                    new Tensor(storage, dtypes.get(storage), g.shape(), new long[] {1}, 0), g)));
     return out;
   }
 
@@ -127,7 +156,11 @@ public final class Gradients {
    * its shape; zeros when nothing the output depends on reads it.
    */
   public Tensor of(Tensor t) {
-    float[] g = gather(t);
-    return g == null ? Tensor.zeros(DType.F32, t.shape()) : Tensor.of(g, t.shape());
+    Tensor g = gather(t);
+    if (g == null) {
+      return Tensor.zeros(DType.F32, t.shape());
+    }
+    // A copy: the caller may scale or add into it, and the buffer may still be read.
+    return Tensor.of(Host.values(device, g), t.shape());
   }
 }

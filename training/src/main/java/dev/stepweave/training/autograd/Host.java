@@ -1,16 +1,30 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Tensor;
 import java.util.stream.IntStream;
 
 /**
- * Small helpers of the host-side backward rules: conversions between their double accumulators and
- * float gradients, and their elementwise loops run in parallel.
+ * Small helpers of the host-side backward rules: the values of a tensor wherever it lives,
+ * conversions between their double accumulators and float gradients, and their elementwise loops
+ * run in parallel.
  */
 final class Host {
   /** Elements per parallel task: large enough that a task outweighs its scheduling. */
   private static final int CHUNK = 1 << 14;
 
   private Host() {}
+
+  /** The backend that computes on {@code t}'s memory: the forward's, or the host's. */
+  static Backend backendFor(Backend forward, Backend host, Tensor t) {
+    return t.device().kind() == Device.Kind.CPU ? host : forward;
+  }
+
+  /** {@code t}'s elements in row-major order, downloaded from {@code device} when it holds them. */
+  static float[] values(Backend device, Tensor t) {
+    return (t.device().kind() == Device.Kind.CPU ? t : device.download(t)).toFloatArray();
+  }
 
   /**
    * A loop body over rows {@code [from, to)} that adds its share of some sums into {@code sums}.

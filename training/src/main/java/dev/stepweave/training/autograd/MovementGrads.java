@@ -1,13 +1,16 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.List;
 
 /**
- * Backward rules of the operations that move or gather elements. Each reads the output gradient
- * through a view of the same shape as the forward's output and hands every input the part of it
- * that input's elements went to.
+ * Backward rules of the operations that move or gather elements. Each hands every input the part of
+ * the output gradient that input's elements went to — a view of it where the elements moved as a
+ * block (concat, pad, sum), so nothing is computed; nearest upsampling and the embedding lookup sum
+ * on the host.
  */
 final class MovementGrads {
   private MovementGrads() {}
@@ -18,15 +21,14 @@ final class MovementGrads {
   }
 
   static BackwardRule concat(List<Tensor> parts, int dim, Tensor out) {
-    return (g, wanted) -> {
-      Tensor grad = Tensor.of(g, out.shape());
+    return (grad, wanted) -> {
       int axis = out.axis(dim);
       List<Contribution> list = new ArrayList<>(parts.size());
       int at = 0;
       for (Tensor p : parts) {
         int len = p.dim(axis);
         if (wanted.test(p)) {
-          list.add(new Contribution(p, grad.slice(axis, at, at + len).toFloatArray()));
+          list.add(new Contribution(p, grad.slice(axis, at, at + len)));
         }
         at += len;
       }
@@ -38,13 +40,13 @@ final class MovementGrads {
    * Constant padding (negative pads crop): the elements of x that survive are a slice of x, and
    * they land in a slice of the output; only they get gradient.
    */
-  static BackwardRule pad(Tensor x, int[] pads, Tensor out) {
+  static BackwardRule pad(Tensor x, int[] pads) {
     return (g, wanted) -> {
       if (!wanted.test(x)) {
         return List.of();
       }
       Tensor kept = x;
-      Tensor landed = Tensor.of(g, out.shape());
+      Tensor landed = g;
       for (int pair = 0; pair < pads.length / 2; pair++) {
         int d = x.rank() - 1 - pair;
         int before = pads[2 * pair];
@@ -55,52 +57,57 @@ final class MovementGrads {
         int start = Math.max(0, before);
         landed = landed.slice(d, start, start + (to - from));
       }
-      return List.of(new Contribution(kept, landed.toFloatArray()));
+      return List.of(new Contribution(kept, landed));
     };
   }
 
   /** Each input element was copied to a {@code scaleH × scaleW} block: its gradient sums it. */
-  static BackwardRule upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
-    return (g, wanted) -> {
-      if (!wanted.test(x)) {
-        return List.of();
-      }
-      int h = x.dim(-2);
-      int w = x.dim(-1);
-      int planes = (int) (x.numel() / ((long) h * w));
-      float[] dx = new float[(int) x.numel()];
-      int outW = w * scaleW;
-      for (int p = 0; p < planes; p++) {
-        for (int i = 0; i < h * scaleH; i++) {
-          for (int j = 0; j < outW; j++) {
-            dx[(p * h + i / scaleH) * w + j / scaleW] += g[(p * h * scaleH + i) * outW + j];
+  static BackwardRule upsampleNearest2d(Backend device, Tensor x, int scaleH, int scaleW) {
+    return BackwardRule.onHost(
+        device,
+        (g, wanted) -> {
+          if (!wanted.test(x)) {
+            return List.of();
           }
-        }
-      }
-      return List.of(new Contribution(x, dx));
-    };
+          int h = x.dim(-2);
+          int w = x.dim(-1);
+          int planes = (int) (x.numel() / ((long) h * w));
+          float[] dx = new float[(int) x.numel()];
+          int outW = w * scaleW;
+          for (int p = 0; p < planes; p++) {
+            for (int i = 0; i < h * scaleH; i++) {
+              for (int j = 0; j < outW; j++) {
+                dx[(p * h + i / scaleH) * w + j / scaleW] += g[(p * h * scaleH + i) * outW + j];
+              }
+            }
+          }
+          return List.of(new Contribution(x, dx));
+        });
   }
 
   /** Rows picked from a table: each picked row's gradient adds to that row of the table. */
-  static BackwardRule embedding(Tensor table, Tensor ids) {
-    return (g, wanted) -> {
-      if (wanted.test(ids)) {
-        throw new UnsupportedOperationException("embedding ids take no gradient");
-      }
-      if (!wanted.test(table)) {
-        return List.of();
-      }
-      int width = table.dim(1);
-      float[] dt = new float[(int) table.numel()];
-      long n = ids.numel();
-      for (int i = 0; i < n; i++) {
-        int row = (int) ids.getLong(flatIndex(ids, i));
-        for (int c = 0; c < width; c++) {
-          dt[row * width + c] += g[i * width + c];
-        }
-      }
-      return List.of(new Contribution(table, dt));
-    };
+  static BackwardRule embedding(Backend device, Tensor table, Tensor ids) {
+    return BackwardRule.onHost(
+        device,
+        (g, wanted) -> {
+          if (wanted.test(ids)) {
+            throw new UnsupportedOperationException("embedding ids take no gradient");
+          }
+          if (!wanted.test(table)) {
+            return List.of();
+          }
+          int width = table.dim(1);
+          float[] dt = new float[(int) table.numel()];
+          Tensor hostIds = ids.device().kind() == Device.Kind.CPU ? ids : device.download(ids);
+          long n = ids.numel();
+          for (int i = 0; i < n; i++) {
+            int row = (int) hostIds.getLong(flatIndex(hostIds, i));
+            for (int c = 0; c < width; c++) {
+              dt[row * width + c] += g[i * width + c];
+            }
+          }
+          return List.of(new Contribution(table, dt));
+        });
   }
 
   private static int[] flatIndex(Tensor t, long flat) {
@@ -114,16 +121,7 @@ final class MovementGrads {
 
   /** The sum over the last dimension: every summed element gets its row's gradient. */
   static BackwardRule sumLastDim(Tensor x) {
-    return (g, wanted) -> {
-      if (!wanted.test(x)) {
-        return List.of();
-      }
-      int n = x.dim(-1);
-      float[] dx = new float[(int) x.numel()];
-      for (int i = 0; i < dx.length; i++) {
-        dx[i] = g[i / n];
-      }
-      return List.of(new Contribution(x, dx));
-    };
+    return (g, wanted) ->
+        wanted.test(x) ? List.of(new Contribution(x, g.expand(x.shape()))) : List.of();
   }
 }

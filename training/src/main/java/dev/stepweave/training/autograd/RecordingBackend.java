@@ -22,11 +22,13 @@ import java.util.function.Supplier;
  * uploadStacked}) run as the SPI's defaults, which compose the primitives — the very composition
  * the CPU backend runs, so nothing changes there; a device backend's fused kernels would need rules
  * of their own. Views ({@link Tensor#reshape}, permute, slice, expand) are not operations at all:
- * the tape follows gradients by storage ({@link Gradients}). The backward rules compute on the
- * host, so recording needs a CPU backend.
+ * the tape follows gradients by storage ({@link Gradients}), kept on the wrapped backend's device.
+ * Most backward rules are the wrapped backend's own operations; the rest compute on the host
+ * ({@link BackwardRule#onHost}), so on a GPU they download what they read.
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
+  private final Backend host;
   private final ActivationCheckpointing checkpointing;
   private Tape tape;
 
@@ -46,8 +48,27 @@ public final class RecordingBackend implements Backend {
     this(delegate, ActivationCheckpointing.OFF);
   }
 
+  /**
+   * Records over a CPU backend, which also computes the host rules.
+   *
+   * @throws IllegalArgumentException when {@code delegate} is a device's: name the host backend
+   */
   public RecordingBackend(Backend delegate, ActivationCheckpointing checkpointing) {
+    this(delegate, delegate, checkpointing);
+  }
+
+  /**
+   * Records over {@code delegate}; {@code host}, a CPU backend, computes the rules that run on the
+   * host and keeps the gradients of host tensors (those a load uploads). For a CPU delegate both
+   * are the same backend.
+   */
+  public RecordingBackend(Backend delegate, Backend host, ActivationCheckpointing checkpointing) {
+    if (host.device().kind() != Device.Kind.CPU) {
+      throw new IllegalArgumentException(
+          "the host rules need a CPU backend beside " + delegate.name() + ", not " + host.name());
+    }
     this.delegate = delegate;
+    this.host = host;
     this.checkpointing = checkpointing;
   }
 
@@ -56,17 +77,14 @@ public final class RecordingBackend implements Backend {
    * tape}, and returns its result. Outside such a call this backend only delegates (evaluation
    * mode). Calls do not nest.
    *
-   * @throws IllegalStateException when a recording is already running, or the wrapped backend is
-   *     not the CPU's
+   * @throws IllegalStateException when a recording is already running, or the tape recorded on
+   *     another backend before
    */
   public <T> T recording(Tape tape, Supplier<T> forward) {
     if (this.tape != null) {
       throw new IllegalStateException("a recording is already running on this backend");
     }
-    if (delegate.device().kind() != Device.Kind.CPU) {
-      throw new IllegalStateException(
-          "the backward rules run on the host: recording needs a CPU backend, not " + name());
-    }
+    tape.recordsOn(delegate, host);
     this.tape = tape;
     try {
       return forward.get();
@@ -206,7 +224,7 @@ public final class RecordingBackend implements Backend {
     int[] s = stride.clone();
     int[] p = padding.clone();
     return record(
-        "conv3d", out, () -> ConvolutionGrad.of(delegate, x, w, bias, s, p, out), x, w, bias);
+        "conv3d", out, () -> ConvolutionGrad.of(delegate, host, x, w, bias, s, p, out), x, w, bias);
   }
 
   @Override
@@ -214,7 +232,7 @@ public final class RecordingBackend implements Backend {
     return record(
         "layerNorm",
         delegate.layerNorm(x, weight, bias, eps),
-        () -> NormGrads.layerNorm(x, weight, bias, eps),
+        () -> NormGrads.layerNorm(delegate, x, weight, bias, eps),
         x,
         weight,
         bias);
@@ -225,7 +243,7 @@ public final class RecordingBackend implements Backend {
     return record(
         "rmsNorm",
         delegate.rmsNorm(x, weight, eps),
-        () -> NormGrads.rmsNorm(x, weight, eps),
+        () -> NormGrads.rmsNorm(delegate, x, weight, eps),
         x,
         weight);
   }
@@ -235,56 +253,63 @@ public final class RecordingBackend implements Backend {
     return record(
         "l2Normalize",
         delegate.l2Normalize(x, dim, eps),
-        () -> NormGrads.l2Normalize(x, dim, eps),
+        () -> NormGrads.l2Normalize(delegate, x, dim, eps),
         x);
   }
 
   @Override
   public Tensor softmax(Tensor x) {
     Tensor out = delegate.softmax(x);
-    return record("softmax", out, () -> NormGrads.softmax(x, out), x);
+    return record("softmax", out, () -> NormGrads.softmax(delegate, x, out), x);
   }
 
   @Override
   public Tensor gelu(Tensor x, boolean tanhApproximation) {
     Tensor out = delegate.gelu(x, tanhApproximation);
-    return record("gelu", out, () -> ElementwiseGrads.gelu(x, out, tanhApproximation), x);
+    return record("gelu", out, () -> ElementwiseGrads.gelu(delegate, x, out, tanhApproximation), x);
   }
 
   @Override
   public Tensor silu(Tensor x) {
     Tensor out = delegate.silu(x);
-    return record("silu", out, () -> ElementwiseGrads.silu(x, out), x);
+    return record("silu", out, () -> ElementwiseGrads.silu(delegate, x, out), x);
   }
 
   @Override
   public Tensor unary(Tensor x, UnaryOp op) {
     Tensor out = delegate.unary(x, op);
-    return record(op.name().toLowerCase(), out, () -> ElementwiseGrads.unary(x, out, op), x);
+    return record(
+        op.name().toLowerCase(), out, () -> ElementwiseGrads.unary(delegate, x, out, op), x);
   }
 
   @Override
   public Tensor binary(Tensor a, Tensor b, BinaryOp op) {
     Tensor out = delegate.binary(a, b, op);
-    return record(op.name().toLowerCase(), out, () -> ElementwiseGrads.binary(a, b, out, op), a, b);
+    return record(
+        op.name().toLowerCase(), out, () -> ElementwiseGrads.binary(delegate, a, b, out, op), a, b);
   }
 
   @Override
   public Tensor affine(Tensor x, float scale, float shift) {
     Tensor out = delegate.affine(x, scale, shift);
-    return record("affine", out, () -> ElementwiseGrads.affine(x, out, scale), x);
+    return record("affine", out, () -> ElementwiseGrads.affine(delegate, x, scale), x);
   }
 
   @Override
   public Tensor clamp(Tensor x, float min, float max) {
     Tensor out = delegate.clamp(x, min, max);
-    return record("clamp", out, () -> ElementwiseGrads.clamp(x, out, min, max), x);
+    return record("clamp", out, () -> ElementwiseGrads.clamp(delegate, x, out, min, max), x);
   }
 
   @Override
   public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
     return record(
-        "rope", delegate.rope(x, cos, sin), () -> ElementwiseGrads.rope(x, cos, sin), x, cos, sin);
+        "rope",
+        delegate.rope(x, cos, sin),
+        () -> ElementwiseGrads.rope(delegate, x, cos, sin),
+        x,
+        cos,
+        sin);
   }
 
   @Override
@@ -299,7 +324,7 @@ public final class RecordingBackend implements Backend {
   public Tensor pad(Tensor x, int[] pads, float value) {
     int[] p = pads.clone();
     Tensor out = delegate.pad(x, p, value);
-    return record("pad", out, () -> MovementGrads.pad(x, p, out), x);
+    return record("pad", out, () -> MovementGrads.pad(x, p), x);
   }
 
   @Override
@@ -307,7 +332,7 @@ public final class RecordingBackend implements Backend {
     return record(
         "upsampleNearest2d",
         delegate.upsampleNearest2d(x, scaleH, scaleW),
-        () -> MovementGrads.upsampleNearest2d(x, scaleH, scaleW),
+        () -> MovementGrads.upsampleNearest2d(delegate, x, scaleH, scaleW),
         x);
   }
 
@@ -316,9 +341,15 @@ public final class RecordingBackend implements Backend {
     return record(
         "embedding",
         delegate.embedding(table, ids),
-        () -> MovementGrads.embedding(table, ids),
+        () -> MovementGrads.embedding(delegate, table, ids),
         table,
         ids);
+  }
+
+  /** Not recorded: the gradients' own accumulation. */
+  @Override
+  public void addInto(Tensor target, Tensor value) {
+    delegate.addInto(target, value);
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.stepweave.training.autograd;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
@@ -18,12 +19,31 @@ import java.util.function.Predicate;
 public final class Tape {
   private final List<Node> nodes = new ArrayList<>();
   private final Set<Storage> tracked = Collections.newSetFromMap(new IdentityHashMap<>());
+  private Backend backend;
+  private Backend host;
 
   /** A new, empty tape that tracks every tensor this one tracks now. */
   Tape child() {
     Tape t = new Tape();
     t.tracked.addAll(tracked);
+    t.backend = backend;
+    t.host = host;
     return t;
+  }
+
+  /**
+   * Notes the backends a recording onto this tape computes with: the forward's, which keeps the
+   * gradients of what it computed, and the host's, which keeps those of host tensors.
+   *
+   * @throws IllegalStateException when an earlier recording used another backend
+   */
+  void recordsOn(Backend forward, Backend hostBackend) {
+    if (backend != null && backend != forward) {
+      throw new IllegalStateException(
+          "this tape records on " + backend.name() + ", not also on " + forward.name());
+    }
+    backend = forward;
+    host = hostBackend;
   }
 
   /** Asks for the gradient of {@code leaf} (and of every view of its storage). */
@@ -64,18 +84,26 @@ public final class Tape {
   /**
    * Reverse-mode differentiation of {@code output}: seeds its gradient with {@code seed} (its
    * shape, row-major) and runs every recorded rule in reverse order. Intermediate gradients are
-   * dropped as soon as their operation has passed them on; the leaves' gradients remain.
+   * dropped as soon as their operation has passed them on; the leaves' gradients remain, on the
+   * device of each leaf.
    */
   public Gradients backward(Tensor output, float[] seed) {
-    if (!tracks(output)) {
+    return backward(output, Tensor.of(seed, output.shape()));
+  }
+
+  /** {@link #backward(Tensor, float[])} with the seed a tensor of the output's shape. */
+  Gradients backward(Tensor output, Tensor seed) {
+    if (!tracks(output) || backend == null) {
       throw new IllegalArgumentException(
-          "backward of a tensor computed from no tracked tensor: nothing to differentiate");
+          backend == null
+              ? "backward on a tape nothing was recorded on: nothing to differentiate"
+              : "backward of a tensor computed from no tracked tensor: nothing to differentiate");
     }
-    Gradients grads = new Gradients();
+    Gradients grads = new Gradients(backend, host);
     grads.accumulate(output, seed);
     for (int i = nodes.size() - 1; i >= 0; i--) {
       Node node = nodes.get(i);
-      float[] g = grads.gather(node.output());
+      Tensor g = grads.gather(node.output());
       if (g == null) {
         continue;
       }
@@ -96,7 +124,7 @@ public final class Tape {
   public void propagate(Gradients grads, Predicate<Tensor> wanted) {
     for (int i = nodes.size() - 1; i >= 0; i--) {
       Node node = nodes.get(i);
-      float[] g = grads.gather(node.output());
+      Tensor g = grads.gather(node.output());
       if (g != null) {
         for (Contribution c : apply(node, g, t -> tracks(t) && wanted.test(t))) {
           grads.accumulate(c.target(), c.grad());
@@ -111,7 +139,7 @@ public final class Tape {
   }
 
   /** Runs one rule; a rule that fails names its operation. */
-  private static List<Contribution> apply(Node node, float[] g, Predicate<Tensor> wanted) {
+  private static List<Contribution> apply(Node node, Tensor g, Predicate<Tensor> wanted) {
     try {
       return node.rule().apply(g, wanted);
     } catch (RuntimeException e) {

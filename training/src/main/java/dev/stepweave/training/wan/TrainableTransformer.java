@@ -48,7 +48,15 @@ public final class TrainableTransformer {
       TensorSource source,
       Backend cpu,
       RecordingBackend.ActivationCheckpointing checkpointing) {
-    RecordingBackend backend = new RecordingBackend(cpu, checkpointing);
+    return load(cfg, source, new RecordingBackend(cpu, checkpointing));
+  }
+
+  /**
+   * Loads {@code source}'s transformer onto {@code backend}: over a device's backend, the forward
+   * and most backward rules run there ({@link RecordingBackend}).
+   */
+  public static TrainableTransformer load(
+      WanTransformerConfig cfg, TensorSource source, RecordingBackend backend) {
     return new TrainableTransformer(
         backend, TrainableWeights.load(source, backend, w -> WanTransformer.load(cfg, w)));
   }
