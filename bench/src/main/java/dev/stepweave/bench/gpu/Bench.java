@@ -126,13 +126,18 @@ public final class Bench {
    * one-line notice and exit status 2.
    */
   static CudaBackend openBf16OrExit() {
+    return openOrExit(Precision.BF16);
+  }
+
+  /** A CUDA backend in {@code precision}, or exit 2 with the reason when there is none. */
+  static CudaBackend openOrExit(Precision precision) {
     CudaLibraries.Probe probe = CudaLibraries.probe();
     if (!probe.found()) {
       System.out.println(probe.notice());
       System.exit(2);
     }
     probe.libraries().get().makeCurrent();
-    return CudaBackend.open(0, Precision.BF16);
+    return CudaBackend.open(0, precision);
   }
 
   /** A DiT of {@link #config} {@code size} with random BF16 weights on {@code gpu}. */

@@ -1,0 +1,86 @@
+package dev.stepweave.bench.gpu;
+
+import dev.stepweave.cuda.CudaBackend;
+import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Precision;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import dev.stepweave.tensor.io.RandomWeights;
+import dev.stepweave.training.autograd.RecordingBackend;
+import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
+import dev.stepweave.training.objective.FlowMatching;
+import dev.stepweave.training.wan.TrainableTransformer;
+import java.util.Map;
+
+/**
+ * Where the training plane stands on the GPU (issue 16's item 7, not its target yet): one
+ * flow-matching forward and backward of a random-weight DiT of {@link Bench#config} {@code size}
+ * (default {@code 1.3b}) at latent {@code [1, 16, F, H, W]} (default 9×32×32: 2 304 tokens, the
+ * issue's first shape), text 512×4096, every parameter differentiated, recorded over the CUDA
+ * backend in {@code precision} (F32 or BF16) with F32 parameters. What it times is what a training
+ * step would run today before its optimiser: the forward, the backward (the GEMM, attention,
+ * elementwise and rotary rules on the device; the norm, activation and convolution rules on the
+ * host, with their transfers) and every parameter's gradient downloaded to the host. CUDA-event
+ * median of {@code iterations} after a warm-up.
+ *
+ * <p>Arguments: {@code [size] [precision] [F,H,W] [iterations] [checkpointing: off|per-block]}.
+ */
+public final class TrainStepBench {
+  private TrainStepBench() {}
+
+  public static void main(String[] args) {
+    String size = args.length > 0 ? args[0] : "1.3b";
+    Precision precision = Precision.valueOf(args.length > 1 ? args[1].toUpperCase() : "F32");
+    String[] fhw = (args.length > 2 ? args[2] : "9,32,32").split(",");
+    int iterations = args.length > 3 ? Integer.parseInt(args[3]) : 3;
+    ActivationCheckpointing checkpointing =
+        args.length > 4 && args[4].equals("per-block")
+            ? ActivationCheckpointing.PER_CHAIN_STEP
+            : ActivationCheckpointing.OFF;
+    CudaBackend gpu = Bench.openOrExit(precision);
+    WanTransformerConfig cfg = Bench.config(size);
+    long t0 = System.nanoTime();
+    TrainableTransformer model =
+        TrainableTransformer.load(
+            cfg,
+            new RandomWeights(WanDitShapes.of(cfg), DType.F32, 0.02f),
+            new RecordingBackend(gpu, new CpuBackend(), checkpointing));
+    gpu.synchronize();
+    Map<String, Tensor> parameters = model.parameters();
+    long count = parameters.values().stream().mapToLong(Tensor::numel).sum();
+    System.out.printf(
+        "  loaded %s (%,d parameters, F32) in %.1f s%n",
+        size, count, (System.nanoTime() - t0) / 1e9);
+    int f = Integer.parseInt(fhw[0]), h = Integer.parseInt(fhw[1]), w = Integer.parseInt(fhw[2]);
+    FlowMatching.Batch batch =
+        new FlowMatching.Batch(
+            RandomWeights.uniform(1, 1f, 1, cfg.inChannels(), f, h, w),
+            RandomWeights.uniform(2, 1f, 1, cfg.inChannels(), f, h, w),
+            Tensor.of(new float[] {0.5f}, 1),
+            RandomWeights.uniform(3, 1f, 1, 512, cfg.textDim()));
+    gpu.resetPeaks();
+    float[] loss = new float[1];
+    float ms =
+        Bench.median(
+            gpu,
+            iterations,
+            () -> loss[0] = model.lossAndGradients(batch, parameters, AdapterRows.NONE).loss());
+    System.out.printf(
+        "ROW training forward+backward %s %s latent [1,%d,%d,%d,%d] (%d tokens), checkpointing"
+            + " %s | %.1f ms (median of %d), loss %.4f | peak live %.1f GB%n",
+        size,
+        precision,
+        cfg.inChannels(),
+        f,
+        h,
+        w,
+        f * h * w / cfg.patchSize().volume(),
+        checkpointing,
+        ms,
+        iterations,
+        loss[0],
+        gpu.peakLiveBytes() / 1e9);
+  }
+}
