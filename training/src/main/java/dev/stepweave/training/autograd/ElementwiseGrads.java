@@ -7,12 +7,12 @@ import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.function.DoubleBinaryOperator;
+import java.util.function.UnaryOperator;
 
 /**
- * Backward rules of the elementwise operations, activations and the rotary embedding. The linear
- * ones (sums, products, quotients, affine maps, the rotation) are the forward backend's own
- * operations; the derivatives of the activations and of the other unary operations are evaluated on
- * the host in double.
+ * Backward rules of the elementwise operations, activations and the rotary embedding, in the
+ * forward backend's own operations. The derivatives that are steps (ReLU, abs, clamp, max and min)
+ * and exact GELU's, which needs erf, are evaluated on the host in double.
  */
 final class ElementwiseGrads {
   private static final double SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
@@ -21,8 +21,8 @@ final class ElementwiseGrads {
 
   private ElementwiseGrads() {}
 
-  /** A rule {@code dx = g · f'(x, y)} for a one-input elementwise op with output y. */
-  private static BackwardRule pointwise(
+  /** A rule {@code dx = g · f'(x, y)}, the derivative evaluated on the host in double. */
+  private static BackwardRule onHost(
       Backend device, Tensor x, Tensor y, DoubleBinaryOperator derivative) {
     return BackwardRule.onHost(
         device,
@@ -44,66 +44,89 @@ final class ElementwiseGrads {
         });
   }
 
-  static BackwardRule unary(Backend device, Tensor x, Tensor y, UnaryOp op) {
-    return pointwise(
-        device,
-        x,
-        y,
-        switch (op) {
-          case NEG -> (a, b) -> -1;
-          case EXP -> (a, b) -> b;
-          case TANH -> (a, b) -> 1 - (double) b * b;
-          case SQRT -> (a, b) -> 0.5 / b;
-          case RSQRT -> (a, b) -> -0.5 * b * b * b;
-          case SIN -> (a, b) -> Math.cos(a);
-          case COS -> (a, b) -> -Math.sin(a);
-          case RELU -> (a, b) -> a > 0 ? 1 : 0;
-          case SIGMOID -> (a, b) -> b * (1.0 - b);
-          case ABS -> (a, b) -> Math.signum(a);
-          case SQUARE -> (a, b) -> 2.0 * a;
-        });
+  /** A rule whose {@code dx}, given g, is made of backend operations. */
+  private static BackwardRule pointwise(Tensor x, UnaryOperator<Tensor> dx) {
+    return (g, wanted) -> wanted.test(x) ? List.of(new Contribution(x, dx.apply(g))) : List.of();
   }
 
+  static BackwardRule unary(Backend device, Tensor x, Tensor y, UnaryOp op) {
+    return switch (op) {
+      case RELU -> onHost(device, x, y, (a, b) -> a > 0 ? 1 : 0);
+      case ABS -> onHost(device, x, y, (a, b) -> Math.signum(a));
+      case NEG -> pointwise(x, g -> device.affine(g, -1f, 0f));
+      case EXP -> pointwise(x, g -> device.mul(g, y));
+      case TANH ->
+          pointwise(x, g -> device.mul(g, oneMinus(device, device.unary(y, UnaryOp.SQUARE))));
+      case SQRT -> pointwise(x, g -> device.div(device.affine(g, 0.5f, 0f), y));
+      case RSQRT ->
+          pointwise(
+              x,
+              g ->
+                  device.mul(
+                      g, device.affine(device.mul(device.unary(y, UnaryOp.SQUARE), y), -0.5f, 0f)));
+      case SIN -> pointwise(x, g -> device.mul(g, device.unary(x, UnaryOp.COS)));
+      case COS ->
+          pointwise(x, g -> device.mul(g, device.affine(device.unary(x, UnaryOp.SIN), -1f, 0f)));
+      case SIGMOID -> pointwise(x, g -> device.mul(g, device.mul(y, oneMinus(device, y))));
+      case SQUARE -> pointwise(x, g -> device.mul(g, device.affine(x, 2f, 0f)));
+    };
+  }
+
+  /** {@code 1 − t}. */
+  private static Tensor oneMinus(Backend device, Tensor t) {
+    return device.affine(t, -1f, 1f);
+  }
+
+  /**
+   * GELU's derivative. The tanh form, with {@code t = tanh(k·(x + c·x³))}: {@code ½(1 + t) + x·(1 −
+   * t²)·(½k + 3/2·c·k·x²)}, in backend operations; the exact form needs erf, which the backends do
+   * not have, so it runs on the host.
+   */
   static BackwardRule gelu(Backend device, Tensor x, Tensor y, boolean tanhApproximation) {
-    if (tanhApproximation) {
-      return pointwise(
+    if (!tanhApproximation) {
+      return onHost(
           device,
           x,
           y,
-          (a, b) -> {
-            double t = Math.tanh(SQRT_2_OVER_PI * (a + GELU_CUBIC * a * a * a));
-            return 0.5 * (1 + t)
-                + 0.5 * a * (1 - t * t) * SQRT_2_OVER_PI * (1 + 3 * GELU_CUBIC * a * a);
-          });
+          (a, b) ->
+              0.5 * (1 + ErrorFunction.erf(a / Math.sqrt(2)))
+                  + a * INV_SQRT_2PI * Math.exp(-0.5 * a * a));
     }
+    float k = (float) SQRT_2_OVER_PI;
+    float c = (float) GELU_CUBIC;
     return pointwise(
-        device,
         x,
-        y,
-        (a, b) ->
-            0.5 * (1 + ErrorFunction.erf(a / Math.sqrt(2)))
-                + a * INV_SQRT_2PI * Math.exp(-0.5 * a * a));
+        g -> {
+          Tensor x2 = device.unary(x, UnaryOp.SQUARE);
+          Tensor t =
+              device.unary(
+                  device.affine(device.mul(x, device.affine(x2, c, 1f)), k, 0f), UnaryOp.TANH);
+          Tensor slope =
+              device.mul(
+                  device.mul(x, oneMinus(device, device.unary(t, UnaryOp.SQUARE))),
+                  device.affine(x2, 1.5f * c * k, 0.5f * k));
+          return device.mul(g, device.add(device.affine(t, 0.5f, 0.5f), slope));
+        });
   }
 
+  /** SiLU's derivative, with {@code s = σ(x)}: {@code s·(1 + x·(1 − s))}. */
   static BackwardRule silu(Backend device, Tensor x, Tensor y) {
     return pointwise(
-        device,
         x,
-        y,
-        (a, b) -> {
-          double s = 1 / (1 + Math.exp(-a));
-          return s * (1 + a * (1 - s));
+        g -> {
+          Tensor s = device.unary(x, UnaryOp.SIGMOID);
+          return device.mul(
+              g, device.mul(s, device.affine(device.mul(x, oneMinus(device, s)), 1f, 1f)));
         });
   }
 
   static BackwardRule affine(Backend device, Tensor x, float scale) {
-    return (g, wanted) ->
-        wanted.test(x) ? List.of(new Contribution(x, device.affine(g, scale, 0f))) : List.of();
+    return pointwise(x, g -> device.affine(g, scale, 0f));
   }
 
   /** As torch: the gradient passes where {@code min ≤ x ≤ max}. */
   static BackwardRule clamp(Backend device, Tensor x, Tensor y, float min, float max) {
-    return pointwise(device, x, y, (a, b) -> a >= min && a <= max ? 1 : 0);
+    return onHost(device, x, y, (a, b) -> a >= min && a <= max ? 1 : 0);
   }
 
   /**

@@ -1,100 +1,46 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 
 /**
- * Backward rules of the normalisations and softmax, on the host ({@link BackwardRule#onHost}). Row
- * statistics are recomputed from the saved input in double, so nothing but the input is kept
- * between the forward and the backward.
+ * Backward rules of the normalisations and softmax, in the forward backend's operations: row
+ * statistics are recomputed from the saved input, so nothing but the input is kept between the
+ * forward and the backward. The L2 normalisation along any dimension (CLIP's) runs on the host.
  */
 final class NormGrads {
   private NormGrads() {}
 
   /**
    * LayerNorm over the last dimension: with x̂ = (x − μ)·r and ĝ = g·w, {@code dx = r·(ĝ − mean(ĝ)
-   * − x̂·mean(ĝ·x̂))}, {@code dw = Σ g·x̂}, {@code db = Σ g}.
+   * − x̂·mean(ĝ·x̂))}, {@code dw = Σ g·x̂}, {@code db = Σ g} (sums over the rows).
    */
   static BackwardRule layerNorm(Backend device, Tensor x, Tensor weight, Tensor bias, float eps) {
-    return BackwardRule.onHost(
-        device,
-        (g, wanted) -> {
-          int n = x.dim(-1);
-          int rows = g.length / n;
-          float[] xv = Host.values(device, x);
-          float[] w = weight == null ? null : Host.values(device, weight);
-          boolean wantX = wanted.test(x);
-          float[] dx = wantX ? new float[g.length] : null;
-          // Σ over rows of g·x̂ (the weight's gradient) in [0, n), of g (the bias's) in [n, 2n).
-          double[] sums =
-              Host.parallelSums(
-                  rows,
-                  n,
-                  2 * n,
-                  (first, last, part) -> layerNormRows(xv, w, g, dx, n, eps, first, last, part));
-          double[] dw = Arrays.copyOfRange(sums, 0, n);
-          double[] db = Arrays.copyOfRange(sums, n, 2 * n);
-          List<Contribution> out = new ArrayList<>(3);
-          if (wantX) {
-            out.add(new Contribution(x, dx));
-          }
-          if (weight != null && wanted.test(weight)) {
-            out.add(new Contribution(weight, Host.floats(dw)));
-          }
-          if (bias != null && wanted.test(bias)) {
-            out.add(new Contribution(bias, Host.floats(db)));
-          }
-          return out;
-        });
-  }
-
-  /** Rows {@code [first, last)} of {@link #layerNorm}'s rule: dx (when wanted) and the sums. */
-  private static void layerNormRows(
-      float[] xv,
-      float[] w,
-      float[] g,
-      float[] dx,
-      int n,
-      float eps,
-      int first,
-      int last,
-      double[] sums) {
-    double[] xhat = new double[n];
-    double[] gh = new double[n];
-    for (int r = first; r < last; r++) {
-      int s = r * n;
-      double mean = 0;
-      for (int i = 0; i < n; i++) {
-        mean += xv[s + i];
+    return (g, wanted) -> {
+      int n = x.dim(-1);
+      Tensor centred = device.sub(x, mean(device, x, n));
+      Tensor r = rsqrt(device, mean(device, device.unary(centred, UnaryOp.SQUARE), n), eps);
+      Tensor xhat = device.mul(centred, r);
+      List<Contribution> out = new ArrayList<>(3);
+      if (wanted.test(x)) {
+        Tensor gh = weight == null ? g : device.mul(g, weight);
+        Tensor inner =
+            device.sub(
+                device.sub(gh, mean(device, gh, n)),
+                device.mul(xhat, mean(device, device.mul(gh, xhat), n)));
+        out.add(new Contribution(x, device.mul(inner, r)));
       }
-      mean /= n;
-      double var = 0;
-      for (int i = 0; i < n; i++) {
-        double d = xv[s + i] - mean;
-        var += d * d;
+      if (weight != null && wanted.test(weight)) {
+        out.add(new Contribution(weight, columnSums(device, device.mul(g, xhat), n)));
       }
-      double inv = 1 / Math.sqrt(var / n + eps);
-      double meanG = 0;
-      double meanGx = 0;
-      for (int i = 0; i < n; i++) {
-        xhat[i] = (xv[s + i] - mean) * inv;
-        gh[i] = g[s + i] * (w == null ? 1 : w[i]);
-        meanG += gh[i];
-        meanGx += gh[i] * xhat[i];
-        sums[i] += g[s + i] * xhat[i];
-        sums[n + i] += g[s + i];
+      if (bias != null && wanted.test(bias)) {
+        out.add(new Contribution(bias, columnSums(device, g, n)));
       }
-      meanG /= n;
-      meanGx /= n;
-      if (dx != null) {
-        for (int i = 0; i < n; i++) {
-          dx[s + i] = (float) (inv * (gh[i] - meanG - xhat[i] * meanGx));
-        }
-      }
-    }
+      return out;
+    };
   }
 
   /**
@@ -102,52 +48,37 @@ final class NormGrads {
    * x·r³·mean(ĝ·x)}, {@code dw = Σ g·x·r}.
    */
   static BackwardRule rmsNorm(Backend device, Tensor x, Tensor weight, float eps) {
-    return BackwardRule.onHost(
-        device,
-        (g, wanted) -> {
-          int n = x.dim(-1);
-          int rows = g.length / n;
-          float[] xv = Host.values(device, x);
-          float[] w = weight == null ? null : Host.values(device, weight);
-          boolean wantX = wanted.test(x);
-          float[] dx = wantX ? new float[g.length] : null;
-          double[] dw =
-              Host.parallelSums(
-                  rows,
-                  n,
-                  n,
-                  (first, last, part) -> {
-                    for (int r = first; r < last; r++) {
-                      int s = r * n;
-                      double ms = 0;
-                      for (int i = 0; i < n; i++) {
-                        ms += (double) xv[s + i] * xv[s + i];
-                      }
-                      double inv = 1 / Math.sqrt(ms / n + eps);
-                      double meanGx = 0;
-                      for (int i = 0; i < n; i++) {
-                        double gh = g[s + i] * (w == null ? 1 : w[i]);
-                        meanGx += gh * xv[s + i];
-                        part[i] += g[s + i] * xv[s + i] * inv;
-                      }
-                      meanGx /= n;
-                      if (dx != null) {
-                        for (int i = 0; i < n; i++) {
-                          double gh = g[s + i] * (w == null ? 1 : w[i]);
-                          dx[s + i] = (float) (inv * gh - xv[s + i] * inv * inv * inv * meanGx);
-                        }
-                      }
-                    }
-                  });
-          List<Contribution> out = new ArrayList<>(2);
-          if (wantX) {
-            out.add(new Contribution(x, dx));
-          }
-          if (weight != null && wanted.test(weight)) {
-            out.add(new Contribution(weight, Host.floats(dw)));
-          }
-          return out;
-        });
+    return (g, wanted) -> {
+      int n = x.dim(-1);
+      Tensor r = rsqrt(device, mean(device, device.unary(x, UnaryOp.SQUARE), n), eps);
+      List<Contribution> out = new ArrayList<>(2);
+      if (wanted.test(x)) {
+        Tensor gh = weight == null ? g : device.mul(g, weight);
+        Tensor cubed = device.mul(device.unary(r, UnaryOp.SQUARE), r);
+        Tensor along = device.mul(x, device.mul(cubed, mean(device, device.mul(gh, x), n)));
+        out.add(new Contribution(x, device.sub(device.mul(gh, r), along)));
+      }
+      if (weight != null && wanted.test(weight)) {
+        out.add(new Contribution(weight, columnSums(device, device.mul(g, device.mul(x, r)), n)));
+      }
+      return out;
+    };
+  }
+
+  /** The mean of each row of {@code t} (last dimension {@code n}), as {@code [..., 1]}. */
+  private static Tensor mean(Backend device, Tensor t, int n) {
+    return device.affine(device.sumLastDim(t), 1f / n, 0f);
+  }
+
+  /** {@code 1/√(v + eps)}. */
+  private static Tensor rsqrt(Backend device, Tensor v, float eps) {
+    return device.unary(device.affine(v, 1f, eps), UnaryOp.RSQRT);
+  }
+
+  /** The sum over every row of {@code t} (last dimension {@code n}): {@code [n]}. */
+  private static Tensor columnSums(Backend device, Tensor t, int n) {
+    Tensor rows = t.reshape((int) (t.numel() / n), n);
+    return device.sumLastDim(device.contiguous(rows.transpose(0, 1))).reshape(n);
   }
 
   /**
@@ -201,25 +132,12 @@ final class NormGrads {
 
   /** Softmax over the last dimension: {@code dx = y·(g − Σ g·y)}. */
   static BackwardRule softmax(Backend device, Tensor x, Tensor y) {
-    return BackwardRule.onHost(
-        device,
-        (g, wanted) -> {
-          if (!wanted.test(x)) {
-            return List.of();
-          }
-          int n = x.dim(-1);
-          float[] yv = Host.values(device, y);
-          float[] dx = new float[g.length];
-          for (int s = 0; s < g.length; s += n) {
-            double dot = 0;
-            for (int i = 0; i < n; i++) {
-              dot += (double) g[s + i] * yv[s + i];
-            }
-            for (int i = 0; i < n; i++) {
-              dx[s + i] = (float) (yv[s + i] * (g[s + i] - dot));
-            }
-          }
-          return List.of(new Contribution(x, dx));
-        });
+    return (g, wanted) -> {
+      if (!wanted.test(x)) {
+        return List.of();
+      }
+      Tensor dot = device.sumLastDim(device.mul(g, y));
+      return List.of(new Contribution(x, device.mul(y, device.sub(g, dot))));
+    };
   }
 }
