@@ -33,6 +33,22 @@ final class BackendOption {
     return byName(name, precision == null ? fallback : precision(precision), err);
   }
 
+  /**
+   * The backend a training run computes on: the CPU unless {@code --backend} was given (training on
+   * a device is new and runs the optimiser on the host), always in F32 — the only precision the
+   * training configs have.
+   *
+   * @throws IllegalArgumentException for {@code --precision} other than f32
+   */
+  Backend openForTraining(picocli.CommandLine.Model.CommandSpec spec, PrintWriter err) {
+    if (precision != null && precision(precision) != Precision.F32) {
+      throw new IllegalArgumentException(
+          "training computes in f32: --precision " + precision + " is not supported");
+    }
+    boolean named = spec.commandLine().getParseResult().hasMatchedOption("--backend");
+    return named ? byName(name, Precision.F32, err) : new CpuBackend();
+  }
+
   static Precision precision(String name) {
     return switch (name.toLowerCase(Locale.ROOT)) {
       case "bf16" -> Precision.BF16;

@@ -1,5 +1,7 @@
 package dev.stepweave.cli;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.io.Folders;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.run.TrainConfig;
@@ -33,11 +35,14 @@ import picocli.CommandLine.Spec;
       "Times the optimiser steps of `stepweave train` on a config (the same run, into a scratch"
           + " folder deleted afterwards): --warmup steps untimed, then --steps timed. Prints the"
           + " median and fastest step, samples per second and the process's peak resident"
-          + " memory as a markdown table. Training runs on the CPU (docs/training.md).",
+          + " memory as a markdown table. Training runs on the CPU unless --backend names"
+          + " another (docs/training.md).",
       ""
     })
 final class TrainBench implements Callable<Integer> {
   @Spec CommandSpec spec;
+
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @Option(
       names = "--config",
@@ -92,28 +97,31 @@ final class TrainBench implements Callable<Integer> {
     PrintWriter err = cli.getErr();
     Path scratch = Files.createTempDirectory("stepweave-bench-train");
     Timings timings = new Timings(err);
+    Backend compute = backendOption.openForTraining(spec, err);
     try {
       TrainingRun.run(
           config.withOutput(scratch.resolve("run")),
           false,
           new MediaClips(),
           timings,
-          warmup + steps);
+          warmup + steps,
+          compute);
     } catch (TrainConfigException e) {
       throw new CommandLine.ParameterException(cli, e.getMessage());
     } finally {
       Folders.deleteTree(scratch);
     }
-    print(cli.getOut(), config, timings.seconds.subList(warmup, warmup + steps));
+    print(cli.getOut(), config, compute, timings.seconds.subList(warmup, warmup + steps));
     return StepweaveCli.ExitCodes.OK;
   }
 
-  private void print(PrintWriter out, TrainConfig config, List<Double> timed) {
+  private void print(PrintWriter out, TrainConfig config, Backend compute, List<Double> timed) {
     double median = GenerateBench.median(timed);
     OptionalLong peak = peakResidentBytes();
     out.printf(
         Locale.ROOT,
-        "bench train on the CPU (%d cores, Java %s): %s%n",
+        "bench train on %s (%d cores, Java %s): %s%n",
+        compute.device().kind() == Device.Kind.CPU ? "the CPU" : compute.name(),
         Runtime.getRuntime().availableProcessors(),
         Runtime.version().feature(),
         configFile);

@@ -25,8 +25,10 @@ import picocli.CommandLine.Spec;
     mixinStandardHelpOptions = true,
     description = {
       "Trains the transformer (flow matching, full or LoRA; few-step distillation; DiffusionNFT"
-          + " post-training on a reward) or the VAE (reconstruction) of a checkpoint on the CPU,"
-          + " as a YAML or JSON config describes (docs/training.md lists every key). Writes"
+          + " post-training on a reward) or the VAE (reconstruction) of a checkpoint, as a YAML or"
+          + " JSON config describes (docs/training.md lists every key), on the CPU unless"
+          + " --backend names another (there a full fine-tune and the VAE train; the rest stays"
+          + " on the CPU). Writes"
           + " loss.jsonl, loss.png (an RL run also reward.png and rewards.jsonl), checkpoints"
           + " and, at the end, model/ (a diffusers checkpoint with its card) or lora/ (the"
           + " adapter in both layouts) into the config's output folder.",
@@ -34,6 +36,8 @@ import picocli.CommandLine.Spec;
     })
 final class TrainCommand implements Callable<Integer> {
   @Spec CommandSpec spec;
+
+  @picocli.CommandLine.Mixin BackendOption backendOption;
 
   @Option(
       names = "--config",
@@ -60,7 +64,14 @@ final class TrainCommand implements Callable<Integer> {
     Progress progress = new Progress(err, terminal, config.output());
     TrainingRun.Result result;
     try {
-      result = TrainingRun.run(config, resume, new MediaClips(), progress);
+      result =
+          TrainingRun.run(
+              config,
+              resume,
+              new MediaClips(),
+              progress,
+              config.steps(),
+              backendOption.openForTraining(spec, err));
     } catch (TrainConfigException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     } finally {

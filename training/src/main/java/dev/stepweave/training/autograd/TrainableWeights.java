@@ -1,6 +1,7 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.InMemoryTensors;
@@ -28,6 +29,7 @@ import java.util.function.Function;
 public final class TrainableWeights<M> {
   private final M model;
   private final Map<String, Tensor> parameters;
+  private final Map<String, Tensor> masters;
   private final Tape derivations;
   private final RecordingBackend backend;
   private final Function<Weights, M> loader;
@@ -35,11 +37,13 @@ public final class TrainableWeights<M> {
   private TrainableWeights(
       M model,
       Map<String, Tensor> parameters,
+      Map<String, Tensor> masters,
       Tape derivations,
       RecordingBackend backend,
       Function<Weights, M> loader) {
     this.model = model;
     this.parameters = parameters;
+    this.masters = masters;
     this.derivations = derivations;
     this.backend = backend;
     this.loader = loader;
@@ -48,11 +52,37 @@ public final class TrainableWeights<M> {
   /** Loads a model with {@code loader} from {@code source} onto {@code backend}, in F32. */
   public static <M> TrainableWeights<M> load(
       TensorSource source, RecordingBackend backend, Function<Weights, M> loader) {
+    return load(source, backend, loader, null);
+  }
+
+  /**
+   * The load; {@code masters} null makes them: the parameters themselves on the CPU, F32 host
+   * copies of them on a device.
+   */
+  private static <M> TrainableWeights<M> load(
+      TensorSource source,
+      RecordingBackend backend,
+      Function<Weights, M> loader,
+      Map<String, Tensor> masters) {
     Tape derivations = new Tape();
     Weights weights = new Weights(new Tracked(source, derivations), backend, DType.F32);
     M model = backend.recording(derivations, () -> loader.apply(weights));
-    return new TrainableWeights<>(
-        model, Map.copyOf(weights.loaded()), derivations, backend, loader);
+    Map<String, Tensor> parameters = Map.copyOf(weights.loaded());
+    if (masters == null) {
+      masters = onHost(backend) ? parameters : hostCopies(backend, parameters);
+    }
+    return new TrainableWeights<>(model, parameters, masters, derivations, backend, loader);
+  }
+
+  private static boolean onHost(RecordingBackend backend) {
+    return backend.device().kind() == Device.Kind.CPU;
+  }
+
+  private static Map<String, Tensor> hostCopies(
+      RecordingBackend backend, Map<String, Tensor> parameters) {
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    parameters.forEach((name, p) -> out.put(name, backend.download(p).toHost(DType.F32)));
+    return Map.copyOf(out);
   }
 
   /**
@@ -67,25 +97,48 @@ public final class TrainableWeights<M> {
   }
 
   /**
-   * The model loaded again, the same way, from the parameters' current values: new parameter
-   * tensors (same names, same values) and derivations that agree with them.
+   * Whether the model must be {@link #reloaded} after an optimiser step updated {@link #parameters}
+   * in place: it derives tensors at load, or it computes on a device with copies of the host
+   * masters.
+   */
+  public boolean reloadsAfterAStep() {
+    return derivesAtLoad() || !onHost(backend);
+  }
+
+  /**
+   * The model loaded again, the same way, from the parameters' current values: new tensors to
+   * compute with (same names, same values) and derivations that agree with them. On a device the
+   * host masters stay the same tensors, and their values go up again.
    */
   public TrainableWeights<M> reloaded() {
-    return load(new InMemoryTensors(parameters, "(parameters in memory)"), backend, loader);
+    InMemoryTensors values = new InMemoryTensors(masters, "(parameters in memory)");
+    return onHost(backend) ? load(values, backend, loader) : load(values, backend, loader, masters);
   }
 
   public M model() {
     return model;
   }
 
-  /** Every parameter by its checkpoint name, sorted. */
+  /**
+   * Every parameter by its checkpoint name, sorted, as the optimiser updates it: F32 host tensors
+   * (on the CPU the ones the model computes with; on a device their masters, which {@link
+   * #reloaded} uploads).
+   */
   public Map<String, Tensor> parameters() {
-    return new TreeMap<>(parameters);
+    return new TreeMap<>(masters);
+  }
+
+  /**
+   * The tensor the model computes with for {@code t}: a parameter's device copy where {@code t} is
+   * its master, else {@code t} itself (an adapter's factor, a view of a parameter on the CPU).
+   */
+  private Tensor computing(String name, Tensor t) {
+    return masters.get(name) == t ? parameters.get(name) : t;
   }
 
   /** Tracks {@code trainable} and whatever the model derived from the parameters at load. */
   public void track(Tape step, Map<String, Tensor> trainable) {
-    trainable.values().forEach(step::track);
+    trainable.forEach((name, t) -> step.track(computing(name, t)));
     derivations.outputs().forEach(step::track);
   }
 
@@ -104,7 +157,8 @@ public final class TrainableWeights<M> {
     derivations.propagate(grads, t -> kept.contains(t.storage()));
     Map<String, Tensor> out = new LinkedHashMap<>();
     trainable.forEach(
-        (name, t) -> {
+        (name, master) -> {
+          Tensor t = computing(name, master);
           if (!reachedOnly || grads.reached(t)) {
             out.put(name, grads.of(t));
           }

@@ -17,7 +17,7 @@ import java.util.Map;
  * Trains every parameter, or a LoRA's factors only.
  */
 final class FlowMatchingComponent implements TrainedComponent {
-  private final TrainableTransformer model;
+  private TrainableTransformer model;
   private final TrainableLora lora;
   private final TrainingData.Latents data;
   private final double flowShift;
@@ -77,8 +77,11 @@ final class FlowMatchingComponent implements TrainedComponent {
     return new Optimiser.Evaluation(share, result.loss(), result.gradients());
   }
 
+  /** On a device the model computes with copies of the parameters: they go up again. */
   @Override
-  public void stepped() {}
+  public void stepped() {
+    model = model.reloaded();
+  }
 
   static int[] prepend(int n, int[] shape) {
     int[] out = new int[shape.length + 1];

@@ -7,10 +7,13 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.TensorSource;
+import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.data.ClipDecoder;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
@@ -70,10 +73,12 @@ public final class TrainingRun {
 
   private final TrainConfig config;
   private final Listener listener;
+  private final Backend compute;
 
-  private TrainingRun(TrainConfig config, Listener listener) {
+  private TrainingRun(TrainConfig config, Listener listener, Backend compute) {
     this.config = config;
     this.listener = listener;
+    this.compute = compute;
   }
 
   /** Runs {@code config} to its last step. */
@@ -93,8 +98,43 @@ public final class TrainingRun {
   public static Result run(
       TrainConfig config, boolean resume, ClipDecoder decoder, Listener listener, int stopAfter)
       throws IOException {
-    return new TrainingRun(config, listener)
+    return run(config, resume, decoder, listener, stopAfter, new CpuBackend());
+  }
+
+  /**
+   * Like {@link #run(TrainConfig, boolean, ClipDecoder, Listener, int)}, with the trained
+   * component's forward and backward on {@code compute}: on a device, a full fine-tune of the
+   * transformer and the VAE's reconstruction train there (F32 masters and the optimiser on the
+   * host, the model's copies uploaded after each step); LoRA, distillation and RL runs stay on the
+   * CPU, and the run says so.
+   */
+  public static Result run(
+      TrainConfig config,
+      boolean resume,
+      ClipDecoder decoder,
+      Listener listener,
+      int stopAfter,
+      Backend compute)
+      throws IOException {
+    return new TrainingRun(config, listener, compute)
         .execute(resume, decoder, Math.min(stopAfter, config.steps()));
+  }
+
+  /** The recording backend the trained component computes on: {@link #compute} where it can. */
+  private RecordingBackend trainingBackend(boolean deviceCapable) {
+    if (compute.device().kind() == Device.Kind.CPU) {
+      return new RecordingBackend(compute);
+    }
+    if (!deviceCapable) {
+      listener.note(
+          config.method().name()
+              + " trains on the CPU: only a full fine-tune and the VAE train on "
+              + compute.device());
+      return new RecordingBackend(new CpuBackend());
+    }
+    listener.note("computing on " + compute.name() + " (F32 masters and AdamW on the host)");
+    return new RecordingBackend(
+        compute, new CpuBackend(), RecordingBackend.ActivationCheckpointing.OFF);
   }
 
   private Result execute(boolean resume, ClipDecoder decoder, int stopAfter) throws IOException {
@@ -111,9 +151,12 @@ public final class TrainingRun {
     TrainedComponent trained;
     try (TensorSource weights = component.openWeights()) {
       if (config.component() == TrainConfig.Component.TRANSFORMER) {
+        boolean full =
+            config.method() instanceof TrainConfig.Method.Full
+                && data instanceof TrainingData.Latents;
         TrainableTransformer model =
             TrainableTransformer.load(
-                WanTransformerConfig.fromJson(component.config()), weights, new CpuBackend());
+                WanTransformerConfig.fromJson(component.config()), weights, trainingBackend(full));
         if (config.method() instanceof TrainConfig.Method.Lora m) {
           Path adapter = from.isPresent() ? from.get().weightsFile() : initialLora(model, m, out);
           lora = TrainableLora.load(model, adapter, 1f);
@@ -138,7 +181,8 @@ public final class TrainingRun {
             };
       } else {
         TrainableVae vae =
-            TrainableVae.load(WanVaeConfig.fromJson(component.config()), weights, new CpuBackend());
+            TrainableVae.load(
+                WanVaeConfig.fromJson(component.config()), weights, trainingBackend(true));
         TrainingData.Clips clips = (TrainingData.Clips) data;
         trained =
             new ReconstructionComponent(vae, clips, ReconstructionComponent.reached(vae, clips));

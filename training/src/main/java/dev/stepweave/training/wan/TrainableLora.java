@@ -7,6 +7,7 @@ import dev.stepweave.models.wan.lora.WanAdapters;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.LayerAdapter;
 import dev.stepweave.models.wan.transformer.LayerUpdate;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
 import java.io.UncheckedIOException;
@@ -41,6 +42,12 @@ public final class TrainableLora implements AutoCloseable {
    *     not fit the transformer
    */
   public static TrainableLora load(TrainableTransformer model, Path file, float strength) {
+    if (model.backend().device().kind() != Device.Kind.CPU) {
+      // The optimiser updates the factors in place on the host; on a device they would need host
+      // masters as the transformer's parameters have.
+      throw new UnsupportedOperationException(
+          "LoRA training runs on the CPU only for now, not on " + model.backend().device());
+    }
     WanAdapters adapters =
         new WanAdapters(
             "training",

@@ -65,6 +65,17 @@ public final class TrainableTransformer {
     return model;
   }
 
+  /**
+   * After an optimiser step updated {@link #parameters} in place: this model again when it computes
+   * with them directly (the CPU), else one loaded from their values (on a device, which computes
+   * with copies of them).
+   */
+  public TrainableTransformer reloaded() {
+    return weights.reloadsAfterAStep()
+        ? new TrainableTransformer(backend, weights.reloaded())
+        : this;
+  }
+
   public Backend backend() {
     return backend;
   }
@@ -125,7 +136,7 @@ public final class TrainableTransformer {
         operations,
         xt,
         prediction[0],
-        value.getFloat(0),
+        backend.download(value).getFloat(0),
         weights.gradientsOf(grads, trainable, false),
         grads.of(xt));
   }

@@ -28,7 +28,11 @@ public final class TrainableVae {
   }
 
   public static TrainableVae load(WanVaeConfig cfg, TensorSource source, Backend cpu) {
-    RecordingBackend backend = new RecordingBackend(cpu);
+    return load(cfg, source, new RecordingBackend(cpu));
+  }
+
+  /** Loads {@code source}'s VAE onto {@code backend} (over a device's backend: see it). */
+  public static TrainableVae load(WanVaeConfig cfg, TensorSource source, RecordingBackend backend) {
     return new TrainableVae(
         backend, TrainableWeights.load(source, backend, w -> WanVae.load(cfg, w)));
   }
@@ -38,7 +42,7 @@ public final class TrainableVae {
    * load (which an in-place update leaves behind); else this one.
    */
   public TrainableVae reloaded() {
-    return weights.derivesAtLoad() ? new TrainableVae(backend, weights.reloaded()) : this;
+    return weights.reloadsAfterAStep() ? new TrainableVae(backend, weights.reloaded()) : this;
   }
 
   /** Every parameter by its checkpoint name. */
@@ -65,7 +69,9 @@ public final class TrainableVae {
             });
     Gradients grads = tape.backward(loss);
     return new Result(
-        reconstruction[0], loss.getFloat(0), weights.gradientsOf(grads, parameters, true));
+        reconstruction[0],
+        backend.download(loss).getFloat(0),
+        weights.gradientsOf(grads, parameters, true));
   }
 
   /** What a reconstruction step computed. */
