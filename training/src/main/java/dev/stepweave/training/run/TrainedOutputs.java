@@ -60,14 +60,19 @@ final class TrainedOutputs {
   private final TrainedComponent trained;
   private final TrainableLora lora;
 
+  /** Where the forward and backward ran, for the provenance: "the CPU" or a device backend. */
+  private final String computedOn;
+
   TrainedOutputs(
       TrainConfig config,
       Path runBase,
       TrainingData data,
       Optimiser optimiser,
       TrainedComponent trained,
-      TrainableLora lora) {
+      TrainableLora lora,
+      String computedOn) {
     this.config = config;
+    this.computedOn = computedOn;
     this.runBase = runBase;
     this.data = data;
     this.optimiser = optimiser;
@@ -214,7 +219,7 @@ final class TrainedOutputs {
     return String.format(
         Locale.ROOT,
         "stepweave train: %s %s of the %s by %s on %s%s; %d steps, batch %d, learning rate %s (%s),"
-            + " seed %d, f32 on the CPU; config sha256 %s",
+            + " seed %d, f32 on %s; config sha256 %s",
         config.method().name(),
         config.method() instanceof TrainConfig.Method.Lora m ? "rank " + m.rank() : "fine-tune",
         config.component().folder(),
@@ -226,6 +231,7 @@ final class TrainedOutputs {
         config.learningRate(),
         config.schedule().kind().name().toLowerCase(Locale.ROOT),
         config.seed(),
+        computedOn,
         ContentHash.ofBytes(config.canonical().toString().getBytes(StandardCharsets.UTF_8)));
   }
 }

@@ -75,6 +75,9 @@ public final class TrainingRun {
   private final Listener listener;
   private final Backend compute;
 
+  /** Where the trained component computes, once loaded: "the CPU" or the device backend's name. */
+  private String computedOn = "the CPU";
+
   private TrainingRun(TrainConfig config, Listener listener, Backend compute) {
     this.config = config;
     this.listener = listener;
@@ -133,6 +136,7 @@ public final class TrainingRun {
       return new RecordingBackend(new CpuBackend());
     }
     listener.note("computing on " + compute.name() + " (F32 masters and AdamW on the host)");
+    computedOn = compute.name();
     return new RecordingBackend(
         compute, new CpuBackend(), RecordingBackend.ActivationCheckpointing.OFF);
   }
@@ -280,7 +284,8 @@ public final class TrainingRun {
       return new Result(out, start, stopAfter, null);
     }
     listener.note("writing the trained " + (lora == null ? "checkpoint" : "LoRA"));
-    Path artifact = new TrainedOutputs(config, runBase, data, optimiser, trained, lora).write(out);
+    Path artifact =
+        new TrainedOutputs(config, runBase, data, optimiser, trained, lora, computedOn).write(out);
     if (lora != null) {
       lora.close();
     }
