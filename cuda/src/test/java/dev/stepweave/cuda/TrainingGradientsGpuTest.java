@@ -15,6 +15,7 @@ import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
@@ -39,28 +40,20 @@ class TrainingGradientsGpuTest {
   private static final Path GOLDEN =
       Path.of(System.getProperty("stepweave.golden", "testdata/golden"));
   private static final CpuBackend CPU = new CpuBackend();
+  private static final DiffusersDirectory.Component COMPONENT =
+      DiffusersDirectory.open(GOLDEN.resolve("wan21-lora-tiny")).component("transformer");
+  private static final WanTransformerConfig CONFIG =
+      WanTransformerConfig.fromJson(COMPONENT.config());
+  private static final FlowMatching.Batch BATCH = batch();
 
   @Test
   void theDitsGradientsOnTheGpuMatchTheCpus() {
-    FlowMatching.Batch batch = batch();
-    DiffusersDirectory.Component c =
-        DiffusersDirectory.open(GOLDEN.resolve("wan21-lora-tiny")).component("transformer");
-    WanTransformerConfig cfg = WanTransformerConfig.fromJson(c.config());
-    LossAndGradients want;
-    try (TensorSource weights = c.openWeights()) {
-      TrainableTransformer model = TrainableTransformer.load(cfg, weights, CPU);
-      want = model.lossAndGradients(batch, model.parameters(), AdapterRows.NONE);
-    }
+    LossAndGradients want =
+        lossAndGradients(new RecordingBackend(CPU, ActivationCheckpointing.OFF));
     for (CudaBackend gpu : new CudaBackend[] {Gpu.backend(), Gpu.bf16()}) {
       for (ActivationCheckpointing checkpointing : ActivationCheckpointing.values()) {
-        LossAndGradients got;
         long start = System.nanoTime();
-        try (TensorSource weights = c.openWeights()) {
-          TrainableTransformer model =
-              TrainableTransformer.load(
-                  cfg, weights, new RecordingBackend(gpu, CPU, checkpointing));
-          got = model.lossAndGradients(batch, model.parameters(), AdapterRows.NONE);
-        }
+        LossAndGradients got = lossAndGradients(new RecordingBackend(gpu, CPU, checkpointing));
         double ms = (System.nanoTime() - start) / 1e6;
         assertEquals(want.gradients().keySet(), got.gradients().keySet());
         double worst = RelativeL2.of(got.inputGradient(), want.inputGradient());
@@ -102,13 +95,8 @@ class TrainingGradientsGpuTest {
    */
   @Test
   void threeOptimiserStepsOnTheGpuFollowTheCpus() {
-    FlowMatching.Batch batch = batch();
-    DiffusersDirectory.Component c =
-        DiffusersDirectory.open(GOLDEN.resolve("wan21-lora-tiny")).component("transformer");
-    WanTransformerConfig cfg = WanTransformerConfig.fromJson(c.config());
-    Steps want = steps(cfg, c, new RecordingBackend(CPU, ActivationCheckpointing.OFF), batch);
-    Steps got =
-        steps(cfg, c, new RecordingBackend(Gpu.backend(), CPU, ActivationCheckpointing.OFF), batch);
+    Steps want = steps(new RecordingBackend(CPU, ActivationCheckpointing.OFF));
+    Steps got = steps(new RecordingBackend(Gpu.backend(), CPU, ActivationCheckpointing.OFF));
     for (int i = 0; i < want.losses().length; i++) {
       double err = Math.abs(got.losses()[i] - want.losses()[i]) / Math.abs(want.losses()[i]);
       System.out.printf(
@@ -125,23 +113,27 @@ class TrainingGradientsGpuTest {
     System.out.printf("  AdamW on the GPU: worst parameter update rel L2 %.2e%n", worst);
   }
 
+  /** The tiny DiT loaded on {@code backend}, and one flow-matching step's gradients there. */
+  private static LossAndGradients lossAndGradients(RecordingBackend backend) {
+    try (TensorSource weights = COMPONENT.openWeights()) {
+      TrainableTransformer model = TrainableTransformer.load(CONFIG, weights, backend);
+      return model.lossAndGradients(BATCH, model.parameters(), AdapterRows.NONE);
+    }
+  }
+
   /** What three AdamW steps did: each step's loss, and each parameter's total change. */
   private record Steps(float[] losses, Map<String, Tensor> updates) {}
 
-  private static Steps steps(
-      WanTransformerConfig cfg,
-      DiffusersDirectory.Component c,
-      RecordingBackend backend,
-      FlowMatching.Batch batch) {
-    try (TensorSource weights = c.openWeights()) {
-      TrainableTransformer model = TrainableTransformer.load(cfg, weights, backend);
+  private static Steps steps(RecordingBackend backend) {
+    try (TensorSource weights = COMPONENT.openWeights()) {
+      TrainableTransformer model = TrainableTransformer.load(CONFIG, weights, backend);
       Map<String, Tensor> parameters = model.parameters();
       Map<String, float[]> before = new java.util.TreeMap<>();
       parameters.forEach((name, p) -> before.put(name, p.toFloatArray()));
       AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.01));
       float[] losses = new float[3];
       for (int step = 0; step < losses.length; step++) {
-        LossAndGradients result = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
+        LossAndGradients result = model.lossAndGradients(BATCH, parameters, AdapterRows.NONE);
         losses[step] = result.loss();
         adamw.step(parameters, result.gradients(), 1e-3);
         model = model.reloaded();
@@ -163,11 +155,7 @@ class TrainingGradientsGpuTest {
   private static FlowMatching.Batch batch() {
     try (SafetensorsFile rec =
         SafetensorsFile.open(GOLDEN.resolve("wan21-train-expected/dit_train.safetensors"))) {
-      return new FlowMatching.Batch(
-          rec.load("x0").toHost(DType.F32),
-          rec.load("noise").toHost(DType.F32),
-          rec.load("sigma").toHost(DType.F32),
-          rec.load("encoder_hidden_states").toHost(DType.F32));
+      return TrainingParity.batch(rec);
     }
   }
 }

@@ -40,17 +40,11 @@ public final class Gradients {
   }
 
   /**
-   * Adds {@code grad} (of {@code target}'s shape) into {@code target}'s storage buffer. Dimensions
-   * that {@code target} broadcasts (stride 0) are summed first, which is the broadcast's backward.
+   * Adds {@code grad} (of {@code target}'s shape, as a {@link Contribution} checks) into {@code
+   * target}'s storage buffer. Dimensions that {@code target} broadcasts (stride 0) are summed
+   * first, which is the broadcast's backward.
    */
   void accumulate(Tensor target, Tensor grad) {
-    if (!Arrays.equals(target.shape(), grad.shape())) {
-      throw new IllegalArgumentException(
-          "a gradient of shape "
-              + Arrays.toString(grad.shape())
-              + " for a view of shape "
-              + Arrays.toString(target.shape()));
-    }
     Backend owner = backendOf(target);
     Tensor g = onDeviceOf(owner, target, grad);
     int[] repeated = repeatedDims(target);

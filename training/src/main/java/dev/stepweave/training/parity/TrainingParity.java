@@ -234,7 +234,8 @@ public final class TrainingParity {
     return checkpoint.component("transformer").openWeights();
   }
 
-  static FlowMatching.Batch batch(SafetensorsFile rec) {
+  /** The batch a training recording ({@code dit_train}) was made on: x0, noise, σ, text states. */
+  public static FlowMatching.Batch batch(SafetensorsFile rec) {
     return new FlowMatching.Batch(
         required(rec, "x0"),
         required(rec, "noise"),

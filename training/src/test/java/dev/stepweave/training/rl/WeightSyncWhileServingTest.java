@@ -25,6 +25,7 @@ import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.FlowMatchingTrainer;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.nio.file.Files;
@@ -69,11 +70,7 @@ class WeightSyncWhileServingTest {
   private static FlowMatching.Batch batch() {
     try (SafetensorsFile rec =
         SafetensorsFile.open(GOLDEN.resolve("wan21-train-expected/dit_train.safetensors"))) {
-      return new FlowMatching.Batch(
-          rec.load("x0").toHost(DType.F32),
-          rec.load("noise").toHost(DType.F32),
-          rec.load("sigma").toHost(DType.F32),
-          rec.load("encoder_hidden_states").toHost(DType.F32));
+      return TrainingParity.batch(rec);
     }
   }
 

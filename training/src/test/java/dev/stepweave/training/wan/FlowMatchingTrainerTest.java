@@ -7,7 +7,6 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
-import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -17,6 +16,7 @@ import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.parity.TrainingParity;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
@@ -34,11 +34,7 @@ class FlowMatchingTrainerTest {
   private static FlowMatching.Batch batch() {
     try (SafetensorsFile rec =
         SafetensorsFile.open(GOLDEN.resolve("wan21-train-expected/dit_train.safetensors"))) {
-      return new FlowMatching.Batch(
-          rec.load("x0").toHost(DType.F32),
-          rec.load("noise").toHost(DType.F32),
-          rec.load("sigma").toHost(DType.F32),
-          rec.load("encoder_hidden_states").toHost(DType.F32));
+      return TrainingParity.batch(rec);
     }
   }
 
