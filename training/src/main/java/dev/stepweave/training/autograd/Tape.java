@@ -19,6 +19,7 @@ import java.util.function.Predicate;
 public final class Tape {
   private final List<Node> nodes = new ArrayList<>();
   private final Set<Storage> tracked = Collections.newSetFromMap(new IdentityHashMap<>());
+  private final Set<Storage> read = Collections.newSetFromMap(new IdentityHashMap<>());
   private Backend backend;
   private Backend host;
 
@@ -77,6 +78,11 @@ public final class Tape {
     if (any) {
       nodes.add(new Node(op, output, rule));
       tracked.add(output.storage());
+      for (Tensor in : inputs) {
+        if (in != null) {
+          read.add(in.storage());
+        }
+      }
     }
     return output;
   }
@@ -136,6 +142,14 @@ public final class Tape {
   /** The tensors the recorded operations produced, in order. */
   public List<Tensor> outputs() {
     return nodes.stream().map(Node::output).toList();
+  }
+
+  /**
+   * The recorded outputs no later recorded operation read: what the recording handed on (a load's
+   * derived tensors), not its intermediates (a part uploaded on its way into a stack).
+   */
+  public List<Tensor> finalOutputs() {
+    return nodes.stream().map(Node::output).filter(t -> !read.contains(t.storage())).toList();
   }
 
   /** Runs one rule; a rule that fails names its operation. */

@@ -93,7 +93,7 @@ public final class TrainableWeights<M> {
   public boolean derivesAtLoad() {
     Set<Storage> own = Collections.newSetFromMap(new IdentityHashMap<>());
     parameters.values().forEach(p -> own.add(p.storage()));
-    return derivations.outputs().stream().anyMatch(t -> !own.contains(t.storage()));
+    return derivations.finalOutputs().stream().anyMatch(t -> !own.contains(t.storage()));
   }
 
   /**

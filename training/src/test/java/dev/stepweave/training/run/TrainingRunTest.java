@@ -22,6 +22,7 @@ import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.SafetensorsFile;
+import dev.stepweave.training.autograd.StandInDevice;
 import dev.stepweave.training.data.DatasetEncoder;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.shapes.ShapeSample;
@@ -147,6 +148,33 @@ class TrainingRunTest {
           file);
     }
     assertEquals(losses(straight), losses(interrupted));
+  }
+
+  /**
+   * A full fine-tune computed on a device ({@link StandInDevice}: the CPU's kernels behind tensors
+   * labelled cuda:0) is the CPU's run to the last bit — losses and weights — and its card says
+   * where it computed.
+   */
+  @Test
+  void aRunOnADeviceIsTheCpusRunAndItsCardSaysWhere() throws Exception {
+    String settings = "init: {seed: 1}\nsteps: 3\nbatch: 2\nseed: 1\n";
+    TrainConfig cpu = config("on-cpu", settings);
+    TrainConfig device = config("on-device", settings);
+    Path cpuModel = TrainingRun.run(cpu, false, null, QUIET).artifact();
+    Path deviceModel =
+        TrainingRun.run(device, false, null, QUIET, device.steps(), new StandInDevice()).artifact();
+    assertEquals(losses(cpu), losses(device));
+    assertArrayEquals(
+        Files.readAllBytes(cpuModel.resolve("transformer/diffusion_pytorch_model.safetensors")),
+        Files.readAllBytes(deviceModel.resolve("transformer/diffusion_pytorch_model.safetensors")));
+    String provenance =
+        CardJson.read(deviceModel.resolve(CardJson.FILE_NAME)).recipe().provenance();
+    assertTrue(provenance.contains("f32 on stand-in cuda:0"), provenance);
+    assertTrue(
+        CardJson.read(cpuModel.resolve(CardJson.FILE_NAME))
+            .recipe()
+            .provenance()
+            .contains("f32 on the CPU"));
   }
 
   @Test

@@ -1,0 +1,210 @@
+package dev.stepweave.training.autograd;
+
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Storage;
+import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.List;
+
+/**
+ * A device backend without a device, for the training plane's device path in CI: it computes with
+ * the CPU backend's kernels, but every tensor it makes is labelled {@code cuda:0}, so any host
+ * access of one (an element read, {@code toFloatArray}, a host kernel given it) fails as it would
+ * on a GPU, and what crosses between host and device must go through {@link #upload} and {@link
+ * #download}. Its values are the CPU's bit for bit, so a training step over it must match one over
+ * the CPU exactly.
+ */
+public final class StandInDevice implements Backend {
+  private static final Device DEVICE = Device.cuda(0);
+  private final CpuBackend cpu = new CpuBackend();
+
+  @Override
+  public Device device() {
+    return DEVICE;
+  }
+
+  @Override
+  public String name() {
+    return "stand-in cuda:0 (the CPU's kernels)";
+  }
+
+  /** {@code t} as the CPU kernels read it: a host view of the same memory (host tensors as is). */
+  private static Tensor host(Tensor t) {
+    if (t == null || t.device().kind() == Device.Kind.CPU) {
+      return t;
+    }
+    return new Tensor(
+        new Storage(t.storage().segment(), Device.CPU),
+        t.dtype(),
+        t.shape(),
+        t.strides(),
+        t.offset());
+  }
+
+  /**
+   * A CPU kernel's result as this device's tensor; a result over an input's own memory (a kernel
+   * that returned its input) is that input's storage again, as a device backend would return it.
+   */
+  private static Tensor device(Tensor out, Tensor... inputs) {
+    for (Tensor in : inputs) {
+      if (in != null && in.storage().segment() == out.storage().segment()) {
+        return new Tensor(in.storage(), out.dtype(), out.shape(), out.strides(), out.offset());
+      }
+    }
+    return new Tensor(
+        new Storage(out.storage().segment(), DEVICE),
+        out.dtype(),
+        out.shape(),
+        out.strides(),
+        out.offset());
+  }
+
+  @Override
+  public Tensor zeros(DType dtype, int... shape) {
+    return device(cpu.zeros(dtype, shape));
+  }
+
+  @Override
+  public Tensor upload(Tensor t, DType dtype) {
+    return device(cpu.upload(host(t), dtype));
+  }
+
+  @Override
+  public Tensor download(Tensor t) {
+    return cpu.upload(host(t), t.dtype().isFloating() ? DType.F32 : t.dtype());
+  }
+
+  @Override
+  public Tensor contiguous(Tensor t) {
+    return device(cpu.contiguous(host(t)), t);
+  }
+
+  @Override
+  public Tensor linear(Tensor x, Tensor w, Tensor bias) {
+    return device(cpu.linear(host(x), host(w), host(bias)));
+  }
+
+  @Override
+  public Tensor matmul(Tensor a, Tensor b) {
+    return device(cpu.matmul(host(a), host(b)));
+  }
+
+  @Override
+  public Tensor attention(Tensor q, Tensor k, Tensor v, Tensor bias, float scale) {
+    return device(cpu.attention(host(q), host(k), host(v), host(bias), scale));
+  }
+
+  @Override
+  public AttentionGradients attentionBackward(
+      AttentionForward forward, Tensor gradOut, boolean biasGradient) {
+    AttentionGradients g =
+        cpu.attentionBackward(
+            new AttentionForward(
+                host(forward.q()),
+                host(forward.k()),
+                host(forward.v()),
+                host(forward.bias()),
+                forward.scale(),
+                host(forward.out())),
+            host(gradOut),
+            biasGradient);
+    return new AttentionGradients(
+        device(g.q()), device(g.k()), device(g.v()), g.bias() == null ? null : device(g.bias()));
+  }
+
+  @Override
+  public Tensor conv3d(Tensor x, Tensor w, Tensor bias, int[] stride, int[] padding) {
+    return device(cpu.conv3d(host(x), host(w), host(bias), stride, padding));
+  }
+
+  @Override
+  public Tensor layerNorm(Tensor x, Tensor weight, Tensor bias, float eps) {
+    return device(cpu.layerNorm(host(x), host(weight), host(bias), eps));
+  }
+
+  @Override
+  public Tensor rmsNorm(Tensor x, Tensor weight, float eps) {
+    return device(cpu.rmsNorm(host(x), host(weight), eps));
+  }
+
+  @Override
+  public Tensor l2Normalize(Tensor x, int dim, float eps) {
+    return device(cpu.l2Normalize(host(x), dim, eps));
+  }
+
+  @Override
+  public Tensor softmax(Tensor x) {
+    return device(cpu.softmax(host(x)));
+  }
+
+  @Override
+  public Tensor gelu(Tensor x, boolean tanhApproximation) {
+    return device(cpu.gelu(host(x), tanhApproximation));
+  }
+
+  @Override
+  public Tensor silu(Tensor x) {
+    return device(cpu.silu(host(x)));
+  }
+
+  @Override
+  public Tensor unary(Tensor x, UnaryOp op) {
+    return device(cpu.unary(host(x), op));
+  }
+
+  @Override
+  public Tensor binary(Tensor a, Tensor b, BinaryOp op) {
+    return device(cpu.binary(host(a), host(b), op));
+  }
+
+  @Override
+  public Tensor affine(Tensor x, float scale, float shift) {
+    return device(cpu.affine(host(x), scale, shift));
+  }
+
+  @Override
+  public Tensor clamp(Tensor x, float min, float max) {
+    return device(cpu.clamp(host(x), min, max));
+  }
+
+  @Override
+  public Tensor rope(Tensor x, Tensor cos, Tensor sin) {
+    return device(cpu.rope(host(x), host(cos), host(sin)));
+  }
+
+  @Override
+  public Tensor concat(List<Tensor> parts, int dim) {
+    return device(cpu.concat(parts.stream().map(StandInDevice::host).toList(), dim));
+  }
+
+  @Override
+  public Tensor pad(Tensor x, int[] pads, float value) {
+    return device(cpu.pad(host(x), pads, value), x);
+  }
+
+  @Override
+  public Tensor upsampleNearest2d(Tensor x, int scaleH, int scaleW) {
+    return device(cpu.upsampleNearest2d(host(x), scaleH, scaleW));
+  }
+
+  @Override
+  public Tensor embedding(Tensor table, Tensor ids) {
+    return device(cpu.embedding(host(table), host(ids)));
+  }
+
+  @Override
+  public Tensor sumLastDim(Tensor x) {
+    return device(cpu.sumLastDim(host(x)));
+  }
+
+  /** As CUDA's: the target must be this device's; the value may come from either side. */
+  @Override
+  public void addInto(Tensor target, Tensor value) {
+    if (target.device().kind() == Device.Kind.CPU) {
+      throw new IllegalArgumentException("addInto: target " + target + " is not on " + DEVICE);
+    }
+    cpu.addInto(host(target), host(value));
+  }
+}
