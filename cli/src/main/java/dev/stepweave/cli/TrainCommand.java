@@ -27,7 +27,7 @@ import picocli.CommandLine.Spec;
       "Trains the transformer (flow matching, full or LoRA; few-step distillation; DiffusionNFT"
           + " post-training on a reward) or the VAE (reconstruction) of a checkpoint, as a YAML or"
           + " JSON config describes (docs/training.md lists every key), on the CPU unless"
-          + " --backend names another (there a full fine-tune and the VAE train; the rest stays"
+          + " --backend names another (there flow matching, full or LoRA, and the VAE train; the rest stays"
           + " on the CPU). Writes"
           + " loss.jsonl, loss.png (an RL run also reward.png and rewards.jsonl), checkpoints"
           + " and, at the end, model/ (a diffusers checkpoint with its card) or lora/ (the"

@@ -626,11 +626,22 @@ public final class CudaBackend implements Backend, AutoCloseable {
    */
   @Override
   public void addInto(Tensor target, Tensor value) {
-    Backend.requireAddTarget(target, value);
-    if (!tensors.isHere(target)) {
-      throw new IllegalArgumentException("addInto: target " + target + " is not on " + device());
-    }
+    requireHere(target, value);
     tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
+  }
+
+  /** The strided copy, after an upload when the value is on the host. */
+  @Override
+  public void copyInto(Tensor target, Tensor value) {
+    requireHere(target, value);
+    tensors.copy(tensors.onDevice(value), target);
+  }
+
+  private void requireHere(Tensor target, Tensor value) {
+    Backend.requireInPlaceTarget(target, value);
+    if (!tensors.isHere(target)) {
+      throw new IllegalArgumentException("in place: target " + target + " is not on " + device());
+    }
   }
 
   /** On the device: one flag comes back instead of the tensor. */

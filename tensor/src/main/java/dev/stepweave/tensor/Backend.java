@@ -629,31 +629,39 @@ public interface Backend {
 
   /**
    * Adds {@code value} (the shape of {@code target}, any strides) into the elements of {@code
-   * target}, an F32 view of a buffer this backend made: the SPI's one in-place operation, for the
-   * training plane, which accumulates gradients per storage through the views that read it. The
-   * view's elements must be distinct (no stride-0 dimension spanning more than one), so the adds
-   * never race; the caller sums a broadcast first.
+   * target}, an F32 view of a buffer this backend made: one of the SPI's two in-place operations,
+   * for the training plane, which accumulates gradients per storage through the views that read it.
+   * The view's elements must be distinct (no stride-0 dimension spanning more than one), so the
+   * adds never race; the caller sums a broadcast first.
    *
    * @throws IllegalArgumentException for a shape mismatch, a non-F32 target or a broadcast target
    */
   void addInto(Tensor target, Tensor value);
 
-  /** The checks every {@link #addInto} makes first. */
-  static void requireAddTarget(Tensor target, Tensor value) {
+  /**
+   * Writes {@code value} (the shape of {@code target}, any strides, either side of the host/device
+   * line) into the elements of {@code target}, an F32 view of a buffer this backend made, with the
+   * same conditions as {@link #addInto}: the training plane's copy of host master weights into the
+   * tensors a device computes with.
+   */
+  void copyInto(Tensor target, Tensor value);
+
+  /** The checks every {@link #addInto} and {@link #copyInto} makes first. */
+  static void requireInPlaceTarget(Tensor target, Tensor value) {
     if (!Arrays.equals(target.shape(), value.shape())) {
       throw new IllegalArgumentException(
-          "addInto: a value of shape "
+          "in place: a value of shape "
               + Arrays.toString(value.shape())
               + " for a target of shape "
               + Arrays.toString(target.shape()));
     }
     if (target.dtype() != DType.F32) {
-      throw new IllegalArgumentException("addInto needs an F32 target, not " + target);
+      throw new IllegalArgumentException("in place needs an F32 target, not " + target);
     }
     for (int d = 0; d < target.rank(); d++) {
       if (target.stride(d) == 0 && target.dim(d) > 1) {
         throw new IllegalArgumentException(
-            "addInto: target " + target + " repeats elements along dimension " + d);
+            "in place: target " + target + " repeats elements along dimension " + d);
       }
     }
   }

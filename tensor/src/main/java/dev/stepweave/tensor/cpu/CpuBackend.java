@@ -254,7 +254,13 @@ public final class CpuBackend implements Backend {
 
   @Override
   public void addInto(Tensor target, Tensor value) {
-    Backend.requireAddTarget(target, value);
-    shapes.addInto(target, value);
+    Backend.requireInPlaceTarget(target, value);
+    shapes.writeInto(target, value, true);
+  }
+
+  @Override
+  public void copyInto(Tensor target, Tensor value) {
+    Backend.requireInPlaceTarget(target, value);
+    shapes.writeInto(target, value, false);
   }
 }

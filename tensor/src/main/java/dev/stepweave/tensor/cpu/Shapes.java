@@ -154,11 +154,11 @@ final class Shapes {
   }
 
   /**
-   * {@code target += value} through {@code target}'s strides, row by row along its last dimension
-   * (rows in parallel: the target's elements are distinct, {@link
-   * dev.stepweave.tensor.Backend#requireAddTarget}).
+   * {@code target += value} ({@code add}) or {@code target = value} through {@code target}'s
+   * strides, row by row along its last dimension (rows in parallel: the target's elements are
+   * distinct, {@link dev.stepweave.tensor.Backend#requireInPlaceTarget}).
    */
-  void addInto(Tensor target, Tensor value) {
+  void writeInto(Tensor target, Tensor value, boolean add) {
     Dense.requireHost(target);
     MemorySegment src = Dense.segment(value);
     MemorySegment dst = target.storage().segment();
@@ -166,7 +166,8 @@ final class Shapes {
     if (rank == 0 || target.numel() == 0) {
       if (target.numel() == 1) {
         long at = target.offset();
-        Dense.set(dst, at, Dense.get(dst, at) + Dense.get(src, 0));
+        float v = Dense.get(src, 0);
+        Dense.set(dst, at, add ? Dense.get(dst, at) + v : v);
       }
       return;
     }
@@ -183,7 +184,8 @@ final class Shapes {
             long at = rowOffset(target, r);
             long from = r * inner;
             for (int j = 0; j < inner; j++, at += step) {
-              Dense.set(dst, at, Dense.get(dst, at) + Dense.get(src, from + j));
+              float v = Dense.get(src, from + j);
+              Dense.set(dst, at, add ? Dense.get(dst, at) + v : v);
             }
           }
         });

@@ -169,7 +169,7 @@ class CpuBackendBasicsTest {
   }
 
   @Test
-  void addIntoAddsThroughTheTargetsStridesAndTouchesNothingElse() {
+  void addIntoAndCopyIntoWriteThroughTheTargetsStridesAndTouchNothingElse() {
     // A [3, 4] buffer; the target is its transposed middle columns, [2, 3] with strides (1, 4).
     Tensor buffer = Tensor.of(new float[] {0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11}, 3, 4);
     Tensor target = buffer.slice(1, 1, 3).transpose(0, 1);
@@ -178,6 +178,10 @@ class CpuBackendBasicsTest {
     cpu.addInto(target, value);
     assertArrayEquals(
         new float[] {0, 101, 202, 3, 4, 305, 406, 7, 8, 509, 610, 11}, buffer.toFloatArray());
+    // copyInto overwrites the same elements.
+    cpu.copyInto(target, value);
+    assertArrayEquals(
+        new float[] {0, 100, 200, 3, 4, 300, 400, 7, 8, 500, 600, 11}, buffer.toFloatArray());
   }
 
   @Test

@@ -352,6 +352,12 @@ public final class RecordingBackend implements Backend {
     delegate.addInto(target, value);
   }
 
+  /** Not recorded: an optimiser's update reaching the device. */
+  @Override
+  public void copyInto(Tensor target, Tensor value) {
+    delegate.copyInto(target, value);
+  }
+
   @Override
   public Tensor sumLastDim(Tensor x) {
     return record("sumLastDim", delegate.sumLastDim(x), () -> MovementGrads.sumLastDim(x), x);

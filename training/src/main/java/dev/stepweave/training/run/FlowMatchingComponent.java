@@ -73,14 +73,22 @@ final class FlowMatchingComponent implements TrainedComponent {
             Tensor.of(sigma, n),
             Tensor.of(context, prepend(n, textShape)));
     AdapterRows adapters = lora == null ? AdapterRows.NONE : lora.rows(n);
-    var result = model.lossAndGradients(batch, trainable(), adapters);
+    var result =
+        model.lossAndGradients(batch, lora == null ? trainable() : lora.factors(), adapters);
     return new Optimiser.Evaluation(share, result.loss(), result.gradients());
   }
 
-  /** On a device the model computes with copies of the parameters: they go up again. */
+  /**
+   * On a device the model computes with copies of what the optimiser updated on the host: they go
+   * up again (a LoRA's factors into the adapter; the base, which a LoRA run does not train, stays).
+   */
   @Override
   public void stepped() {
-    model = model.reloaded();
+    if (lora == null) {
+      model = model.reloaded();
+    } else {
+      lora.pushed();
+    }
   }
 
   static int[] prepend(int n, int[] shape) {

@@ -106,10 +106,10 @@ public final class TrainingRun {
 
   /**
    * Like {@link #run(TrainConfig, boolean, ClipDecoder, Listener, int)}, with the trained
-   * component's forward and backward on {@code compute}: on a device, a full fine-tune of the
-   * transformer and the VAE's reconstruction train there (F32 masters and the optimiser on the
-   * host, the model's copies uploaded after each step); LoRA, distillation and RL runs stay on the
-   * CPU, and the run says so.
+   * component's forward and backward on {@code compute}: on a device, flow matching (full or LoRA)
+   * and the VAE's reconstruction train there (F32 masters and the optimiser on the host, the
+   * device's copies updated after each step); distillation and RL runs stay on the CPU, and the run
+   * says so.
    */
   public static Result run(
       TrainConfig config,
@@ -131,7 +131,7 @@ public final class TrainingRun {
     if (!deviceCapable) {
       listener.note(
           config.method().name()
-              + " trains on the CPU: only a full fine-tune and the VAE train on "
+              + " trains on the CPU: flow matching (full or LoRA) and the VAE train on "
               + compute.device());
       return new RecordingBackend(new CpuBackend());
     }
@@ -155,12 +155,12 @@ public final class TrainingRun {
     TrainedComponent trained;
     try (TensorSource weights = component.openWeights()) {
       if (config.component() == TrainConfig.Component.TRANSFORMER) {
-        boolean full =
-            config.method() instanceof TrainConfig.Method.Full
-                && data instanceof TrainingData.Latents;
+        boolean flowMatching = data instanceof TrainingData.Latents;
         TrainableTransformer model =
             TrainableTransformer.load(
-                WanTransformerConfig.fromJson(component.config()), weights, trainingBackend(full));
+                WanTransformerConfig.fromJson(component.config()),
+                weights,
+                trainingBackend(flowMatching));
         if (config.method() instanceof TrainConfig.Method.Lora m) {
           Path adapter = from.isPresent() ? from.get().weightsFile() : initialLora(model, m, out);
           lora = TrainableLora.load(model, adapter, 1f);

@@ -7,6 +7,8 @@ import dev.stepweave.models.wan.lora.WanAdapters;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.LayerAdapter;
 import dev.stepweave.models.wan.transformer.LayerUpdate;
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.io.IOException;
@@ -29,10 +31,21 @@ import java.util.Map;
 public final class TrainableLora implements AutoCloseable {
   private final WanAdapters.Held held;
   private final float strength;
+  private final Backend backend;
+  private final Map<String, Tensor> masters;
 
-  private TrainableLora(WanAdapters.Held held, float strength) {
+  private TrainableLora(WanAdapters.Held held, float strength, Backend backend) {
     this.held = held;
     this.strength = strength;
+    this.backend = backend;
+    Map<String, Tensor> factors = factors();
+    if (backend.device().kind() == Device.Kind.CPU) {
+      this.masters = factors;
+    } else {
+      Map<String, Tensor> copies = new LinkedHashMap<>();
+      factors.forEach((name, f) -> copies.put(name, backend.download(f).toHost(DType.F32)));
+      this.masters = copies;
+    }
   }
 
   /**
@@ -42,12 +55,6 @@ public final class TrainableLora implements AutoCloseable {
    *     not fit the transformer
    */
   public static TrainableLora load(TrainableTransformer model, Path file, float strength) {
-    if (model.backend().device().kind() != Device.Kind.CPU) {
-      // The optimiser updates the factors in place on the host; on a device they would need host
-      // masters as the transformer's parameters have.
-      throw new UnsupportedOperationException(
-          "LoRA training runs on the CPU only for now, not on " + model.backend().device());
-    }
     WanAdapters adapters =
         new WanAdapters(
             "training",
@@ -63,14 +70,31 @@ public final class TrainableLora implements AutoCloseable {
               Files.size(file),
               adapters.inspect(file));
       return new TrainableLora(
-          adapters.acquire(new ResolvedAdapter(registered, strength)), strength);
+          adapters.acquire(new ResolvedAdapter(registered, strength)), strength, model.backend());
     } catch (IOException e) {
       throw new UncheckedIOException("cannot read adapter " + file, e);
     }
   }
 
-  /** Every low-rank factor by its PEFT name, in layer order. */
+  /**
+   * Every low-rank factor by its PEFT name, in layer order, as the optimiser updates it: F32 host
+   * tensors (on the CPU the factors the model computes with; on a device their masters, which
+   * {@link #pushed} copies into the device's factors after a step).
+   */
   public Map<String, Tensor> parameters() {
+    return masters;
+  }
+
+  /** After an optimiser step updated {@link #parameters} in place: the device's factors follow. */
+  public void pushed() {
+    if (backend.device().kind() != Device.Kind.CPU) {
+      Map<String, Tensor> onDevice = factors();
+      masters.forEach((name, m) -> backend.copyInto(onDevice.get(name), m));
+    }
+  }
+
+  /** The factors the model computes with, by their PEFT names: what a step differentiates. */
+  public Map<String, Tensor> factors() {
     Map<String, Tensor> out = new LinkedHashMap<>();
     for (Map.Entry<String, LayerUpdate> e : adapter().layers().entrySet()) {
       out.put(e.getKey() + ".lora_A.weight", e.getValue().down());

@@ -207,4 +207,12 @@ public final class StandInDevice implements Backend {
     }
     cpu.addInto(host(target), host(value));
   }
+
+  @Override
+  public void copyInto(Tensor target, Tensor value) {
+    if (target.device().kind() == Device.Kind.CPU) {
+      throw new IllegalArgumentException("copyInto: target " + target + " is not on " + DEVICE);
+    }
+    cpu.copyInto(host(target), host(value));
+  }
 }

@@ -175,6 +175,21 @@ class TrainingRunTest {
             .recipe()
             .provenance()
             .contains("f32 on the CPU"));
+
+    // A LoRA run likewise: the same losses and the same adapter files.
+    String lora =
+        "steps: 2\nbatch: 2\nlearning_rate: 1e-2\nseed: 1\n"
+            + "method: {type: lora, rank: 2, alpha: 4, targets: [attn1.to_q, ffn.net.0.proj]}\n";
+    TrainConfig loraCpu = config("lora-cpu", lora);
+    TrainConfig loraDevice = config("lora-device", lora);
+    Path cpuAdapter = TrainingRun.run(loraCpu, false, null, QUIET).artifact();
+    Path deviceAdapter =
+        TrainingRun.run(loraDevice, false, null, QUIET, loraDevice.steps(), new StandInDevice())
+            .artifact();
+    assertEquals(losses(loraCpu), losses(loraDevice));
+    assertArrayEquals(
+        Files.readAllBytes(cpuAdapter.resolve("adapter_diffusers.safetensors")),
+        Files.readAllBytes(deviceAdapter.resolve("adapter_diffusers.safetensors")));
   }
 
   @Test

@@ -3,7 +3,6 @@ package dev.stepweave.training.wan;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
-import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.models.wan.transformer.AdapterRows;
@@ -183,21 +182,40 @@ class TrainingOnADeviceTest {
     }
   }
 
+  /**
+   * Three AdamW steps of a LoRA's factors on the device (host masters, copied into the adapter's
+   * device factors after each step) are the CPU's, and the base weights are untouched.
+   */
   @Test
-  void loraTrainingOnADeviceIsRefusedNamingIt() throws Exception {
+  void threeLoraStepsOnTheDeviceAreTheCpus() {
+    Map<String, float[]> want = afterThreeLoraSteps(new RecordingBackend(CPU));
+    Map<String, float[]> got =
+        afterThreeLoraSteps(
+            new RecordingBackend(new StandInDevice(), CPU, ActivationCheckpointing.OFF));
+    assertEquals(want.keySet(), got.keySet());
+    want.forEach((name, w) -> assertArrayEquals(w, got.get(name), name));
+  }
+
+  private static Map<String, float[]> afterThreeLoraSteps(RecordingBackend backend) {
+    FlowMatching.Batch batch = batch();
+    Path adapter = GOLDEN.resolve("wan21-lora-tiny/loras/adapter_a_diffusers.safetensors");
     try (TensorSource weights = COMPONENT.openWeights()) {
-      TrainableTransformer model =
-          load(
-              weights, new RecordingBackend(new StandInDevice(), CPU, ActivationCheckpointing.OFF));
-      UnsupportedOperationException e =
-          assertThrows(
-              UnsupportedOperationException.class,
-              () ->
-                  TrainableLora.load(
-                      model,
-                      GOLDEN.resolve("wan21-lora-tiny/loras/adapter_a_diffusers.safetensors"),
-                      1f));
-      assertEquals("LoRA training runs on the CPU only for now, not on cuda:0", e.getMessage());
+      TrainableTransformer model = load(weights, backend);
+      try (TrainableLora lora = TrainableLora.load(model, adapter, 1f)) {
+        AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.0));
+        float[] losses = new float[3];
+        AdapterRows rows = lora.rows(batch.x0().dim(0));
+        for (int step = 0; step < losses.length; step++) {
+          LossAndGradients result = model.lossAndGradients(batch, lora.factors(), rows);
+          losses[step] = result.loss();
+          adamw.step(lora.parameters(), result.gradients(), 1e-2);
+          lora.pushed();
+        }
+        Map<String, float[]> out = new TreeMap<>();
+        lora.parameters().forEach((name, p) -> out.put(name, p.toFloatArray()));
+        out.put("loss", losses);
+        return out;
+      }
     }
   }
 }
