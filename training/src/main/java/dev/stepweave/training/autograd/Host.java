@@ -26,39 +26,6 @@ final class Host {
     return (t.device().kind() == Device.Kind.CPU ? t : device.download(t)).toFloatArray();
   }
 
-  /**
-   * A loop body over rows {@code [from, to)} that adds its share of some sums into {@code sums}.
-   */
-  @FunctionalInterface
-  interface RowSums {
-    void run(int from, int to, double[] sums);
-  }
-
-  /**
-   * Runs {@code body} over rows {@code [0, rows)} in fixed chunks on the common pool, each chunk
-   * adding into sums of its own, and returns the chunks' sums added in chunk order: the same bits
-   * whatever the threads (a chunk's rows are always the same ones, added in the same order).
-   */
-  static double[] parallelSums(int rows, int rowWidth, int width, RowSums body) {
-    int perChunk = Math.max(1, CHUNK / Math.max(1, rowWidth));
-    int chunks = (rows + perChunk - 1) / perChunk;
-    double[][] partial = new double[chunks][];
-    IntStream.range(0, chunks)
-        .parallel()
-        .forEach(
-            c -> {
-              partial[c] = new double[width];
-              body.run(c * perChunk, Math.min(rows, (c + 1) * perChunk), partial[c]);
-            });
-    double[] total = new double[width];
-    for (double[] p : partial) {
-      for (int i = 0; i < width; i++) {
-        total[i] += p[i];
-      }
-    }
-    return total;
-  }
-
   /** A loop body over elements {@code [from, to)}. */
   @FunctionalInterface
   interface Range {
