@@ -13,10 +13,18 @@ import java.util.List;
  * the bias gradient when it is asked for (which is that size). Per chunk:
  *
  * <pre>
- *   P  = softmax(scale·Q·Kᵀ + bias)      dP = dO·Vᵀ      D = rowsum(dO ∘ O)
- *   dS = P ∘ (dP − D)                    dQ = scale·dS·K
+ *   P  = softmax(scale·Q·Kᵀ + bias)      dP = dO·Vᵀ      D = rowsum(P ∘ dP)
+ *   dS = P ∘ dP − P ∘ D                  dQ = scale·dS·K
  *   dK += scale·dSᵀ·Q                    dV += Pᵀ·dO
  * </pre>
+ *
+ * <p>D is {@code rowsum(dO ∘ O)} in exact arithmetic, and the flash formulation reads it from the
+ * forward's output; here it is summed from the very P and dP it is subtracted from, so each row of
+ * dS sums to zero to F32 rounding whatever precision the forward ran in. That is what keeps the
+ * keys' shift invariance (adding one vector to every key changes no softmax, so Σ dK = 0): with a
+ * BF16 output its 2⁻⁹ rounding would enter every dS and survive the cancellation in Σ dK — the
+ * gradient of a key projection's bias, which is that sum (or nearly, through a norm), came out 2 %
+ * wrong on an H100 (run 24).
  *
  * <p>Masks should be large finite negatives, as the models' are: a row whose every key is −∞ has no
  * softmax (the backends' softmax gives NaN there), and its NaN reaches every key's dK and dV here,
@@ -37,7 +45,6 @@ public final class AttentionBackwardByOps {
       long scratchBytes) {
     forward.gradientOfOutput(gradOut);
     Tensor q = forward.q(), k = forward.k(), v = forward.v(), bias = forward.bias();
-    Tensor out = forward.out();
     float scale = forward.scale();
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
     boolean wantBias = biasGradient && bias != null;
@@ -64,15 +71,14 @@ public final class AttentionBackwardByOps {
       int to = Math.min(lq, from + chunk);
       Tensor qc = q.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, D]
       Tensor dOc = gradOut.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, Dv]
-      Tensor oc = out.slice(1, from, to).permute(0, 2, 1, 3);
       Tensor scores = ops.affine(ops.matmul(qc, keysT), scale, 0f);
       if (biasView != null) {
         scores = ops.add(scores, biasView.slice(2, from, to));
       }
       Tensor p = ops.softmax(scores); // [B, H, c, Lk]
       Tensor dp = ops.matmul(dOc, valuesT);
-      Tensor rowDot = ops.sumLastDim(ops.mul(dOc, oc)); // [B, H, c, 1]
-      Tensor ds = ops.mul(p, ops.sub(dp, rowDot));
+      Tensor pdp = ops.mul(p, dp);
+      Tensor ds = ops.sub(pdp, ops.mul(p, ops.sumLastDim(pdp))); // D: [B, H, c, 1]
       dq.add(ops.affine(ops.matmul(ds, keys), scale, 0f));
       Tensor dkc = ops.affine(ops.matmul(ds.permute(0, 1, 3, 2), qc), scale, 0f);
       Tensor dvc = ops.matmul(p.permute(0, 1, 3, 2), dOc);

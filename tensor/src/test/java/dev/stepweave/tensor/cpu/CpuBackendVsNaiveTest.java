@@ -244,6 +244,41 @@ class CpuBackendVsNaiveTest {
     assertArrayEquals(new float[2 * 70 * 3 * 20], empty.k().toFloatArray(), "and zero");
   }
 
+  /**
+   * Shifting every key by one vector changes no softmax, so without a bias the keys' gradients sum
+   * to zero — and must still when the forward's output was rounded to BF16, as a BF16 forward's is:
+   * the backward may not read the output's rounding into every key's gradient.
+   */
+  @Test
+  void attentionBackwardByOpsKeepsTheKeysShiftInvarianceUnderABf16Output() {
+    Tensor q = random(1, 29, 2, 16);
+    Tensor k = random(1, 41, 2, 16);
+    Tensor v = random(1, 41, 2, 16);
+    float[] rounded = cpu.attention(q, k, v, null, 0.25f).toFloatArray();
+    for (int i = 0; i < rounded.length; i++) {
+      int bits = Float.floatToRawIntBits(rounded[i]);
+      rounded[i] = Float.intBitsToFloat((bits + 0x7FFF + ((bits >>> 16) & 1)) & 0xFFFF0000);
+    }
+    var forward = new AttentionForward(q, k, v, null, 0.25f, Tensor.of(rounded, 1, 29, 2, 16));
+    float[] dk =
+        AttentionBackwardByOps.backward(cpu, forward, random(1, 29, 2, 16), false, 1L << 20)
+            .k()
+            .toFloatArray();
+    for (int head = 0; head < 2; head++) {
+      for (int d = 0; d < 16; d++) {
+        double sum = 0, size = 0;
+        for (int key = 0; key < 41; key++) {
+          float g = dk[(key * 2 + head) * 16 + d];
+          sum += g;
+          size += Math.abs(g);
+        }
+        assertTrue(
+            Math.abs(sum) <= 1e-5 * size,
+            "head " + head + ", dim " + d + ": Σ dK " + sum + " over Σ|dK| " + size);
+      }
+    }
+  }
+
   @Test
   void normsMatchDoublePrecision() {
     Tensor x = random(5, 3, 77);
