@@ -6,6 +6,7 @@ import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.models.sampling.SamplerSchedule;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.training.data.ClipDecoder;
@@ -44,10 +45,16 @@ final class TrainingDataLoader {
 
   /**
    * @param checkpoint the run's base checkpoint (its encoders encode clips for the transformer)
+   * @param encodeOn the backend those encoders run on: the run's own (a GPU run encodes on the GPU,
+   *     in seconds where 16 CPU cores take minutes — and does so again on every resume)
    * @param notes told what is being done, for the progress display
    */
   static TrainingData load(
-      TrainConfig config, Path checkpoint, ClipDecoder decoder, Consumer<String> notes)
+      TrainConfig config,
+      Path checkpoint,
+      ClipDecoder decoder,
+      Backend encodeOn,
+      Consumer<String> notes)
       throws IOException {
     if (config.data() instanceof TrainConfig.Data.Shards s) {
       return shards(s.dir());
@@ -71,7 +78,7 @@ final class TrainingDataLoader {
     }
     notes.accept(
         "encoding " + clips.clips.size() + " clips through the base's text encoder and VAE");
-    try (WanModel model = WanModel.load(checkpoint, new CpuBackend())) {
+    try (WanModel model = WanModel.load(checkpoint, encodeOn)) {
       DatasetEncoder encoder = new DatasetEncoder(model);
       List<LatentSample> samples = new ArrayList<>();
       for (int i = 0; i < clips.clips.size(); i++) {

@@ -146,7 +146,7 @@ public final class TrainingRun {
     Optional<RunCheckpoint> from = prepareOutput(out, resume);
     Path base = config.base() != null ? config.base() : EmbeddedWan.ensure();
     Path runBase = config.init() == null ? base : initialisedBase(base, out);
-    TrainingData data = TrainingDataLoader.load(config, runBase, decoder, listener::note);
+    TrainingData data = TrainingDataLoader.load(config, runBase, decoder, compute, listener::note);
     listener.note(
         "loading the " + config.component().folder() + " of " + runBase + " for training");
     DiffusersDirectory checkpoint = DiffusersDirectory.open(runBase);
