@@ -1,15 +1,19 @@
 #!/usr/bin/env bash
 # Trains the embedded default with the committed configs, in order, on a machine with no Java and
-# no network, such as the 16-core device machine (the training runs on the CPU backend; no GPU is
-# used):
+# no network, such as the device machine:
 #   training/configs/embedded-vae-stills.yaml -> runs/embedded-vae-stills
 #   training/configs/embedded-dit.yaml        -> runs/embedded-dit
+# STAGES="config …" (names under training/configs/, without .yaml) trains others instead;
+# BACKEND=cuda trains on the GPU (`stepweave train --backend cuda`), else on the CPU backend.
 #
 #   here:   scripts/device/train-embedded.sh package   # builds .device-train/ (git-ignored): a
 #                                                      # jlink'd Java 25 runtime and the runnable
 #                                                      # jar's classes, each as a .tar.xz
 #   there:  bash scripts/device/train-embedded.sh      # from the repository root; carry
 #                                                      # [".device-train", "runs"]; results in $OUT
+# or, without a package of its own, from scripts/device/package.sh's .device (its runtime and the
+# CLI's jars, which leave the embedded default's trained weights behind: the classpath takes them
+# from this checkout's models/src/main/resources); carry [".device", "runs"].
 #   here:   scripts/device/train-embedded.sh unpack DIR  # DIR: where $OUT's files came back
 #
 # Resumable across calls and machines: each call trains for at most TIME_LIMIT seconds (default
@@ -24,7 +28,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 pack=$repo/.device-train
-stages=(embedded-vae-stills embedded-dit)
+read -r -a stages <<< "${STAGES:-embedded-vae-stills embedded-dit}"
 
 if [[ "${1:-}" == package ]]; then
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}
@@ -62,10 +66,21 @@ out=${OUT:-$repo/device-out}
 limit=${TIME_LIMIT:-530}
 start=$(date +%s)
 mkdir -p "$out" /tmp/j /tmp/j/classes
-tar -xJf "$pack/jre.tar.xz" -C /tmp/j
-tar -xJf "$pack/classes.tar.xz" -C /tmp/j/classes
+if [[ -f $pack/classes.tar.xz ]]; then
+  tar -xJf "$pack/jre.tar.xz" -C /tmp/j
+  tar -xJf "$pack/classes.tar.xz" -C /tmp/j/classes
+  classpath=/tmp/j/classes
+else
+  tar -xJf "$repo/.device/jre.tar.xz" -C /tmp/j
+  tar -xJf "$repo/.device/lib.tar.xz" -C /tmp/j/classes
+  classpath="$repo/models/src/main/resources:/tmp/j/classes/*"
+fi
+export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
+export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
+backend=()
+[[ -z "${BACKEND:-}" ]] || backend=(--backend "$BACKEND")
 sw=(/tmp/j/jre/bin/java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
-    -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -Xmx16g -cp /tmp/j/classes
+    -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -Xmx16g -cp "$classpath"
     dev.stepweave.cli.StepweaveCli)
 export STEPWEAVE_HOME=/tmp/stepweave-home
 cd "$repo"
@@ -86,7 +101,7 @@ for s in "${stages[@]}"; do
   echo "== $s ${resume[*]} (up to ${left} s)" | tee -a "$log"
   set +e
   timeout --signal=INT --kill-after=20 "$left" "${sw[@]}" train --config "training/configs/$s.yaml" \
-    "${resume[@]}" 2>&1 | grep --line-buffered -v '^step [0-9]*/[0-9]* ' | tee -a "$log"
+    "${backend[@]}" "${resume[@]}" 2>&1 | grep --line-buffered -v '^step [0-9]*/[0-9]* ' | tee -a "$log"
   rc=${PIPESTATUS[0]}
   set -e
   echo "$s: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$log"
