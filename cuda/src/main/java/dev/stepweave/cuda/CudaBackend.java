@@ -637,6 +637,21 @@ public final class CudaBackend implements Backend, AutoCloseable {
     tensors.copy(tensors.onDevice(value), target);
   }
 
+  /**
+   * One grid-stride kernel over the four operands ({@code adamw_f32}); the gradient is uploaded
+   * first when it is on the host.
+   */
+  @Override
+  public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
+    Backend.requireAdamWOperands(parameter, gradient, m, v);
+    for (Tensor t : new Tensor[] {parameter, m, v}) {
+      if (!tensors.isHere(t)) {
+        throw new IllegalArgumentException("AdamW: " + t + " is not on " + device());
+      }
+    }
+    ops.elementwise().adamw(parameter, tensors.onDevice(gradient), m, v, step);
+  }
+
   private void requireHere(Tensor target, Tensor value) {
     Backend.requireInPlaceTarget(target, value);
     if (!tensors.isHere(target)) {

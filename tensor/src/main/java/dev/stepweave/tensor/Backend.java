@@ -646,6 +646,43 @@ public interface Backend {
    */
   void copyInto(Tensor target, Tensor value);
 
+  /**
+   * One AdamW step in place: {@code parameter} and its moments {@code m} and {@code v} (contiguous
+   * F32 tensors this backend made) move by {@code gradient} (contiguous F32, the same element
+   * count), per element and rounded to float after every operation, none fused, as torch's
+   * single-tensor AdamW computes: {@code p ← p·shrink}, {@code m ← m + (1−β₁)·(g − m)}, {@code v ←
+   * v·β₂ + (1−β₂)·g·g}, {@code p ← p − stepSize · m / (√v / √(1−β₂ᵗ) + ε)}. Every backend gives the
+   * same bits, so a device keeps the training plane's masters and moments beside its gradients and
+   * still takes the CPU's steps.
+   *
+   * @throws IllegalArgumentException for a non-F32 or non-contiguous operand or a size mismatch
+   */
+  void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step);
+
+  /**
+   * The scalars of one {@link #adamw} step, computed once per step as torch does (in double,
+   * rounded to float): {@code shrink = 1 − lr·λ}, {@code stepSize = lr / (1−β₁ᵗ)}, {@code bias2Sqrt
+   * = √(1−β₂ᵗ)}.
+   */
+  record AdamWStep(
+      float shrink,
+      float stepSize,
+      float beta1Complement,
+      float beta2,
+      float beta2Complement,
+      float bias2Sqrt,
+      float eps) {}
+
+  /** The checks every {@link #adamw} makes first. */
+  static void requireAdamWOperands(Tensor parameter, Tensor gradient, Tensor m, Tensor v) {
+    for (Tensor t : new Tensor[] {parameter, gradient, m, v}) {
+      if (t.dtype() != DType.F32 || !t.isContiguous() || t.numel() != parameter.numel()) {
+        throw new IllegalArgumentException(
+            "AdamW needs contiguous F32 operands of " + parameter.numel() + " elements, got " + t);
+      }
+    }
+  }
+
   /** The checks every {@link #addInto} and {@link #copyInto} makes first. */
   static void requireInPlaceTarget(Tensor target, Tensor value) {
     if (!Arrays.equals(target.shape(), value.shape())) {

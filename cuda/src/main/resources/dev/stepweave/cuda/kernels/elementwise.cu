@@ -189,3 +189,21 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
   }
 ELEMENTWISE(f32, float)
 ELEMENTWISE(bf16, bf16_t)
+
+// One AdamW step in place (Backend.adamw): every operation rounded to float on its own (the _rn
+// intrinsics, so the compiler fuses no multiply-add), in the order the CPU's loop runs them — the
+// CPU's bits.
+extern "C" __global__ void adamw_f32(float* p, const float* g, float* m, float* v, i64 n,
+                                     float shrink, float stepSize, float b1c, float b2, float b2c,
+                                     float bias2Sqrt, float eps) {
+  GRID_STRIDE(i, n) {
+    float gi = g[i];
+    float value = __fmul_rn(p[i], shrink);
+    float mi = __fadd_rn(m[i], __fmul_rn(b1c, __fsub_rn(gi, m[i])));
+    float vi = __fadd_rn(__fmul_rn(v[i], b2), __fmul_rn(__fmul_rn(b2c, gi), gi));
+    float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bias2Sqrt), eps);
+    p[i] = __fsub_rn(value, __fmul_rn(stepSize, __fdiv_rn(mi, denom)));
+    m[i] = mi;
+    v[i] = vi;
+  }
+}

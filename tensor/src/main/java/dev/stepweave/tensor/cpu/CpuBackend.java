@@ -6,6 +6,8 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.DeviceRates;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Optional;
@@ -15,6 +17,7 @@ import java.util.Optional;
  * worker threads. Results never depend on the thread count, and {@link #linear} is batch-invariant.
  */
 public final class CpuBackend implements Backend {
+  private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
   private final WorkPool pool;
   private final Elementwise elementwise;
   private final Norms norms;
@@ -262,5 +265,24 @@ public final class CpuBackend implements Backend {
   public void copyInto(Tensor target, Tensor value) {
     Backend.requireInPlaceTarget(target, value);
     shapes.writeInto(target, value, false);
+  }
+
+  /** The elements in order, one thread: the same bits as any split, and as the CUDA kernel's. */
+  @Override
+  public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
+    Backend.requireAdamWOperands(parameter, gradient, m, v);
+    MemorySegment p = parameter.segment(), g = gradient.segment();
+    MemorySegment ms = m.segment(), vs = v.segment();
+    for (long i = 0; i < parameter.numel(); i++) {
+      float gi = g.getAtIndex(F32, i);
+      float value = p.getAtIndex(F32, i) * step.shrink();
+      float mi = ms.getAtIndex(F32, i);
+      mi = mi + step.beta1Complement() * (gi - mi);
+      float vi = vs.getAtIndex(F32, i) * step.beta2() + step.beta2Complement() * gi * gi;
+      float denom = (float) Math.sqrt(vi) / step.bias2Sqrt() + step.eps();
+      p.setAtIndex(F32, i, value - step.stepSize() * (mi / denom));
+      ms.setAtIndex(F32, i, mi);
+      vs.setAtIndex(F32, i, vi);
+    }
   }
 }

@@ -348,6 +348,11 @@ public final class RecordingBackend implements Backend {
 
   /** Not recorded: the gradients' own accumulation. */
   @Override
+  public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
+    delegate.adamw(parameter, gradient, m, v, step);
+  }
+
+  @Override
   public void addInto(Tensor target, Tensor value) {
     delegate.addInto(target, value);
   }

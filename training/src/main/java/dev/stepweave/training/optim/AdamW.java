@@ -1,9 +1,10 @@
 package dev.stepweave.training.optim;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
+import dev.stepweave.tensor.cpu.CpuBackend;
 import java.util.HashMap;
 import java.util.Map;
 import java.util.TreeMap;
@@ -13,12 +14,11 @@ import java.util.TreeMap;
  * single-tensor path): the parameter first shrinks by {@code 1 − lr·λ}, then the moments update
  * ({@code m ← m + (1−β₁)(g − m)}, {@code v ← β₂v + (1−β₂)g²}) and the parameter moves by {@code
  * −(lr / (1−β₁ᵗ)) · m / (√v / √(1−β₂ᵗ) + ε)}. Element arithmetic in float, the scalars in double,
- * as torch computes them. Parameters are updated in place; the state (moments, step) is F32 and per
- * parameter name.
+ * as torch computes them. Parameters are updated in place by the backend they live on ({@link
+ * Backend#adamw}: the same bits on the CPU and a GPU), and the moments live beside them, F32 and
+ * per parameter name.
  */
 public final class AdamW {
-  private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
-
   /** torch's defaults are β = (0.9, 0.999), ε = 1e-8, λ = 0.01. */
   public record Settings(double beta1, double beta2, double eps, double weightDecay) {
     public Settings {
@@ -38,12 +38,20 @@ public final class AdamW {
   }
 
   private final Settings settings;
-  private final Map<String, float[]> firstMoments = new HashMap<>();
-  private final Map<String, float[]> secondMoments = new HashMap<>();
+  private final Backend backend;
+  private final Map<String, Tensor> firstMoments = new HashMap<>();
+  private final Map<String, Tensor> secondMoments = new HashMap<>();
   private long steps;
 
+  /** AdamW of host parameters. */
   public AdamW(Settings settings) {
+    this(settings, new CpuBackend(1));
+  }
+
+  /** AdamW of parameters {@code backend} made (the moments are made there too). */
+  public AdamW(Settings settings, Backend backend) {
     this.settings = settings;
+    this.backend = backend;
   }
 
   /** The number of steps taken. */
@@ -66,24 +74,37 @@ public final class AdamW {
     }
   }
 
-  /** A copy of the state, to save with a checkpoint. */
+  /** A copy of the state (on the host), to save with a checkpoint. */
   public State state() {
-    return new State(steps, copy(firstMoments), copy(secondMoments));
+    return new State(steps, hostCopy(firstMoments), hostCopy(secondMoments));
   }
 
   /** Continues from a saved state, as if its steps had been taken here. */
   public void restore(State state) {
     steps = state.steps();
     firstMoments.clear();
-    firstMoments.putAll(copy(state.firstMoments()));
     secondMoments.clear();
-    secondMoments.putAll(copy(state.secondMoments()));
+    state.firstMoments().forEach((name, m) -> firstMoments.put(name, here(m)));
+    state.secondMoments().forEach((name, v) -> secondMoments.put(name, here(v)));
   }
 
-  private static Map<String, float[]> copy(Map<String, float[]> moments) {
+  private Map<String, float[]> hostCopy(Map<String, Tensor> moments) {
     Map<String, float[]> out = new TreeMap<>();
-    moments.forEach((name, values) -> out.put(name, values.clone()));
+    moments.forEach(
+        (name, t) ->
+            out.put(
+                name,
+                t.device().kind() == Device.Kind.CPU
+                    ? t.toFloatArray()
+                    : backend.download(t).toFloatArray()));
     return out;
+  }
+
+  /** A flat copy of {@code values} made by the backend. */
+  private Tensor here(float[] values) {
+    Tensor t = backend.zeros(DType.F32, values.length);
+    backend.copyInto(t, Tensor.of(values.clone(), values.length));
+    return t;
   }
 
   /**
@@ -91,19 +112,19 @@ public final class AdamW {
    * gradient in {@code gradients} (same names; a parameter without one is an error, as a frozen
    * parameter must not be handed to the optimiser).
    *
-   * @param parameters contiguous F32 CPU tensors, updated in place
+   * @param parameters contiguous F32 tensors the backend made, updated in place
    */
   public void step(Map<String, Tensor> parameters, Map<String, Tensor> gradients, double lr) {
     steps++;
-    double bias1 = 1 - Math.pow(settings.beta1(), steps);
-    double bias2Sqrt = Math.sqrt(1 - Math.pow(settings.beta2(), steps));
-    float stepSize = (float) (lr / bias1);
-    float shrink = (float) (1 - lr * settings.weightDecay());
-    float oneMinusBeta1 = (float) (1 - settings.beta1());
-    float beta2 = (float) settings.beta2();
-    float oneMinusBeta2 = (float) (1 - settings.beta2());
-    float bias2 = (float) bias2Sqrt;
-    float eps = (float) settings.eps();
+    Backend.AdamWStep step =
+        new Backend.AdamWStep(
+            (float) (1 - lr * settings.weightDecay()),
+            (float) (lr / (1 - Math.pow(settings.beta1(), steps))),
+            (float) (1 - settings.beta1()),
+            (float) settings.beta2(),
+            (float) (1 - settings.beta2()),
+            (float) Math.sqrt(1 - Math.pow(settings.beta2(), steps)),
+            (float) settings.eps());
     parameters.forEach(
         (name, p) -> {
           Tensor g = gradients.get(name);
@@ -114,18 +135,14 @@ public final class AdamW {
             throw new IllegalArgumentException(
                 "parameter '" + name + "' must be contiguous F32 with its gradient's size");
           }
-          int n = (int) p.numel();
-          float[] grad = g.toFloatArray();
-          float[] m = firstMoments.computeIfAbsent(name, k -> new float[n]);
-          float[] v = secondMoments.computeIfAbsent(name, k -> new float[n]);
-          MemorySegment seg = p.segment();
-          for (int i = 0; i < n; i++) {
-            float value = seg.getAtIndex(F32, i) * shrink;
-            m[i] = m[i] + oneMinusBeta1 * (grad[i] - m[i]);
-            v[i] = v[i] * beta2 + oneMinusBeta2 * grad[i] * grad[i];
-            float denom = (float) Math.sqrt(v[i]) / bias2 + eps;
-            seg.setAtIndex(F32, i, value - stepSize * (m[i] / denom));
-          }
+          int n = Math.toIntExact(p.numel());
+          Tensor m = firstMoments.computeIfAbsent(name, k -> backend.zeros(DType.F32, n));
+          Tensor v = secondMoments.computeIfAbsent(name, k -> backend.zeros(DType.F32, n));
+          backend.adamw(p, contiguousF32(g), m, v, step);
         });
+  }
+
+  private Tensor contiguousF32(Tensor g) {
+    return g.dtype() == DType.F32 && g.isContiguous() ? g : backend.contiguous(g);
   }
 }

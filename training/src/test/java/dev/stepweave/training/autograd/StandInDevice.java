@@ -201,6 +201,11 @@ public final class StandInDevice implements Backend {
 
   /** As CUDA's: the target must be this device's; the value may come from either side. */
   @Override
+  public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
+    cpu.adamw(host(parameter), host(gradient), host(m), host(v), step);
+  }
+
+  @Override
   public void addInto(Tensor target, Tensor value) {
     if (target.device().kind() == Device.Kind.CPU) {
       throw new IllegalArgumentException("addInto: target " + target + " is not on " + DEVICE);
