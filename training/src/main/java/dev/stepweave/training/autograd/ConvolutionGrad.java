@@ -15,7 +15,9 @@ import java.util.stream.IntStream;
  * its gradient flows back along exactly those pairs. As the CPU's forward, it unfolds the input
  * (im2col) and runs the sums as GEMMs on the host backend; the fold back onto dx runs in parallel
  * over input channels, so no two threads add to one element. On a device it runs on the host too
- * ({@link BackwardRule#onHost}: cuDNN's backward-data and backward-filter are not bound yet).
+ * ({@link BackwardRule#onHost}: cuDNN's backward-data and backward-filter are not bound yet) —
+ * except a patch embedding (strides equal to the kernel, no padding), whose backward is two GEMMs
+ * and a row sum in the backend's own operations.
  */
 final class ConvolutionGrad {
   private ConvolutionGrad() {}
@@ -29,6 +31,9 @@ final class ConvolutionGrad {
       int[] stride,
       int[] padding,
       Tensor y) {
+    if (isPatchEmbedding(x, w, stride, padding)) {
+      return patches(device, x, w, bias);
+    }
     return BackwardRule.onHost(
         device,
         (g, wanted) -> {
@@ -74,6 +79,57 @@ final class ConvolutionGrad {
           }
           return out;
         });
+  }
+
+  /**
+   * Whether the convolution only cuts the input into disjoint patches and projects each: strides
+   * equal to the kernel, no padding, every input element in one patch (the DiT's patch embedding).
+   */
+  private static boolean isPatchEmbedding(Tensor x, Tensor w, int[] stride, int[] padding) {
+    for (int d = 0; d < 3; d++) {
+      int k = w.dim(2 + d);
+      if (stride[d] != k || padding[d] != 0 || x.dim(2 + d) % k != 0) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * The patch embedding's backward as the backend's own GEMMs, so on a device it never leaves it:
+   * with {@code P [B, N, K]} the input cut into its N patches of K = C·kt·kh·kw values (an 8-D
+   * permute of x) and the output gradient {@code g [B, O, N]}, {@code dW = Σ_b g_b·P_b}, {@code dP
+   * = gᵀ·W} (permuted back onto x) and {@code db = Σ g}.
+   */
+  private static BackwardRule patches(Backend device, Tensor x, Tensor w, Tensor bias) {
+    int b = x.dim(0), c = x.dim(1);
+    int kt = w.dim(2), kh = w.dim(3), kw = w.dim(4);
+    int ot = x.dim(2) / kt, oh = x.dim(3) / kh, ow = x.dim(4) / kw;
+    int o = w.dim(0), n = ot * oh * ow, k = c * kt * kh * kw;
+    return (g, wanted) -> {
+      List<Contribution> out = new ArrayList<>(3);
+      Tensor gb = device.contiguous(g).reshape(b, o, n);
+      // [O, B·N]: every batch entry's positions side by side, for the sums over them.
+      Tensor gAll = device.contiguous(gb.permute(1, 0, 2)).reshape(o, b * n);
+      if (wanted.test(w)) {
+        Tensor cut =
+            device
+                .contiguous(x)
+                .reshape(b, c, ot, kt, oh, kh, ow, kw)
+                .permute(0, 2, 4, 6, 1, 3, 5, 7);
+        Tensor p = device.contiguous(cut).reshape(b * n, k);
+        out.add(new Contribution(w, device.matmul(gAll, p).reshape(w.shape())));
+      }
+      if (wanted.test(x)) {
+        Tensor dp = device.matmul(gb.transpose(1, 2), w.reshape(o, k)); // [B, N, K]
+        Tensor back = dp.reshape(b, ot, oh, ow, c, kt, kh, kw).permute(0, 4, 1, 5, 2, 6, 3, 7);
+        out.add(new Contribution(x, device.contiguous(back).reshape(x.shape())));
+      }
+      if (bias != null && wanted.test(bias)) {
+        out.add(new Contribution(bias, device.sumLastDim(gAll).reshape(o)));
+      }
+      return out;
+    };
   }
 
   /**

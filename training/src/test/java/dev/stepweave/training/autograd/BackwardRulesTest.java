@@ -63,6 +63,23 @@ class BackwardRulesTest {
         "conv3d as a patch embedding",
         (b, in) -> b.conv3d(in.get(0), in.get(1), null, new int[] {1, 2, 2}, new int[3]),
         List.of(check.normal(1, 3, 3, 6, 4), check.normal(7, 3, 1, 2, 2)));
+    // Patches over every axis, a bias, two batch entries, and the input read through a permuted
+    // view: the patch rule's GEMMs.
+    check.check(
+        "conv3d as a patch embedding of a view",
+        (b, in) ->
+            b.conv3d(
+                in.get(0).permute(0, 1, 2, 4, 3),
+                in.get(1),
+                in.get(2),
+                new int[] {3, 2, 1},
+                new int[3]),
+        List.of(check.normal(2, 3, 6, 5, 4), check.normal(5, 3, 3, 2, 1), check.normal(5)));
+    // Strides of the kernel's size but an axis that does not divide: the general rule.
+    check.check(
+        "conv3d with kernel-sized strides and a remainder",
+        (b, in) -> b.conv3d(in.get(0), in.get(1), in.get(2), new int[] {1, 2, 2}, new int[3]),
+        List.of(check.normal(1, 2, 3, 5, 4), check.normal(4, 2, 1, 2, 2), check.normal(4)));
   }
 
   @Test
