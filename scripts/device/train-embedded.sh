@@ -4,7 +4,8 @@
 #   training/configs/embedded-vae-stills.yaml -> runs/embedded-vae-stills
 #   training/configs/embedded-dit.yaml        -> runs/embedded-dit
 # STAGES="config …" (names under training/configs/, without .yaml) trains others instead;
-# BACKEND=cuda trains on the GPU (`stepweave train --backend cuda`), else on the CPU backend.
+# BACKEND=cuda trains on the GPU (`stepweave train --backend cuda`), else on the CPU backend;
+# TRAIN_OPTIONS: further options of `stepweave train` (e.g. --debug).
 #
 #   here:   scripts/device/train-embedded.sh package   # builds .device-train/ (git-ignored): a
 #                                                      # jlink'd Java 25 runtime and the runnable
@@ -79,6 +80,10 @@ export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/targets/x86_64-li
 export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
 backend=()
 [[ -z "${BACKEND:-}" ]] || backend=(--backend "$BACKEND")
+if [[ -n "${TRAIN_OPTIONS:-}" ]]; then
+  read -r -a options <<< "$TRAIN_OPTIONS"
+  backend+=("${options[@]}")
+fi
 sw=(/tmp/j/jre/bin/java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED
     -XX:+UseParallelGC -XX:-UseAdaptiveSizePolicy -Xmx16g -cp "$classpath"
     dev.stepweave.cli.StepweaveCli)

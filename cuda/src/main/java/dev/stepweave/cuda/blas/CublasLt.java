@@ -49,6 +49,11 @@ final class CublasLt {
   /** sizeof(cublasLtMatmulHeuristicResult_t): a 64-byte algo, size_t, int, float, int[4]. */
   static final long HEURISTIC_RESULT_BYTES = 96;
 
+  /**
+   * Where {@code cublasLtMatmulHeuristicResult_t.workspaceSize} (a size_t) sits: after the algo.
+   */
+  static final long HEURISTIC_RESULT_WORKSPACE_OFFSET = 64;
+
   static final MethodHandle cublasLtGetVersion =
       Ffm.downcall(LIB, "cublasLtGetVersion", FunctionDescriptor.of(LONG));
   static final MethodHandle cublasLtCreate = Ffm.status(LIB, "cublasLtCreate", PTR);

@@ -232,11 +232,10 @@ public final class Gemm implements AutoCloseable {
         setBias(item, s, bias);
         settle(itemKey, item, alpha, beta, a, b, c);
       }
-      int status = adopt(p, item);
-      if (status != 0) {
+      String refused = adopt(p, item);
+      if (refused != null) {
         settle(key, p, alpha, beta, a, b, c);
-        p.how =
-            "not batch-invariant (its item's algorithm fails at this M: " + status + "); " + p.how;
+        p.how = "not batch-invariant (" + refused + "); " + p.how;
       }
     }
     if (!p.settled) {
@@ -256,25 +255,34 @@ public final class Gemm implements AutoCloseable {
 
   /**
    * Settles a batched plan on its item's algorithm when cuBLASLt accepts it at the full M (the
-   * batch invariance of the class comment), returning 0; otherwise cuBLASLt's refusal status.
+   * batch invariance of the class comment) within the workspace this class passes, returning null;
+   * otherwise why not. The check accepts an algorithm whose workspace at this M exceeds ours (a
+   * split-K one at many rows: 18 432 in a training batch), which the matmul itself then refuses
+   * with status 7, so the workspace it reports is compared here.
    */
-  private int adopt(Plan p, Plan item) {
+  private String adopt(Plan p, Plan item) {
     int status;
+    long needs;
     try (Arena tmp = Arena.ofConfined()) {
       MemorySegment result = tmp.allocate(CublasLt.HEURISTIC_RESULT_BYTES, 8);
       status =
           (int)
               CublasLt.cublasLtMatmulAlgoCheck.invokeExact(
                   handle, p.desc, p.bLayout, p.aLayout, p.cLayout, p.cLayout, item.algo, result);
+      needs = result.get(ValueLayout.JAVA_LONG, CublasLt.HEURISTIC_RESULT_WORKSPACE_OFFSET);
     } catch (Throwable t) {
       throw dev.stepweave.cuda.driver.Ffm.rethrow("cublasLtMatmulAlgoCheck", t);
     }
-    if (status == 0) {
-      p.algo = item.algo;
-      p.settled = true;
-      p.how = "its item's algorithm (batch-invariant): " + item.how;
+    if (status != 0) {
+      return "its item's algorithm fails at this M: " + status;
     }
-    return status;
+    if (needs > WORKSPACE_BYTES) {
+      return "its item's algorithm needs " + needs + " bytes of workspace at this M";
+    }
+    p.algo = item.algo;
+    p.settled = true;
+    p.how = "its item's algorithm (batch-invariant): " + item.how;
+    return null;
   }
 
   /**
