@@ -12,13 +12,14 @@ forward, MSE loss, backward, fused AdamW), CUDA-event median after one warm-up, 
 SHAPE is `F,H,W[,ckpt]` latent frames/height/width, `ckpt` for diffusers' gradient checkpointing.
 Rows: `REF <what> | <value>`.
 """
-import statistics
 import sys
 
 import torch
 import torch.nn.functional as F
 from diffusers import WanTransformer3DModel
 from safetensors.torch import load_file
+
+from reference import median_ms  # beside this file, here and in .device/
 
 DEV = "cuda"
 
@@ -48,19 +49,6 @@ def grads(golden):
     print(f"REF tiny DiT bf16 autocast gradients | {len(errors)} compared, {over} over rel L2 1e-2")
     for name, e in errors[:10]:
         print(f"REF   bf16 autocast gradient {name} | rel L2 {e:.3e}")
-
-
-def median_ms(work, iterations):
-    times = []
-    for i in range(iterations + 1):
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        start.record()
-        work()
-        end.record()
-        torch.cuda.synchronize()
-        if i > 0:
-            times.append(start.elapsed_time(end))
-    return statistics.median(times)
 
 
 def step(*shapes):
