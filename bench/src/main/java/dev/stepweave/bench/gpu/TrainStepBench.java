@@ -11,6 +11,7 @@ import dev.stepweave.tensor.io.RandomWeights;
 import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
 import dev.stepweave.training.objective.FlowMatching;
+import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.util.Map;
 
@@ -20,10 +21,10 @@ import java.util.Map;
  * (default {@code 1.3b}) at latent {@code [1, 16, F, H, W]} (default 9×32×32: 2 304 tokens, the
  * issue's first shape), text 512×4096, every parameter differentiated, recorded over the CUDA
  * backend in {@code precision} (F32 or BF16) with F32 parameters. What it times is what a training
- * step would run today before its optimiser: the forward, the backward (the GEMM, attention,
- * elementwise and rotary rules on the device; the norm, activation and convolution rules on the
- * host, with their transfers) and every parameter's gradient downloaded to the host. CUDA-event
- * median of {@code iterations} after a warm-up.
+ * step would run today before its optimiser: the forward, the backward (every rule the DiT needs
+ * runs on the device) and every parameter's gradient downloaded to the host; then a whole step as
+ * {@code stepweave train --backend cuda} takes it (that, AdamW over F32 host masters, and the model
+ * loaded again from them). CUDA-event medians of {@code iterations} after a warm-up.
  *
  * <p>Arguments: {@code [size] [precision] [F,H,W] [iterations] [checkpointing: off|per-block]}.
  */
@@ -82,5 +83,22 @@ public final class TrainStepBench {
         iterations,
         loss[0],
         gpu.peakLiveBytes() / 1e9);
+    // What `stepweave train --backend cuda` runs per step today: the same, then AdamW over the
+    // host masters and the model loaded again from them — the cost a device optimiser removes.
+    AdamW adamw = new AdamW(AdamW.Settings.torchDefaults());
+    TrainableTransformer[] current = {model};
+    float stepMs =
+        Bench.median(
+            gpu,
+            iterations,
+            () -> {
+              var result = current[0].lossAndGradients(batch, parameters, AdapterRows.NONE);
+              adamw.step(parameters, result.gradients(), 1e-5);
+              current[0] = current[0].reloaded();
+            });
+    System.out.printf(
+        "ROW training step %s %s (forward, backward, gradients downloaded, AdamW on the host,"
+            + " the model uploaded again), checkpointing %s | %.1f ms (median of %d)%n",
+        size, precision, checkpointing, stepMs, iterations);
   }
 }
