@@ -34,10 +34,28 @@ final class CurvePlot {
     }
   }
 
-  /** Draws {@code values} (one per step, in order) into {@code file}; nothing for no values. */
+  /**
+   * Whether this Java runtime can write PNG: ImageIO lives in {@code java.desktop}, which a jlink'd
+   * runtime may leave out (the device package's does), and without it the first call into the
+   * writer fails with a linkage error that would end the run at its checkpoint.
+   */
+  private static final boolean PNG_WRITABLE =
+      ModuleLayer.boot().findModule("java.desktop").isPresent();
+
+  /**
+   * Draws {@code values} (one per step, in order) into {@code file}; nothing for no values.
+   *
+   * @throws IOException when the file cannot be written, or this runtime cannot write PNG at all
+   */
   static void write(Path file, double[] values) throws IOException {
     if (values.length == 0) {
       return;
+    }
+    if (!PNG_WRITABLE) {
+      throw new IOException(
+          "this Java runtime has no java.desktop module to write "
+              + file.getFileName()
+              + " (the numbers are in loss.jsonl)");
     }
     new CurvePlot().draw(values).writeTo(file);
   }
