@@ -45,8 +45,8 @@ final class TrainingDataLoader {
 
   /**
    * @param checkpoint the run's base checkpoint (its encoders encode clips for the transformer)
-   * @param encodeOn the backend those encoders run on: the run's own (a GPU run encodes on the GPU,
-   *     in seconds where 16 CPU cores take minutes — and does so again on every resume)
+   * @param encodeOn the backend those encoders run on: the run's own, so a GPU run encodes on the
+   *     GPU (again on every resume: the latents are not kept)
    * @param notes told what is being done, for the progress display
    */
   static TrainingData load(

@@ -199,12 +199,18 @@ public final class StandInDevice implements Backend {
     return device(cpu.sumLastDim(host(x)));
   }
 
-  /** As CUDA's: the target must be this device's; the value may come from either side. */
+  /** As CUDA's: the parameter and moments must be this device's; the gradient may be the host's. */
   @Override
   public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
+    for (Tensor t : new Tensor[] {parameter, m, v}) {
+      if (t.device().kind() == Device.Kind.CPU) {
+        throw new IllegalArgumentException("AdamW: " + t + " is not on " + DEVICE);
+      }
+    }
     cpu.adamw(host(parameter), host(gradient), host(m), host(v), step);
   }
 
+  /** As CUDA's: the target must be this device's; the value may come from either side. */
   @Override
   public void addInto(Tensor target, Tensor value) {
     if (target.device().kind() == Device.Kind.CPU) {
