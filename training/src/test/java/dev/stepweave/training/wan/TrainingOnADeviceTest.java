@@ -3,11 +3,13 @@ package dev.stepweave.training.wan;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertSame;
+import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
@@ -22,6 +24,7 @@ import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -52,6 +55,59 @@ class TrainingOnADeviceTest {
 
   private static TrainableTransformer load(TensorSource weights, RecordingBackend backend) {
     return TrainableTransformer.load(CONFIG, weights, backend);
+  }
+
+  /**
+   * AdamW of the tiny DiT's parameters held on the device (its moments made there too), three steps
+   * of the reference gradients with weight decay, and one more after a restore from the host's
+   * state: the host's parameters and moments bit for bit. A host parameter handed to the device's
+   * optimiser is refused, as CUDA's is.
+   */
+  @Test
+  void adamwOfParametersOnTheDeviceIsTheHosts() {
+    StandInDevice device = new StandInDevice();
+    AdamW.Settings settings = new AdamW.Settings(0.9, 0.99, 1e-8, 0.01);
+    AdamW onHost = new AdamW(settings);
+    AdamW onDevice = new AdamW(settings, device);
+    Map<String, Tensor> host = new TreeMap<>();
+    Map<String, Tensor> there = new TreeMap<>();
+    Map<String, Tensor> grads = new TreeMap<>();
+    try (SafetensorsFile rec =
+        SafetensorsFile.open(GOLDEN.resolve("wan21-train-expected/dit_train.safetensors"))) {
+      for (String key : rec.keys()) {
+        if (key.startsWith("grad.blocks.0.")) {
+          Tensor g = rec.load(key).toHost(DType.F32);
+          String name = key.substring("grad.".length());
+          float[] start = new float[(int) g.numel()];
+          Arrays.fill(start, 0.5f);
+          host.put(name, Tensor.of(start.clone(), g.shape()));
+          there.put(name, device.upload(Tensor.of(start, g.shape()), DType.F32));
+          grads.put(name, g);
+        }
+      }
+    }
+    for (int step = 0; step < 3; step++) {
+      onHost.step(host, grads, 1e-3);
+      onDevice.step(there, grads, 1e-3);
+    }
+    AdamW resumed = new AdamW(settings, device);
+    resumed.restore(onHost.state());
+    onHost.step(host, grads, 1e-3);
+    resumed.step(there, grads, 1e-3);
+    for (String name : host.keySet()) {
+      assertArrayEquals(
+          host.get(name).toFloatArray(), device.download(there.get(name)).toFloatArray(), name);
+    }
+    AdamW.State want = onHost.state(), got = resumed.state();
+    for (String name : host.keySet()) {
+      assertArrayEquals(want.secondMoments().get(name), got.secondMoments().get(name), name);
+    }
+    assertTrue(
+        assertThrows(
+                IllegalArgumentException.class,
+                () -> new AdamW(settings, device).step(host, grads, 1e-3))
+            .getMessage()
+            .contains("is not on"));
   }
 
   @Test
