@@ -109,8 +109,11 @@ final class ConvolutionGrad {
     return (g, wanted) -> {
       List<Contribution> out = new ArrayList<>(3);
       Tensor gb = device.contiguous(g).reshape(b, o, n);
-      // [O, B·N]: every batch entry's positions side by side, for the sums over them.
-      Tensor gAll = device.contiguous(gb.permute(1, 0, 2)).reshape(o, b * n);
+      boolean wantB = bias != null && wanted.test(bias);
+      // [O, B·N]: every batch entry's positions side by side, for the sums over them (the weight's
+      // and the bias's gradients only: a LoRA run wants neither).
+      Tensor gAll =
+          wanted.test(w) || wantB ? device.contiguous(gb.permute(1, 0, 2)).reshape(o, b * n) : null;
       if (wanted.test(w)) {
         Tensor cut =
             device
@@ -125,7 +128,7 @@ final class ConvolutionGrad {
         Tensor back = dp.reshape(b, ot, oh, ow, c, kt, kh, kw).permute(0, 4, 1, 5, 2, 6, 3, 7);
         out.add(new Contribution(x, device.contiguous(back).reshape(x.shape())));
       }
-      if (bias != null && wanted.test(bias)) {
+      if (wantB) {
         out.add(new Contribution(bias, device.sumLastDim(gAll).reshape(o)));
       }
       return out;
