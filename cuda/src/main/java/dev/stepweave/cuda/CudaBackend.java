@@ -628,6 +628,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   public void addInto(Tensor target, Tensor value) {
     requireHere(target, value);
     tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
+    ops.convolution().overwritten(target.storage());
   }
 
   /** The strided copy, after an upload when the value is on the host. */
@@ -635,6 +636,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
   public void copyInto(Tensor target, Tensor value) {
     requireHere(target, value);
     tensors.copy(tensors.onDevice(value), target);
+    ops.convolution().overwritten(target.storage());
   }
 
   /**
@@ -650,6 +652,7 @@ public final class CudaBackend implements Backend, AutoCloseable {
       }
     }
     ops.elementwise().adamw(parameter, tensors.onDevice(gradient), m, v, step);
+    ops.convolution().overwritten(parameter.storage());
   }
 
   private void requireHere(Tensor target, Tensor value) {

@@ -6,6 +6,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -15,6 +16,8 @@ import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
@@ -59,8 +62,10 @@ class TrainingGradientsGpuTest {
         double worst = RelativeL2.of(got.inputGradient(), want.inputGradient());
         String worstName = "the noised input";
         for (Map.Entry<String, Tensor> e : want.gradients().entrySet()) {
-          Tensor g = got.gradients().get(e.getKey());
-          assertEquals(DType.F32, g.dtype());
+          Tensor there = got.gradients().get(e.getKey());
+          assertEquals(Device.Kind.CUDA, there.device().kind(), "the gradient stays on the GPU");
+          Tensor g = gpu.download(there);
+          assertEquals(DType.F32, there.dtype());
           double err = RelativeL2.of(g, e.getValue());
           assertTrue(err <= 1e-2, gpu.precision() + " " + e.getKey() + ": relative L2 " + err);
           if (err > worst) {
@@ -88,10 +93,11 @@ class TrainingGradientsGpuTest {
   }
 
   /**
-   * Three AdamW steps of the whole tiny DiT on the GPU (F32 masters and the optimiser on the host,
-   * the model's copies uploaded after each step, as {@code stepweave train --backend cuda} runs
-   * them) against the same steps on the CPU: each step's loss within 1e-2 relative, and every
-   * parameter's total update within relative L2 1e-2 of the CPU's.
+   * Three optimiser steps of the whole tiny DiT on the GPU as {@code stepweave train --backend
+   * cuda} runs them (the F32 parameters updated in place there; AdamW's moments, the clipping by a
+   * global norm of 1 and an EMA beside them) against the same steps on the CPU: each step's loss
+   * within 1e-2 relative, and every parameter's total update and EMA average within relative L2
+   * 1e-2 of the CPU's.
    */
   @Test
   void threeOptimiserStepsOnTheGpuFollowTheCpus() {
@@ -111,6 +117,16 @@ class TrainingGradientsGpuTest {
       worst = Math.max(worst, err);
     }
     System.out.printf("  AdamW on the GPU: worst parameter update rel L2 %.2e%n", worst);
+    double worstEma = 0;
+    for (Map.Entry<String, float[]> e : want.ema().entrySet()) {
+      double err =
+          RelativeL2.of(
+              Tensor.of(got.ema().get(e.getKey()), e.getValue().length),
+              Tensor.of(e.getValue(), e.getValue().length));
+      assertTrue(err <= 1e-2, e.getKey() + ": EMA relative L2 " + err);
+      worstEma = Math.max(worstEma, err);
+    }
+    System.out.printf("  EMA on the GPU: worst average rel L2 %.2e%n", worstEma);
   }
 
   /** The tiny DiT loaded on {@code backend}, and one flow-matching step's gradients there. */
@@ -121,34 +137,52 @@ class TrainingGradientsGpuTest {
     }
   }
 
-  /** What three AdamW steps did: each step's loss, and each parameter's total change. */
-  private record Steps(float[] losses, Map<String, Tensor> updates) {}
+  /**
+   * What three optimiser steps did: each step's loss, each parameter's total change and the EMA's
+   * averages.
+   */
+  private record Steps(float[] losses, Map<String, Tensor> updates, Map<String, float[]> ema) {}
 
   private static Steps steps(RecordingBackend backend) {
+    Optimiser.Settings settings =
+        new Optimiser.Settings(
+            new LearningRate.Constant(1e-3), new AdamW.Settings(0.9, 0.999, 1e-8, 0.01), 1.0, 0.9);
     try (TensorSource weights = COMPONENT.openWeights()) {
       TrainableTransformer model = TrainableTransformer.load(CONFIG, weights, backend);
-      Map<String, Tensor> parameters = model.parameters();
+      Optimiser optimiser = new Optimiser(settings, model.parameters(), backend);
       Map<String, float[]> before = new java.util.TreeMap<>();
-      parameters.forEach((name, p) -> before.put(name, p.toFloatArray()));
-      AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.01));
+      optimiser.onHost(model.parameters()).forEach((name, p) -> before.put(name, p.toFloatArray()));
       float[] losses = new float[3];
       for (int step = 0; step < losses.length; step++) {
-        LossAndGradients result = model.lossAndGradients(BATCH, parameters, AdapterRows.NONE);
-        losses[step] = result.loss();
-        adamw.step(parameters, result.gradients(), 1e-3);
+        TrainableTransformer current = model;
+        losses[step] =
+            (float)
+                optimiser
+                    .step(
+                        current.parameters(),
+                        1,
+                        i -> {
+                          LossAndGradients r =
+                              current.lossAndGradients(
+                                  BATCH, current.parameters(), AdapterRows.NONE);
+                          return new Optimiser.Evaluation(1, r.loss(), r.gradients());
+                        })
+                    .loss();
         model = model.reloaded();
       }
       Map<String, Tensor> updates = new java.util.TreeMap<>();
-      parameters.forEach(
-          (name, p) -> {
-            float[] now = p.toFloatArray();
-            float[] was = before.get(name);
-            for (int i = 0; i < now.length; i++) {
-              now[i] -= was[i];
-            }
-            updates.put(name, Tensor.of(now, p.shape()));
-          });
-      return new Steps(losses, updates);
+      optimiser
+          .onHost(model.parameters())
+          .forEach(
+              (name, p) -> {
+                float[] now = p.toFloatArray();
+                float[] was = before.get(name);
+                for (int i = 0; i < now.length; i++) {
+                  now[i] -= was[i];
+                }
+                updates.put(name, Tensor.of(now, p.shape()));
+              });
+      return new Steps(losses, updates, optimiser.state().ema());
     }
   }
 

@@ -12,6 +12,8 @@ import dev.stepweave.training.autograd.RecordingBackend;
 import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.TrainableTransformer;
 import java.util.Map;
 
@@ -20,11 +22,11 @@ import java.util.Map;
  * flow-matching forward and backward of a random-weight DiT of {@link Bench#config} {@code size}
  * (default {@code 1.3b}) at latent {@code [1, 16, F, H, W]} (default 9×32×32: 2 304 tokens, the
  * issue's first shape), text 512×4096, every parameter differentiated, recorded over the CUDA
- * backend in {@code precision} (F32 or BF16) with F32 parameters. What it times is what a training
- * step would run today before its optimiser: the forward, the backward (every rule the DiT needs
- * runs on the device) and every parameter's gradient downloaded to the host; then a whole step as
- * {@code stepweave train --backend cuda} takes it (that, AdamW over F32 host masters, and the model
- * loaded again from them). CUDA-event medians of {@code iterations} after a warm-up.
+ * backend in {@code precision} (F32 or BF16) with F32 parameters. It times the forward and the
+ * backward (every rule the DiT needs runs on the device, every parameter's gradient left there),
+ * then a whole step as {@code stepweave train --backend cuda} takes it: that, the gradient clipped
+ * by its global norm and AdamW over the F32 parameters in place, all on the device. CUDA-event
+ * medians of {@code iterations} after a warm-up.
  *
  * <p>Arguments: {@code [size] [precision] [F,H,W] [iterations] [checkpointing: off|per-block]}.
  */
@@ -83,22 +85,30 @@ public final class TrainStepBench {
         iterations,
         loss[0],
         gpu.peakLiveBytes() / 1e9);
-    // What `stepweave train --backend cuda` runs per step today: the same, then AdamW over the
-    // host masters and the model loaded again from them — the cost a device optimiser removes.
-    AdamW adamw = new AdamW(AdamW.Settings.torchDefaults());
-    TrainableTransformer[] current = {model};
+    // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
+    // norm clipping, AdamW over the parameters in place) on the device.
+    Optimiser optimiser =
+        new Optimiser(
+            new Optimiser.Settings(
+                new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN),
+            parameters,
+            gpu);
+    gpu.resetPeaks();
     float stepMs =
         Bench.median(
             gpu,
             iterations,
-            () -> {
-              var result = current[0].lossAndGradients(batch, parameters, AdapterRows.NONE);
-              adamw.step(parameters, result.gradients(), 1e-5);
-              current[0] = current[0].reloaded();
-            });
+            () ->
+                optimiser.step(
+                    parameters,
+                    1,
+                    i -> {
+                      var r = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
+                      return new Optimiser.Evaluation(1, r.loss(), r.gradients());
+                    }));
     System.out.printf(
-        "ROW training step %s %s (forward, backward, gradients downloaded, AdamW on the host,"
-            + " the model uploaded again), checkpointing %s | %.1f ms (median of %d)%n",
-        size, precision, checkpointing, stepMs, iterations);
+        "ROW training step %s %s (forward, backward, clipping, AdamW; all on the device),"
+            + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
+        size, precision, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
   }
 }

@@ -15,8 +15,9 @@ import java.util.WeakHashMap;
  * Contiguous BF16 copies of weights, optionally with their dims permuted (a channels-last filter),
  * made once per weight view and kept while the weight's storage is reachable, so a model loaded in
  * F32 is not converted on every call. Keys are the storage's identity ({@link Storage} keeps {@code
- * Object}'s equality; the map holds it weakly) and the view; only device tensors are cached, whose
- * contents no operation overwrites in place. The copies are allocated outside any open {@link
+ * Object}'s equality; the map holds it weakly) and the view; only device tensors are cached. A
+ * weight updated in place (an optimiser's step, a restore: {@link #overwritten}) keeps its copies,
+ * which are refreshed on their next use. The copies are allocated outside any open {@link
  * MemoryScope} (a scope would free them under the cache): a copy of a component's weight joins that
  * component's pool (accounted, asleep and freed with it); any other copy goes back to the allocator
  * once the weight, and with it the entry, is unreachable.
@@ -34,8 +35,18 @@ final class Bf16Weights {
 
   private record Form(View view, List<Integer> order) {}
 
+  /** A copy, and whether its weight has changed since it was made. */
+  private static final class Copy {
+    final Tensor tensor;
+    boolean stale;
+
+    Copy(Tensor tensor) {
+      this.tensor = tensor;
+    }
+  }
+
   private final DeviceTensors tensors;
-  private final Map<Storage, Map<Form, Tensor>> copies = new WeakHashMap<>();
+  private final Map<Storage, Map<Form, Copy>> copies = new WeakHashMap<>();
 
   Bf16Weights(DeviceTensors tensors) {
     this.tensors = tensors;
@@ -58,15 +69,29 @@ final class Bf16Weights {
       return copy;
     }
     Form form = new Form(View.of(w), Arrays.stream(order).boxed().toList());
-    return copies
-        .computeIfAbsent(w.storage(), s -> new HashMap<>())
-        .computeIfAbsent(
-            form,
-            f -> {
-              Tensor copy = tensors.emptyBeside(w, DType.BF16, view.shape());
-              tensors.copy(view, copy);
-              return copy;
-            });
+    Copy copy =
+        copies
+            .computeIfAbsent(w.storage(), s -> new HashMap<>())
+            .computeIfAbsent(
+                form,
+                f -> {
+                  Tensor made = tensors.emptyBeside(w, DType.BF16, view.shape());
+                  tensors.copy(view, made);
+                  return new Copy(made);
+                });
+    if (copy.stale) {
+      tensors.copy(view, copy.tensor);
+      copy.stale = false;
+    }
+    return copy.tensor;
+  }
+
+  /** Something wrote into {@code storage} in place: its copies are refreshed on their next use. */
+  void overwritten(Storage storage) {
+    Map<Form, Copy> forms = copies.get(storage);
+    if (forms != null) {
+      forms.values().forEach(c -> c.stale = true);
+    }
   }
 
   /** Gives back what {@link #get} returned for {@code w} when it was made for one call alone. */

@@ -11,6 +11,7 @@ import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.cuda.tuning.Fastest;
 import dev.stepweave.cuda.tuning.TimedChoices;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -193,6 +194,14 @@ public final class CudnnConvolution implements AutoCloseable {
     this.cudnn = cudnn;
     this.weights = new Bf16Weights(tensors);
     this.maxWorkspace = workspaceCap(tensors.context().memoryInfo()[1]);
+  }
+
+  /**
+   * Tells the cached BF16 weight copies that {@code storage} was written in place (an optimiser's
+   * step): those of its weights are made again on their next use.
+   */
+  public void overwritten(Storage storage) {
+    weights.overwritten(storage);
   }
 
   /**

@@ -10,6 +10,7 @@ import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
+import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
@@ -33,6 +34,11 @@ public final class ConvolutionOps {
 
   void close() {
     cudnnConv.close();
+  }
+
+  /** {@code storage} was written in place: cached copies of weights in it are stale. */
+  public void overwritten(Storage storage) {
+    cudnnConv.overwritten(storage);
   }
 
   /** The convolution with its result in x's type in the BF16 mode (BF16 or F32), else F32. */

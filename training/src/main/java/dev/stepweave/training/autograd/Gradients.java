@@ -146,6 +146,20 @@ public final class Gradients {
   }
 
   /**
+   * The gradient of {@code t} (a tensor the tape tracked, or a view of one) as a contiguous F32
+   * tensor of its shape where {@code t} lives — what an optimiser beside {@code t} reads, with no
+   * download; zeros there when nothing the output depends on reads it. On a device it may be a view
+   * of this step's buffer: read it, do not write into it.
+   */
+  public Tensor at(Tensor t) {
+    if (t.device().kind() == Device.Kind.CPU) {
+      return of(t);
+    }
+    Tensor g = gather(t);
+    return g != null ? g : backendOf(t).zeros(DType.F32, t.shape());
+  }
+
+  /**
    * The gradient of {@code t} (a tensor the tape tracked, or a view of one) as a CPU F32 tensor of
    * its shape; zeros when nothing the output depends on reads it.
    */

@@ -1,7 +1,6 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.DType;
-import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.InMemoryTensors;
@@ -29,7 +28,6 @@ import java.util.function.Function;
 public final class TrainableWeights<M> {
   private final M model;
   private final Map<String, Tensor> parameters;
-  private final Map<String, Tensor> masters;
   private final Tape derivations;
   private final RecordingBackend backend;
   private final Function<Weights, M> loader;
@@ -37,13 +35,11 @@ public final class TrainableWeights<M> {
   private TrainableWeights(
       M model,
       Map<String, Tensor> parameters,
-      Map<String, Tensor> masters,
       Tape derivations,
       RecordingBackend backend,
       Function<Weights, M> loader) {
     this.model = model;
     this.parameters = parameters;
-    this.masters = masters;
     this.derivations = derivations;
     this.backend = backend;
     this.loader = loader;
@@ -52,43 +48,18 @@ public final class TrainableWeights<M> {
   /** Loads a model with {@code loader} from {@code source} onto {@code backend}, in F32. */
   public static <M> TrainableWeights<M> load(
       TensorSource source, RecordingBackend backend, Function<Weights, M> loader) {
-    return load(source, backend, loader, null);
-  }
-
-  /**
-   * The load; {@code masters} null makes them: the parameters themselves on the CPU, F32 host
-   * copies of them on a device.
-   */
-  private static <M> TrainableWeights<M> load(
-      TensorSource source,
-      RecordingBackend backend,
-      Function<Weights, M> loader,
-      Map<String, Tensor> masters) {
     Tape derivations = new Tape();
     Weights weights = new Weights(new Tracked(source, derivations), backend, DType.F32);
     M model = backend.recording(derivations, () -> loader.apply(weights));
-    Map<String, Tensor> parameters = Map.copyOf(weights.loaded());
-    if (masters == null) {
-      masters = onHost(backend) ? parameters : hostCopies(backend, parameters);
-    }
-    return new TrainableWeights<>(model, parameters, masters, derivations, backend, loader);
-  }
-
-  private static boolean onHost(RecordingBackend backend) {
-    return backend.device().kind() == Device.Kind.CPU;
-  }
-
-  private static Map<String, Tensor> hostCopies(
-      RecordingBackend backend, Map<String, Tensor> parameters) {
-    Map<String, Tensor> out = new LinkedHashMap<>();
-    parameters.forEach((name, p) -> out.put(name, backend.download(p).toHost(DType.F32)));
-    return Map.copyOf(out);
+    return new TrainableWeights<>(
+        model, Map.copyOf(weights.loaded()), derivations, backend, loader);
   }
 
   /**
    * Whether the model computes with tensors it derived from its parameters at load (beyond the
-   * parameters themselves). Such tensors do not follow an in-place update of the parameters, so
-   * after an optimiser step the model must be {@link #reloaded}.
+   * parameters themselves and views of them, such as a slice of a stacked projection). Such tensors
+   * do not follow an in-place update of the parameters, so after an optimiser step the model must
+   * be {@link #reloaded}.
    */
   public boolean derivesAtLoad() {
     Set<Storage> own = Collections.newSetFromMap(new IdentityHashMap<>());
@@ -97,22 +68,12 @@ public final class TrainableWeights<M> {
   }
 
   /**
-   * Whether the model must be {@link #reloaded} after an optimiser step updated {@link #parameters}
-   * in place: it derives tensors at load, or it computes on a device with copies of the host
-   * masters.
-   */
-  public boolean reloadsAfterAStep() {
-    return derivesAtLoad() || !onHost(backend);
-  }
-
-  /**
    * The model loaded again, the same way, from the parameters' current values: new tensors to
-   * compute with (same names, same values) and derivations that agree with them. On a device the
-   * host masters stay the same tensors, and their values go up again.
+   * compute with (same names, same values, on the same backend) and derivations that agree with
+   * them.
    */
   public TrainableWeights<M> reloaded() {
-    InMemoryTensors values = new InMemoryTensors(masters, "(parameters in memory)");
-    return onHost(backend) ? load(values, backend, loader) : load(values, backend, loader, masters);
+    return load(new InMemoryTensors(parameters, "(parameters in memory)"), backend, loader);
   }
 
   public M model() {
@@ -120,32 +81,25 @@ public final class TrainableWeights<M> {
   }
 
   /**
-   * Every parameter by its checkpoint name, sorted, as the optimiser updates it: F32 host tensors
-   * (on the CPU the ones the model computes with; on a device their masters, which {@link
-   * #reloaded} uploads).
+   * Every parameter by its checkpoint name, sorted: the F32 tensors the model computes with, on its
+   * backend's device (the masters an optimiser beside them updates in place; there is no host
+   * copy).
    */
   public Map<String, Tensor> parameters() {
-    return new TreeMap<>(masters);
-  }
-
-  /**
-   * The tensor the model computes with for {@code t}: a parameter's device copy where {@code t} is
-   * its master, else {@code t} itself (an adapter's factor, a view of a parameter on the CPU).
-   */
-  private Tensor computing(String name, Tensor t) {
-    return masters.get(name) == t ? parameters.get(name) : t;
+    return new TreeMap<>(parameters);
   }
 
   /** Tracks {@code trainable} and whatever the model derived from the parameters at load. */
   public void track(Tape step, Map<String, Tensor> trainable) {
-    trainable.forEach((name, t) -> step.track(computing(name, t)));
+    trainable.values().forEach(step::track);
     derivations.outputs().forEach(step::track);
   }
 
   /**
-   * The gradient of each of {@code trainable}, by name, once the step's backward has run: the
-   * derivations' gradients are passed back to the parameters first. Names whose tensor no gradient
-   * reached are left out when {@code reachedOnly}, else get zeros.
+   * The gradient of each of {@code trainable}, by name, once the step's backward has run, where the
+   * tensor lives ({@link Gradients#at}): the derivations' gradients are passed back to the
+   * parameters first. Names whose tensor no gradient reached are left out when {@code reachedOnly},
+   * else get zeros.
    */
   public Map<String, Tensor> gradientsOf(
       Gradients grads, Map<String, Tensor> trainable, boolean reachedOnly) {
@@ -157,10 +111,9 @@ public final class TrainableWeights<M> {
     derivations.propagate(grads, t -> kept.contains(t.storage()));
     Map<String, Tensor> out = new LinkedHashMap<>();
     trainable.forEach(
-        (name, master) -> {
-          Tensor t = computing(name, master);
+        (name, t) -> {
           if (!reachedOnly || grads.reached(t)) {
-            out.put(name, grads.of(t));
+            out.put(name, grads.at(t));
           }
         });
     return out;

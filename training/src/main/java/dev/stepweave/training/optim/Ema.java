@@ -1,24 +1,49 @@
 package dev.stepweave.training.optim;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * An exponential moving average of the parameters, as diffusers' {@code EMAModel} keeps it: after
- * each optimiser step {@code ema ← ema − (1 − decay)·(ema − θ)}. Starts as a copy of the
- * parameters; the averaged weights are what a run usually ships.
+ * each optimiser step {@code ema ← ema − (1 − decay)·(ema − θ)}, in float. Starts as a copy of the
+ * parameters, kept where each parameter lives (a device's averages are its backend's {@code sub}
+ * and {@code affine}, each rounded as the host's float loop rounds it); the averaged weights are
+ * what a run usually ships.
  */
 public final class Ema {
+  private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
   private final double decay;
-  private final Map<String, float[]> shadow = new LinkedHashMap<>();
+  private final Backend backend;
+  private final Map<String, Tensor> shadow = new LinkedHashMap<>();
 
-  public Ema(double decay, Map<String, Tensor> parameters) {
+  /** An EMA of {@code parameters}; {@code backend} holds those not on the host. */
+  public Ema(double decay, Map<String, Tensor> parameters, Backend backend) {
     if (decay < 0 || decay > 1) {
       throw new IllegalArgumentException("EMA decay must lie in [0, 1], not " + decay);
     }
     this.decay = decay;
-    parameters.forEach((name, p) -> shadow.put(name, p.toFloatArray()));
+    this.backend = backend;
+    parameters.forEach((name, p) -> shadow.put(name, copy(p)));
+  }
+
+  private static boolean onHost(Tensor t) {
+    return t.device().kind() == Device.Kind.CPU;
+  }
+
+  /** A contiguous F32 copy of {@code t} where it lives. */
+  private Tensor copy(Tensor t) {
+    if (onHost(t)) {
+      return Tensor.of(t.toFloatArray(), t.shape());
+    }
+    Tensor out = backend.zeros(DType.F32, t.shape());
+    backend.copyInto(out, t);
+    return out;
   }
 
   public void update(Map<String, Tensor> parameters) {
@@ -29,18 +54,29 @@ public final class Ema {
           if (p == null) {
             throw new IllegalArgumentException("the EMA follows '" + name + "', not given");
           }
-          float[] v = p.toFloatArray();
-          for (int i = 0; i < s.length; i++) {
-            s[i] -= oneMinusDecay * (s[i] - v[i]);
+          if (onHost(s)) {
+            MemorySegment a = s.segment();
+            float[] v = p.toFloatArray();
+            for (int i = 0; i < v.length; i++) {
+              float e = a.getAtIndex(F32, i);
+              a.setAtIndex(F32, i, e - oneMinusDecay * (e - v[i]));
+            }
+          } else {
+            Tensor step = backend.affine(backend.sub(s, p), oneMinusDecay, 0f);
+            backend.copyInto(s, backend.sub(s, step));
           }
         });
   }
 
-  /** A copy of the averages by name, to save with a checkpoint. */
+  /** A copy of the averages by name, on the host, to save with a checkpoint. */
   public Map<String, float[]> state() {
     Map<String, float[]> out = new LinkedHashMap<>();
-    shadow.forEach((name, s) -> out.put(name, s.clone()));
+    shadow.forEach((name, s) -> out.put(name, onHost(s) ? s.toFloatArray() : hostValues(s)));
     return out;
+  }
+
+  private float[] hostValues(Tensor s) {
+    return backend.download(s).toFloatArray();
   }
 
   /** Continues from saved averages, which must follow the same names and sizes. */
@@ -51,19 +87,25 @@ public final class Ema {
     }
     state.forEach(
         (name, s) -> {
-          if (s.length != shadow.get(name).length) {
+          Tensor now = shadow.get(name);
+          if (s.length != now.numel()) {
             throw new IllegalArgumentException("EMA state of '" + name + "' has another size");
           }
-          shadow.put(name, s.clone());
+          Tensor saved = Tensor.of(s.clone(), now.shape());
+          if (onHost(now)) {
+            shadow.put(name, saved);
+          } else {
+            backend.copyInto(now, saved);
+          }
         });
   }
 
-  /** The averaged value of {@code name}, shaped as {@code like}. */
+  /** The averaged value of {@code name}, shaped as {@code like}, as a host tensor (to write). */
   public Tensor averaged(String name, Tensor like) {
-    float[] s = shadow.get(name);
+    Tensor s = shadow.get(name);
     if (s == null) {
       throw new IllegalArgumentException("the EMA does not follow '" + name + "'");
     }
-    return Tensor.of(s.clone(), like.shape());
+    return Tensor.of(onHost(s) ? s.toFloatArray() : hostValues(s), like.shape());
   }
 }

@@ -1,18 +1,31 @@
 package dev.stepweave.training.optim;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
 /**
  * Gradient accumulation: the gradients of several micro-batches, each weighted by its share of the
  * whole batch, summed — so a mean loss over a batch too large for one pass gets exactly the
- * gradient of that batch (up to float summation order).
+ * gradient of that batch (up to float summation order). Each sum lives where its gradients do: host
+ * sums add {@code (float) (share · g)} element by element, a device's are its backend's {@code
+ * affine} and {@code addInto}.
  */
 public final class GradientAccumulator {
-  private final Map<String, float[]> sums = new LinkedHashMap<>();
-  private final Map<String, int[]> shapes = new LinkedHashMap<>();
+  private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
+  private final Backend backend;
+  private final Map<String, Tensor> sums = new LinkedHashMap<>();
   private double weights;
+
+  /** An accumulator whose device sums {@code backend} makes (host ones need none). */
+  public GradientAccumulator(Backend backend) {
+    this.backend = backend;
+  }
 
   /** Adds {@code gradients} (of one micro-batch's mean loss) with weight {@code share}. */
   public void add(Map<String, Tensor> gradients, double share) {
@@ -22,11 +35,24 @@ public final class GradientAccumulator {
     }
     gradients.forEach(
         (name, g) -> {
-          float[] v = g.toFloatArray();
-          float[] sum = sums.computeIfAbsent(name, k -> new float[v.length]);
-          shapes.putIfAbsent(name, g.shape());
-          for (int i = 0; i < v.length; i++) {
-            sum[i] += (float) (share * v[i]);
+          Tensor sum = sums.get(name);
+          if (g.device().kind() == Device.Kind.CPU) {
+            if (sum == null) {
+              sum = Tensor.zeros(DType.F32, g.shape());
+              sums.put(name, sum);
+            }
+            float[] v = g.toFloatArray();
+            MemorySegment s = sum.segment();
+            for (int i = 0; i < v.length; i++) {
+              s.setAtIndex(F32, i, s.getAtIndex(F32, i) + (float) (share * v[i]));
+            }
+          } else {
+            Tensor scaled = backend.affine(g, (float) share, 0f);
+            if (sum == null) {
+              sums.put(name, scaled);
+            } else {
+              backend.addInto(sum, scaled);
+            }
           }
         });
     weights += share;
@@ -38,7 +64,11 @@ public final class GradientAccumulator {
       throw new IllegalStateException("micro-batch shares sum to " + weights + ", not 1");
     }
     Map<String, Tensor> out = new LinkedHashMap<>();
-    sums.forEach((name, s) -> out.put(name, Tensor.of(s.clone(), shapes.get(name))));
+    sums.forEach(
+        (name, s) ->
+            out.put(
+                name,
+                s.device().kind() == Device.Kind.CPU ? Tensor.of(s.toFloatArray(), s.shape()) : s));
     return out;
   }
 }

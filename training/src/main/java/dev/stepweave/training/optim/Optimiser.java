@@ -1,6 +1,10 @@
 package dev.stepweave.training.optim;
 
+import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.LinkedHashMap;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntFunction;
@@ -42,17 +46,45 @@ public final class Optimiser {
   public record State(int steps, AdamW.State adamw, Map<String, float[]> ema) {}
 
   private final Settings settings;
+  private final Backend backend;
   private final AdamW adamw;
   private final Ema ema;
   private int steps;
 
   /**
+   * An optimiser of host tensors.
+   *
    * @param trainable the tensors to optimise, by name (the EMA starts from their values)
    */
   public Optimiser(Settings settings, Map<String, Tensor> trainable) {
+    this(settings, trainable, new CpuBackend(1));
+  }
+
+  /**
+   * An optimiser of tensors {@code backend} made: AdamW's moments, the EMA, the clipping and the
+   * accumulation all stay on its device with them.
+   *
+   * @param trainable the tensors to optimise, by name (the EMA starts from their values)
+   */
+  public Optimiser(Settings settings, Map<String, Tensor> trainable, Backend backend) {
     this.settings = settings;
-    this.adamw = new AdamW(settings.adamw());
-    this.ema = Double.isNaN(settings.emaDecay()) ? null : new Ema(settings.emaDecay(), trainable);
+    this.backend = backend;
+    this.adamw = new AdamW(settings.adamw(), backend);
+    this.ema =
+        Double.isNaN(settings.emaDecay()) ? null : new Ema(settings.emaDecay(), trainable, backend);
+  }
+
+  /** The backend the optimised tensors live on. */
+  public Backend backend() {
+    return backend;
+  }
+
+  /** {@code tensors} (the trainable ones, or their gradients) as host tensors, by name. */
+  public Map<String, Tensor> onHost(Map<String, Tensor> tensors) {
+    Map<String, Tensor> out = new LinkedHashMap<>();
+    tensors.forEach(
+        (name, t) -> out.put(name, t.device().kind() == Device.Kind.CPU ? t : backend.download(t)));
+    return out;
   }
 
   /**
@@ -64,7 +96,7 @@ public final class Optimiser {
     if (microBatches < 1) {
       throw new IllegalArgumentException("a step needs at least one micro-batch");
     }
-    GradientAccumulator accumulator = new GradientAccumulator();
+    GradientAccumulator accumulator = new GradientAccumulator(backend);
     double loss = 0;
     for (int i = 0; i < microBatches; i++) {
       Evaluation e = evaluate.apply(i);
@@ -80,9 +112,14 @@ public final class Optimiser {
    * @param loss the batch's loss, reported with the step
    */
   public Step step(Map<String, Tensor> trainable, Map<String, Tensor> gradients, double loss) {
-    double norm = GradientClipping.globalNorm(gradients);
+    double norm;
     if (settings.maxGradNorm() > 0) {
-      gradients = GradientClipping.byGlobalNorm(gradients, settings.maxGradNorm()).gradients();
+      GradientClipping.Clipped clipped =
+          GradientClipping.byGlobalNorm(gradients, settings.maxGradNorm(), backend);
+      gradients = clipped.gradients();
+      norm = clipped.totalNorm();
+    } else {
+      norm = GradientClipping.globalNorm(gradients, backend);
     }
     double lr = settings.schedule().at(steps);
     adamw.step(trainable, gradients, lr);

@@ -1,6 +1,7 @@
 package dev.stepweave.training.run;
 
 import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.distill.Segment;
 import dev.stepweave.training.objective.FlowMatching;
@@ -27,6 +28,11 @@ final class DistillationComponent implements TrainedComponent {
   @Override
   public Map<String, Tensor> trainable() {
     return student.parameters();
+  }
+
+  @Override
+  public Backend backend() {
+    return student.backend();
   }
 
   @Override

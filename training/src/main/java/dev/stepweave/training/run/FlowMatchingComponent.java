@@ -1,6 +1,7 @@
 package dev.stepweave.training.run;
 
 import dev.stepweave.models.wan.transformer.AdapterRows;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.data.LatentSample;
 import dev.stepweave.training.objective.FlowMatching;
@@ -78,9 +79,14 @@ final class FlowMatchingComponent implements TrainedComponent {
     return new Optimiser.Evaluation(share, result.loss(), result.gradients());
   }
 
+  @Override
+  public Backend backend() {
+    return model.backend();
+  }
+
   /**
-   * On a device the model computes with copies of what the optimiser updated on the host: they go
-   * up again (a LoRA's factors into the adapter; the base, which a LoRA run does not train, stays).
+   * The optimiser updated the parameters in place: a model that derived tensors from them at load
+   * loads again; on a device a LoRA's F32 masters go into the adapter's factors.
    */
   @Override
   public void stepped() {

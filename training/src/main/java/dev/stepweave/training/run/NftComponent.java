@@ -6,6 +6,7 @@ import dev.stepweave.core.request.DiffusionParams;
 import dev.stepweave.core.request.Request;
 import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.training.data.RgbClip;
@@ -43,6 +44,7 @@ final class NftComponent implements TrainedComponent {
   private final TrainConfig.Method.Nft nft;
   private final DataOrder promptOrder;
   private final long seed;
+  private final Backend backend;
   private NftMethod.ScoredGroup group;
   private float sigma;
   private long noiseSeed;
@@ -67,6 +69,7 @@ final class NftComponent implements TrainedComponent {
             new NftMethod.Settings(prompts.samplesPerPrompt(), nft.beta(), TIMEOUT));
     this.promptOrder = new DataOrder(seed, prompts.prompts().size());
     this.seed = seed;
+    this.backend = policy.backend();
   }
 
   /** Serves {@code base} on the CPU for the rollouts of {@code policy}, its transformer. */
@@ -90,6 +93,11 @@ final class NftComponent implements TrainedComponent {
   @Override
   public Map<String, Tensor> trainable() {
     return method.trainable();
+  }
+
+  @Override
+  public Backend backend() {
+    return backend;
   }
 
   @Override

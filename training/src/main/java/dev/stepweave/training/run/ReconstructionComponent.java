@@ -1,5 +1,6 @@
 package dev.stepweave.training.run;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.data.RgbClip;
@@ -77,6 +78,11 @@ final class ReconstructionComponent implements TrainedComponent {
       gradients.put(name, g);
     }
     return new Optimiser.Evaluation(share, result.loss(), gradients);
+  }
+
+  @Override
+  public Backend backend() {
+    return vae.backend();
   }
 
   @Override

@@ -1,5 +1,6 @@
 package dev.stepweave.training.run;
 
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.training.optim.Optimiser;
 import java.util.List;
@@ -10,6 +11,9 @@ sealed interface TrainedComponent extends AutoCloseable
     permits FlowMatchingComponent, ReconstructionComponent, DistillationComponent, NftComponent {
   /** The tensors the optimiser updates, by name, as the model computes with them now. */
   Map<String, Tensor> trainable();
+
+  /** The backend that made {@link #trainable}: the optimiser works beside them on its device. */
+  Backend backend();
 
   /**
    * Before step {@code step}'s evaluations: an online method makes the step's samples here (an RL

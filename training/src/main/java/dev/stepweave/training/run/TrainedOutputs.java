@@ -176,7 +176,7 @@ final class TrainedOutputs {
 
   /** The trained tensors as shipped: the EMA's averages when the run keeps one. */
   private Map<String, Tensor> finalValues() {
-    Map<String, Tensor> now = trained.trainable();
+    Map<String, Tensor> now = optimiser.onHost(trained.trainable());
     Ema ema = optimiser.ema().orElse(null);
     Map<String, Tensor> out = new LinkedHashMap<>();
     now.forEach((name, t) -> out.put(name, ema == null ? t : ema.averaged(name, t)));

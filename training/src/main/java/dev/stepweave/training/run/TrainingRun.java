@@ -22,8 +22,6 @@ import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableVae;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -107,9 +105,9 @@ public final class TrainingRun {
   /**
    * Like {@link #run(TrainConfig, boolean, ClipDecoder, Listener, int)}, with the trained
    * component's forward and backward on {@code compute}: on a device, flow matching (full or LoRA)
-   * and the VAE's reconstruction train there (F32 masters and the optimiser on the host, the
-   * device's copies updated after each step); distillation and RL runs stay on the CPU, and the run
-   * says so.
+   * and the VAE's reconstruction train there, the F32 masters, AdamW's moments and the EMA beside
+   * them on the device (the host sees the weights only at a checkpoint); distillation and RL runs
+   * stay on the CPU, and the run says so.
    */
   public static Result run(
       TrainConfig config,
@@ -135,7 +133,7 @@ public final class TrainingRun {
               + compute.device());
       return new RecordingBackend(new CpuBackend());
     }
-    listener.note("computing on " + compute.name() + " (F32 masters and AdamW on the host)");
+    listener.note("computing on " + compute.name() + " (F32 masters and AdamW there too)");
     computedOn = compute.name();
     return new RecordingBackend(
         compute, new CpuBackend(), RecordingBackend.ActivationCheckpointing.OFF);
@@ -217,14 +215,14 @@ public final class TrainingRun {
             data.describe(),
             config.steps(),
             config.batch()));
-    Optimiser optimiser = new Optimiser(settings(), trained.trainable());
+    Optimiser optimiser = new Optimiser(settings(), trained.trainable(), trained.backend());
     int start = 0;
     Path log = out.resolve(LossLog.FILE);
     if (from.isPresent()) {
       RunCheckpoint c = from.get();
       listener.note("resuming from " + c.dir() + " (step " + c.step() + ")");
       if (lora == null) {
-        restore(trained.trainable(), c.weights());
+        restore(trained.trainable(), c.weights(), optimiser.backend());
         trained.stepped();
       }
       optimiser.restore(c.optimiser());
@@ -268,7 +266,7 @@ public final class TrainingRun {
         heldOut(trained, done, rewards);
       }
       if (done % config.checkpointEvery() == 0 || done == stopAfter) {
-        Map<String, Tensor> now = trained.trainable();
+        Map<String, Tensor> now = optimiser.onHost(trained.trainable());
         RunCheckpoint.write(
             out,
             done,
@@ -441,7 +439,8 @@ public final class TrainingRun {
   }
 
   /** Writes saved values into the trainable tensors, in place. */
-  private static void restore(Map<String, Tensor> trainable, Map<String, float[]> saved) {
+  private static void restore(
+      Map<String, Tensor> trainable, Map<String, float[]> saved, Backend backend) {
     if (!saved.keySet().equals(trainable.keySet())) {
       throw new IllegalStateException(
           "the checkpoint holds "
@@ -455,7 +454,7 @@ public final class TrainingRun {
           if (v.length != t.numel()) {
             throw new IllegalStateException("checkpoint tensor '" + name + "' has another size");
           }
-          MemorySegment.copy(v, 0, t.segment(), ValueLayout.JAVA_FLOAT_UNALIGNED, 0, v.length);
+          backend.copyInto(t, Tensor.of(v, t.shape()));
         });
   }
 }

@@ -42,8 +42,14 @@ public final class TrainableLora implements AutoCloseable {
     if (backend.device().kind() == Device.Kind.CPU) {
       this.masters = factors;
     } else {
+      // F32 masters beside the factors, which the device may hold in BF16.
       Map<String, Tensor> copies = new LinkedHashMap<>();
-      factors.forEach((name, f) -> copies.put(name, backend.download(f).toHost(DType.F32)));
+      factors.forEach(
+          (name, f) -> {
+            Tensor master = backend.zeros(DType.F32, f.shape());
+            backend.copyInto(master, f);
+            copies.put(name, master);
+          });
       this.masters = copies;
     }
   }
@@ -77,9 +83,9 @@ public final class TrainableLora implements AutoCloseable {
   }
 
   /**
-   * Every low-rank factor by its PEFT name, in layer order, as the optimiser updates it: F32 host
-   * tensors (on the CPU the factors the model computes with; on a device their masters, which
-   * {@link #pushed} copies into the device's factors after a step).
+   * Every low-rank factor by its PEFT name, in layer order, as the optimiser updates it: F32
+   * tensors where the model computes (on the CPU the factors themselves; on a device F32 masters
+   * beside them, which {@link #pushed} copies into the factors after a step).
    */
   public Map<String, Tensor> parameters() {
     return masters;

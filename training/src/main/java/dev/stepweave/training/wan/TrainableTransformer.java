@@ -19,7 +19,7 @@ import java.util.Map;
  * The serving {@link WanTransformer}, loaded on a {@link RecordingBackend}: its forward is the
  * serving forward (same classes, same kernels), and a flow-matching step through it also yields the
  * gradient of every trainable tensor. The parameters are the tensors the model computes with, by
- * checkpoint name, in F32 host memory the optimiser may update in place.
+ * checkpoint name, F32 on the backend's device, where the optimiser updates them in place.
  */
 public final class TrainableTransformer {
   private final RecordingBackend backend;
@@ -67,13 +67,10 @@ public final class TrainableTransformer {
 
   /**
    * After an optimiser step updated {@link #parameters} in place: this model again when it computes
-   * with them directly (the CPU), else one loaded from their values (on a device, which computes
-   * with copies of them).
+   * with them directly, else (it derived tensors from them at load) one loaded from their values.
    */
   public TrainableTransformer reloaded() {
-    return weights.reloadsAfterAStep()
-        ? new TrainableTransformer(backend, weights.reloaded())
-        : this;
+    return weights.derivesAtLoad() ? new TrainableTransformer(backend, weights.reloaded()) : this;
   }
 
   public Backend backend() {

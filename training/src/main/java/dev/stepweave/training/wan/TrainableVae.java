@@ -37,12 +37,16 @@ public final class TrainableVae {
         backend, TrainableWeights.load(source, backend, w -> WanVae.load(cfg, w)));
   }
 
+  public Backend backend() {
+    return backend;
+  }
+
   /**
    * The VAE loaded again from its parameters' current values, when it derives tensors from them at
    * load (which an in-place update leaves behind); else this one.
    */
   public TrainableVae reloaded() {
-    return weights.reloadsAfterAStep() ? new TrainableVae(backend, weights.reloaded()) : this;
+    return weights.derivesAtLoad() ? new TrainableVae(backend, weights.reloaded()) : this;
   }
 
   /** Every parameter by its checkpoint name. */

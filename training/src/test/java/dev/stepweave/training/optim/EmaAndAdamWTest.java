@@ -5,6 +5,7 @@ import static org.junit.jupiter.api.Assertions.assertEquals;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.cpu.CpuBackend;
 import java.util.Map;
 import org.junit.jupiter.api.Test;
 
@@ -13,7 +14,7 @@ class EmaAndAdamWTest {
   @Test
   void emaApproachesTheParametersGeometrically() {
     Tensor p = Tensor.of(new float[] {0f, 4f}, 2);
-    Ema ema = new Ema(0.5, Map.of("w", p));
+    Ema ema = new Ema(0.5, Map.of("w", p), new CpuBackend(1));
     Tensor moved = Tensor.of(new float[] {8f, 4f}, 2);
     ema.update(Map.of("w", moved));
     assertArrayEquals(new float[] {4f, 4f}, ema.averaged("w", p).toFloatArray());

@@ -9,6 +9,7 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
@@ -21,6 +22,9 @@ import dev.stepweave.training.autograd.RecordingBackend.ActivationCheckpointing;
 import dev.stepweave.training.autograd.StandInDevice;
 import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
+import dev.stepweave.training.optim.GradientClipping;
+import dev.stepweave.training.optim.LearningRate;
+import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
@@ -33,10 +37,11 @@ import org.junit.jupiter.api.Test;
 /**
  * The training plane's device path, in CI: the tiny DiT recorded over {@link StandInDevice} (the
  * CPU's kernels behind tensors labelled {@code cuda:0}, so a host access of a device tensor fails
- * as on a GPU). Its values are the CPU's bit for bit, so the loss, every gradient and three AdamW
- * steps (host masters, the model reloaded after each) must equal the CPU's exactly: a gradient left
- * on the wrong side, read from the host without a download, or a parameter update that does not
- * reach the device copies fails here. {@code TrainingGradientsGpuTest} is the same on CUDA.
+ * as on a GPU). Its values are the CPU's bit for bit, so the loss, every gradient and three
+ * optimiser steps (the parameters, AdamW's moments, the accumulated gradients and the EMA all on
+ * the device) must equal the CPU's exactly: a gradient left on the wrong side, a tensor read from
+ * the host without a download, or an update that does not reach what the model computes with fails
+ * here. {@code TrainingGradientsGpuTest} is the same on CUDA.
  */
 class TrainingOnADeviceTest {
   private static final Path GOLDEN = Path.of(System.getProperty("stepweave.golden"));
@@ -120,60 +125,130 @@ class TrainingOnADeviceTest {
         TrainableTransformer model = load(weights, new RecordingBackend(CPU, checkpointing));
         want = model.lossAndGradients(batch, model.parameters(), AdapterRows.NONE);
       }
+      StandInDevice device = new StandInDevice();
       try (TensorSource weights = COMPONENT.openWeights()) {
         TrainableTransformer model =
-            load(weights, new RecordingBackend(new StandInDevice(), CPU, checkpointing));
+            load(weights, new RecordingBackend(device, CPU, checkpointing));
         assertTrue(
-            model.model().toString() != null
-                && model.parameters().values().stream()
-                    .allMatch(p -> p.device().kind() == Device.Kind.CPU),
-            "the optimiser's parameters are host masters");
+            model.parameters().values().stream()
+                .allMatch(p -> p.device().kind() == Device.Kind.CUDA),
+            "the optimiser's parameters are the device's");
         got = model.lossAndGradients(batch, model.parameters(), AdapterRows.NONE);
       }
       assertEquals(want.loss(), got.loss(), checkpointing.toString());
       assertEquals(want.gradients().keySet(), got.gradients().keySet());
       want.gradients()
           .forEach(
-              (name, g) ->
-                  assertArrayEquals(
-                      g.toFloatArray(),
-                      got.gradients().get(name).toFloatArray(),
-                      checkpointing + " " + name));
+              (name, g) -> {
+                Tensor there = got.gradients().get(name);
+                assertEquals(Device.Kind.CUDA, there.device().kind(), name + " stays there");
+                assertArrayEquals(
+                    g.toFloatArray(),
+                    device.download(there).toFloatArray(),
+                    checkpointing + " " + name);
+              });
       assertArrayEquals(
           want.inputGradient().toFloatArray(), got.inputGradient().toFloatArray(), "input");
     }
   }
 
+  /**
+   * Three optimiser steps (two micro-batches each, weight decay, an EMA; no clipping, whose device
+   * norm is F32 — {@link #clippingOnTheDeviceIsTheHostsWithinF32}), then a fourth after a fresh
+   * optimiser restored the CPU's state: every parameter, EMA average and moment as the CPU's.
+   */
   @Test
-  void threeAdamWStepsOnTheDeviceAreTheCpus() {
-    Map<String, float[]> want = afterThreeSteps(new RecordingBackend(CPU));
+  void optimiserStepsOnTheDeviceAreTheCpus() {
+    Map<String, float[]> want = afterOptimiserSteps(new RecordingBackend(CPU));
     Map<String, float[]> got =
-        afterThreeSteps(
+        afterOptimiserSteps(
             new RecordingBackend(new StandInDevice(), CPU, ActivationCheckpointing.OFF));
     assertEquals(want.keySet(), got.keySet());
     assertArrayEquals(want.get("loss"), got.get("loss"), "each step's loss");
     want.forEach((name, w) -> assertArrayEquals(w, got.get(name), name));
   }
 
-  /** Each step's loss (under "loss") and every parameter after three AdamW steps. */
-  private static Map<String, float[]> afterThreeSteps(RecordingBackend backend) {
+  private static final Optimiser.Settings WITH_EMA =
+      new Optimiser.Settings(
+          new LearningRate.Constant(1e-2), new AdamW.Settings(0.9, 0.999, 1e-8, 0.01), 0, 0.9);
+
+  /**
+   * Each step's loss (under "loss"), then every parameter, EMA average ("ema." name) and second
+   * moment ("v." name) after three steps and a fourth by an optimiser restored from the third's
+   * state.
+   */
+  private static Map<String, float[]> afterOptimiserSteps(RecordingBackend backend) {
     FlowMatching.Batch batch = batch();
     try (TensorSource weights = COMPONENT.openWeights()) {
       TrainableTransformer model = load(weights, backend);
-      Map<String, Tensor> parameters = model.parameters();
-      AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.01));
-      float[] losses = new float[3];
+      Optimiser optimiser = new Optimiser(WITH_EMA, model.parameters(), backend);
+      float[] losses = new float[4];
       for (int step = 0; step < losses.length; step++) {
-        LossAndGradients result = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
-        losses[step] = result.loss();
-        adamw.step(parameters, result.gradients(), 1e-2);
+        if (step == 3) {
+          Optimiser.State state = optimiser.state();
+          optimiser = new Optimiser(WITH_EMA, model.parameters(), backend);
+          optimiser.restore(state);
+        }
+        TrainableTransformer current = model;
+        losses[step] =
+            (float)
+                optimiser
+                    .step(
+                        current.parameters(),
+                        2,
+                        i -> {
+                          LossAndGradients r =
+                              current.lossAndGradients(
+                                  batch, current.parameters(), AdapterRows.NONE);
+                          return new Optimiser.Evaluation(0.5, r.loss(), r.gradients());
+                        })
+                    .loss();
         model = model.reloaded();
       }
       Map<String, float[]> out = new TreeMap<>();
-      parameters.forEach((name, p) -> out.put(name, p.toFloatArray()));
+      optimiser.onHost(model.parameters()).forEach((name, p) -> out.put(name, p.toFloatArray()));
+      Optimiser.State state = optimiser.state();
+      state.ema().forEach((name, a) -> out.put("ema." + name, a));
+      state.adamw().secondMoments().forEach((name, v) -> out.put("v." + name, v));
       out.put("loss", losses);
       return out;
     }
+  }
+
+  /**
+   * Clipping by the global norm with the gradients on the device: the norm (an F32 sum of squares
+   * per tensor there) and every clipped element within F32 rounding of the host's double-precision
+   * clipping of the same gradients (the DiT's reference gradients, clipped to a tenth of their
+   * norm).
+   */
+  @Test
+  void clippingOnTheDeviceIsTheHostsWithinF32() {
+    StandInDevice device = new StandInDevice();
+    Map<String, Tensor> host = new TreeMap<>();
+    Map<String, Tensor> there = new TreeMap<>();
+    try (SafetensorsFile rec =
+        SafetensorsFile.open(GOLDEN.resolve("wan21-train-expected/dit_train.safetensors"))) {
+      for (String key : rec.keys()) {
+        if (key.startsWith("grad.") && !key.equals("grad.hidden_states")) {
+          Tensor g = rec.load(key).toHost(DType.F32);
+          host.put(key, g);
+          there.put(key, device.upload(g, DType.F32));
+        }
+      }
+    }
+    double norm = GradientClipping.globalNorm(host, CPU);
+    GradientClipping.Clipped want = GradientClipping.byGlobalNorm(host, norm / 10, CPU);
+    GradientClipping.Clipped got = GradientClipping.byGlobalNorm(there, norm / 10, device);
+    assertEquals(want.totalNorm(), got.totalNorm(), 1e-6 * want.totalNorm());
+    want.gradients()
+        .forEach(
+            (name, g) -> {
+              float[] w = g.toFloatArray();
+              float[] d = device.download(got.gradients().get(name)).toFloatArray();
+              for (int i = 0; i < w.length; i++) {
+                assertEquals(w[i], d[i], 1e-6 * Math.abs(w[i]) + 1e-30, name + "[" + i + "]");
+              }
+            });
   }
 
   /**
@@ -191,12 +266,12 @@ class TrainingOnADeviceTest {
       video[i] = (float) Math.sin(i * 0.37);
     }
     Tensor clip = Tensor.of(video, 1, 3, 5, 16, 16);
+    StandInDevice device = new StandInDevice();
     try (TensorSource a = vae.openWeights();
         TensorSource b = vae.openWeights()) {
       TrainableVae onCpu = TrainableVae.load(cfg, a, new RecordingBackend(CPU));
       TrainableVae onDevice =
-          TrainableVae.load(
-              cfg, b, new RecordingBackend(new StandInDevice(), CPU, ActivationCheckpointing.OFF));
+          TrainableVae.load(cfg, b, new RecordingBackend(device, CPU, ActivationCheckpointing.OFF));
       for (int step = 0; step < 2; step++) {
         TrainableVae.Result want = onCpu.reconstructionStep(clip);
         TrainableVae.Result got = onDevice.reconstructionStep(clip);
@@ -206,10 +281,13 @@ class TrainingOnADeviceTest {
             .forEach(
                 (name, g) ->
                     assertArrayEquals(
-                        g.toFloatArray(), got.gradients().get(name).toFloatArray(), name));
+                        g.toFloatArray(),
+                        device.download(got.gradients().get(name)).toFloatArray(),
+                        name));
         // An optimiser's in-place update of both sides' parameters, then their reloads.
         for (TrainableVae side : List.of(onCpu, onDevice)) {
-          side.parameters().forEach((name, p) -> scale(p, 0.9f));
+          Backend on = side.backend();
+          side.parameters().forEach((name, p) -> on.copyInto(p, on.affine(p, 0.9f, 0f)));
         }
         onCpu = onCpu.reloaded();
         onDevice = onDevice.reloaded();
@@ -217,24 +295,19 @@ class TrainingOnADeviceTest {
     }
   }
 
-  /** Scales a host F32 tensor in place, as an optimiser's update would change it. */
-  private static void scale(Tensor p, float factor) {
-    var seg = p.segment();
-    for (long i = 0; i < p.numel(); i++) {
-      seg.setAtIndex(
-          java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED,
-          i,
-          factor * seg.getAtIndex(java.lang.foreign.ValueLayout.JAVA_FLOAT_UNALIGNED, i));
-    }
-  }
-
   @Test
-  void onTheCpuTheDitComputesWithItsParametersAndIsNotReloaded() {
+  void theDitComputesWithItsParametersAndIsNotReloaded() {
     // Its q/k/v parameters are views of one stack; the parts uploaded on their way into it are
-    // intermediates, not tensors the model keeps, so an in-place update reaches what it computes.
-    try (TensorSource weights = COMPONENT.openWeights()) {
-      TrainableTransformer model = load(weights, new RecordingBackend(CPU));
-      assertSame(model, model.reloaded());
+    // intermediates, not tensors the model keeps, so an in-place update reaches what it computes —
+    // on the CPU and on a device alike, where a reload per step would copy every weight.
+    for (RecordingBackend backend :
+        List.of(
+            new RecordingBackend(CPU),
+            new RecordingBackend(new StandInDevice(), CPU, ActivationCheckpointing.OFF))) {
+      try (TensorSource weights = COMPONENT.openWeights()) {
+        TrainableTransformer model = load(weights, backend);
+        assertSame(model, model.reloaded(), backend.name());
+      }
     }
   }
 
@@ -258,7 +331,7 @@ class TrainingOnADeviceTest {
     try (TensorSource weights = COMPONENT.openWeights()) {
       TrainableTransformer model = load(weights, backend);
       try (TrainableLora lora = TrainableLora.load(model, adapter, 1f)) {
-        AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.0));
+        AdamW adamw = new AdamW(new AdamW.Settings(0.9, 0.999, 1e-8, 0.0), backend);
         float[] losses = new float[3];
         AdapterRows rows = lora.rows(batch.x0().dim(0));
         for (int step = 0; step < losses.length; step++) {
@@ -268,7 +341,7 @@ class TrainingOnADeviceTest {
           lora.pushed();
         }
         Map<String, float[]> out = new TreeMap<>();
-        lora.parameters().forEach((name, p) -> out.put(name, p.toFloatArray()));
+        lora.parameters().forEach((name, p) -> out.put(name, backend.download(p).toFloatArray()));
         out.put("loss", losses);
         return out;
       }

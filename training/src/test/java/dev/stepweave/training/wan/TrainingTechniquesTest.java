@@ -85,7 +85,7 @@ class TrainingTechniquesTest {
   @Test
   void accumulatingTwoMicroBatchesGivesTheFullBatchsGradient() {
     LossAndGradients full = step(ActivationCheckpointing.OFF, batch);
-    GradientAccumulator accumulator = new GradientAccumulator();
+    GradientAccumulator accumulator = new GradientAccumulator(new CpuBackend(1));
     for (int row = 0; row < 2; row++) {
       FlowMatching.Batch micro =
           new FlowMatching.Batch(
