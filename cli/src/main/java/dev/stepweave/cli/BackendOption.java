@@ -34,19 +34,23 @@ final class BackendOption {
   }
 
   /**
-   * The backend a training run computes on: the CPU unless {@code --backend} was given (training on
-   * a device is new and runs the optimiser on the host), always in F32 — the only precision the
-   * training configs have.
+   * The backend a training run computes on: the CPU unless {@code --backend} was given, in the
+   * config's {@code precision} (bf16 needs a GPU: the run says so).
    *
-   * @throws IllegalArgumentException for {@code --precision} other than f32
+   * @throws IllegalArgumentException for a {@code --precision} other than the config's
    */
-  Backend openForTraining(picocli.CommandLine.Model.CommandSpec spec, PrintWriter err) {
-    if (precision != null && precision(precision) != Precision.F32) {
+  Backend openForTraining(
+      picocli.CommandLine.Model.CommandSpec spec, PrintWriter err, Precision configured) {
+    if (precision != null && precision(precision) != configured) {
       throw new IllegalArgumentException(
-          "training computes in f32: --precision " + precision + " is not supported");
+          "the config trains in "
+              + configured.wireName()
+              + ": --precision "
+              + precision
+              + " disagrees (set precision: in the config)");
     }
     boolean named = spec.commandLine().getParseResult().hasMatchedOption("--backend");
-    return named ? byName(name, Precision.F32, err) : new CpuBackend();
+    return named ? byName(name, configured, err) : new CpuBackend();
   }
 
   static Precision precision(String name) {

@@ -97,7 +97,7 @@ final class TrainBench implements Callable<Integer> {
     PrintWriter err = cli.getErr();
     Path scratch = Files.createTempDirectory("stepweave-bench-train");
     Timings timings = new Timings(err);
-    Backend compute = backendOption.openForTraining(spec, err);
+    Backend compute = backendOption.openForTraining(spec, err, config.precision());
     try {
       TrainingRun.run(
           config.withOutput(scratch.resolve("run")),

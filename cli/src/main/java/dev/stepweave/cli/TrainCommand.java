@@ -71,7 +71,7 @@ final class TrainCommand implements Callable<Integer> {
               new MediaClips(),
               progress,
               config.steps(),
-              backendOption.openForTraining(spec, err));
+              backendOption.openForTraining(spec, err, config.precision()));
     } catch (TrainConfigException e) {
       throw new CommandLine.ParameterException(spec.commandLine(), e.getMessage());
     } finally {

@@ -75,13 +75,14 @@ class TrainBenchTest {
     assertTrue(
         r.err().startsWith("stepweave: --warmup 1 and --steps 3 need 4 steps, but the config "),
         r.err());
-    // Training has one precision: a --precision of another is refused, and nothing runs.
+    // The config names the precision: a --precision of another is refused, and nothing runs.
     CliHarness bf16 =
         CliHarness.run(
             "bench", "train", "--config", cfg.toString(), "--steps", "1", "--precision", "bf16");
     assertEquals(1, bf16.exit(), bf16.err());
     assertEquals(
-        "stepweave: training computes in f32: --precision bf16 is not supported",
+        "stepweave: the config trains in f32: --precision bf16 disagrees (set precision: in the"
+            + " config)",
         bf16.err().strip());
     assertTrue(bf16.out().isEmpty(), bf16.out());
     CliHarness missing =

@@ -1,6 +1,7 @@
 package dev.stepweave.training.run;
 
 import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.tensor.Precision;
 import java.nio.file.Path;
 import java.util.List;
 
@@ -27,6 +28,8 @@ import java.util.List;
  * @param captionDropout the transformer's share of samples trained on the empty prompt
  * @param measureLatentStatistics the VAE's: measure its {@code latents_mean/std} over the training
  *     clips at the end and write them into its config
+ * @param precision how the trained component computes: F32, or BF16 (bf16 activations and GEMMs
+ *     over F32 weights, the optimiser in F32; on a GPU only)
  * @param seed fixes the data order, the noise and a LoRA's initial factors
  * @param checkpointEvery steps between checkpoints (the last step always writes one)
  * @param keepCheckpoints how many of the newest checkpoints a run keeps, 0 for all (not part of
@@ -53,6 +56,7 @@ public record TrainConfig(
     double flowShift,
     double captionDropout,
     boolean measureLatentStatistics,
+    Precision precision,
     long seed,
     int checkpointEvery,
     int keepCheckpoints,
@@ -229,6 +233,7 @@ public record TrainConfig(
         flowShift,
         captionDropout,
         measureLatentStatistics,
+        precision,
         seed,
         checkpointEvery,
         keepCheckpoints,

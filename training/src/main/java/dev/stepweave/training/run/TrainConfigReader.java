@@ -7,6 +7,7 @@ import com.fasterxml.jackson.databind.node.ObjectNode;
 import com.fasterxml.jackson.dataformat.yaml.YAMLFactory;
 import dev.stepweave.core.card.CardJson;
 import dev.stepweave.core.request.DiffusionParams;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.training.shapes.ShapeCaption;
 import dev.stepweave.training.shapes.ShapesDataset;
 import java.io.IOException;
@@ -104,11 +105,8 @@ public final class TrainConfigReader {
                   "must be transformer or vae, got '" + root.get("component").asText() + "'");
         };
     String precision = text(root, "precision", "f32");
-    if (precision.equals("bf16") || precision.equals("fp16") || precision.equals("f16")) {
-      throw bad("precision", "'" + precision + "' is not implemented for training yet (f32 only)");
-    }
-    if (!precision.equals("f32")) {
-      throw bad("precision", "must be f32, got '" + precision + "'");
+    if (!precision.equals("f32") && !precision.equals("bf16")) {
+      throw bad("precision", "must be f32 or bf16, got '" + precision + "'");
     }
     Path base = root.has("base") && !text(root, "base", "").equals("embedded") ? base(root) : null;
     int steps = positive(root, "steps", null);
@@ -272,6 +270,7 @@ public final class TrainConfigReader {
         shift,
         dropout,
         statistics.equals("measure"),
+        precision.equals("bf16") ? Precision.BF16 : Precision.F32,
         seed,
         checkpointEvery,
         keepCheckpoints,

@@ -10,6 +10,7 @@ import dev.stepweave.core.card.GenerationDefaults;
 import dev.stepweave.core.card.ModelCard;
 import dev.stepweave.core.card.RecipeSpec;
 import dev.stepweave.models.wan.WanCards;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.DiffusersDirectory;
 import dev.stepweave.tensor.io.Folders;
@@ -219,7 +220,7 @@ final class TrainedOutputs {
     return String.format(
         Locale.ROOT,
         "stepweave train: %s %s of the %s by %s on %s%s; %d steps, batch %d, learning rate %s (%s),"
-            + " seed %d, f32 on %s; config sha256 %s",
+            + " seed %d, %s on %s; config sha256 %s",
         config.method().name(),
         config.method() instanceof TrainConfig.Method.Lora m ? "rank " + m.rank() : "fine-tune",
         config.component().folder(),
@@ -231,6 +232,7 @@ final class TrainedOutputs {
         config.learningRate(),
         config.schedule().kind().name().toLowerCase(Locale.ROOT),
         config.seed(),
+        config.precision() == Precision.F32 ? "f32" : "bf16 compute over f32 weights",
         computedOn,
         ContentHash.ofBytes(config.canonical().toString().getBytes(StandardCharsets.UTF_8)));
   }

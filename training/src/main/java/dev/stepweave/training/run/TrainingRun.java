@@ -9,6 +9,7 @@ import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
 import dev.stepweave.tensor.io.DiffusersDirectory;
@@ -133,13 +134,48 @@ public final class TrainingRun {
               + compute.device());
       return new RecordingBackend(new CpuBackend());
     }
-    listener.note("computing on " + compute.name() + " (F32 masters and AdamW there too)");
+
+    listener.note(
+        "computing on "
+            + compute.name()
+            + " in "
+            + config.precision().wireName()
+            + " (the F32 weights, AdamW and the EMA there too)");
     computedOn = compute.name();
     return new RecordingBackend(
         compute, new CpuBackend(), RecordingBackend.ActivationCheckpointing.OFF);
   }
 
+  /**
+   * Refuses a config whose precision is not what this run would compute in: bf16 is a GPU's, for
+   * flow matching and the VAE (distillation and RL train on the CPU, in f32).
+   */
+  private void checkPrecision() {
+    boolean onCpu =
+        compute.device().kind() == Device.Kind.CPU
+            || config.method() instanceof TrainConfig.Method.Distill
+            || config.method() instanceof TrainConfig.Method.Nft;
+    if (onCpu && config.precision() != Precision.F32) {
+      throw new TrainConfigException(
+          "precision: "
+              + config.precision().wireName()
+              + " computes on a GPU (--backend cuda), for flow matching and the VAE; this run"
+              + " computes on the CPU, in f32");
+    }
+    Precision there = Precision.of(compute.activationDType());
+    if (!onCpu && there != config.precision()) {
+      throw new TrainConfigException(
+          "precision: the config trains in "
+              + config.precision().wireName()
+              + " but "
+              + compute.name()
+              + " computes in "
+              + there.wireName());
+    }
+  }
+
   private Result execute(boolean resume, ClipDecoder decoder, int stopAfter) throws IOException {
+    checkPrecision();
     Path out = config.output();
     Optional<RunCheckpoint> from = prepareOutput(out, resume);
     Path base = config.base() != null ? config.base() : EmbeddedWan.ensure();

@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
+import dev.stepweave.tensor.Precision;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -41,6 +42,7 @@ class TrainConfigReaderTest {
     assertEquals(new TrainConfig.Adam(0.9, 0.999, 1e-8, 0.01), c.adamw());
     assertEquals(1.0, c.maxGradNorm());
     assertTrue(Double.isNaN(c.emaDecay()));
+    assertEquals(Precision.F32, c.precision());
     assertEquals(10, c.checkpointEvery());
     assertEquals(tmp.resolve("out"), c.output()); // relative to the config's folder
     assertEquals("out", c.modelId());
@@ -57,7 +59,7 @@ class TrainConfigReaderTest {
          "steps": 20, "batch": 4, "micro_batch": 2, "learning_rate": 0.002,
          "schedule": {"type": "cosine", "warmup": 5}, "adamw": {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6},
          "weight_decay": 0.1, "max_grad_norm": 0, "ema": 0.99, "flow_shift": 3.0,
-         "caption_dropout": 0.1, "precision": "f32", "seed": 9, "checkpoint_every": 5, "output": "o"}
+         "caption_dropout": 0.1, "precision": "bf16", "seed": 9, "checkpoint_every": 5, "output": "o"}
         """;
     TrainConfig c = TrainConfigReader.read(write("run.json", json));
 
@@ -72,6 +74,7 @@ class TrainConfigReaderTest {
     assertEquals(0.99, c.emaDecay());
     assertEquals(3.0, c.flowShift());
     assertEquals(0.1, c.captionDropout());
+    assertEquals(Precision.BF16, c.precision());
     assertEquals(9, c.seed());
     assertEquals(5, c.checkpointEvery());
   }
@@ -119,8 +122,8 @@ class TrainConfigReaderTest {
         "steps: 0|'steps' must be a positive integer, got 0",
         "steps: ten|'steps' must be a positive integer, got \"ten\"",
         "batch: 3\\nmicro_batch: 2|'micro_batch' 2 does not divide batch 3",
-        "precision: bf16|'precision' 'bf16' is not implemented for training yet (f32 only)",
-        "precision: f64|'precision' must be f32, got 'f64'",
+        "precision: f16|'precision' must be f32 or bf16, got 'f16'",
+        "precision: f64|'precision' must be f32 or bf16, got 'f64'",
         "learning_rate: -1|'learning_rate' must be > 0, got -1.0",
         "learning_rate: fast|'learning_rate' must be a number, got \"fast\"",
         "ema: 1.5|'ema' must lie in [0, 1], got 1.5",

@@ -193,6 +193,29 @@ class TrainingRunTest {
         Files.readAllBytes(deviceAdapter.resolve("adapter_diffusers.safetensors")));
   }
 
+  /**
+   * {@code precision: bf16} is a GPU's: on the CPU, or on a backend computing in f32, the run is
+   * refused with one line naming the key before it trains or writes a step.
+   */
+  @Test
+  void bf16TrainsOnlyOnABackendThatComputesInIt() throws Exception {
+    TrainConfig bf16 = config("bf16", "steps: 1\nprecision: bf16\n");
+    TrainConfigException onCpu =
+        assertThrows(TrainConfigException.class, () -> TrainingRun.run(bf16, false, null, QUIET));
+    assertTrue(
+        onCpu.getMessage().startsWith("precision: bf16 computes on a GPU"), onCpu.getMessage());
+    TrainConfig again = config("bf16-device", "steps: 1\nprecision: bf16\n");
+    TrainConfigException inF32 =
+        assertThrows(
+            TrainConfigException.class,
+            () -> TrainingRun.run(again, false, null, QUIET, 1, new StandInDevice()));
+    assertEquals(
+        "precision: the config trains in bf16 but stand-in cuda:0 (the CPU's kernels) computes in"
+            + " f32",
+        inF32.getMessage());
+    assertFalse(Files.exists(bf16.output()), "nothing written");
+  }
+
   @Test
   void theCheckpointLoadsThroughTheOrdinaryLoaderWithTheRunsRecipe() throws Exception {
     TrainConfig c = config("card", "steps: 1\nmodel_id: shapes-tiny\n");
