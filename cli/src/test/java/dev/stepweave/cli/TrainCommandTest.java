@@ -38,7 +38,7 @@ class TrainCommandTest {
 
   @Test
   void aBadConfigIsOneLineAndExit2BeforeAnythingLoads() throws Exception {
-    Path bad = config("bad", "precision: bf16\n");
+    Path bad = config("bad", "precision: f16\n");
     CliHarness r = CliHarness.run("train", "--config", bad.toString());
 
     assertEquals(2, r.exit(), r.err());
@@ -46,11 +46,19 @@ class TrainCommandTest {
     assertTrue(
         r.err()
             .startsWith(
-                "stepweave: config "
-                    + bad
-                    + ": 'precision' 'bf16' is not implemented for training yet (f32 only)"),
+                "stepweave: config " + bad + ": 'precision' must be f32 or bf16, got 'f16'"),
         r.err());
     assertTrue(Files.notExists(tmp.resolve("bad")), "nothing written");
+
+    // bf16 is a GPU's: on the CPU the run is refused in one line before it writes anything.
+    Path bf16 = config("bf16", "precision: bf16\n");
+    CliHarness onCpu = CliHarness.run("train", "--config", bf16.toString(), "--backend", "cpu");
+    assertEquals(2, onCpu.exit(), onCpu.err());
+    assertEquals(1, onCpu.errorLines(), onCpu.err());
+    assertTrue(
+        onCpu.err().startsWith("stepweave: precision: bf16 computes on a GPU (--backend cuda)"),
+        onCpu.err());
+    assertTrue(Files.notExists(tmp.resolve("bf16")), "nothing written");
 
     CliHarness missing = CliHarness.run("train", "--config", tmp.resolve("none.yaml").toString());
     assertEquals(2, missing.exit(), missing.err());
