@@ -19,9 +19,11 @@ import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.parity.TrainingParity;
+import dev.stepweave.training.wan.FlowMatchingTrainer;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -149,26 +151,14 @@ class TrainingGradientsGpuTest {
             new LearningRate.Constant(1e-3), new AdamW.Settings(0.9, 0.999, 1e-8, 0.01), 1.0, 0.9);
     try (TensorSource weights = COMPONENT.openWeights()) {
       TrainableTransformer model = TrainableTransformer.load(CONFIG, weights, backend);
-      Optimiser optimiser = new Optimiser(settings, model.parameters(), backend);
+      FlowMatchingTrainer trainer =
+          new FlowMatchingTrainer(model, model.parameters(), n -> AdapterRows.NONE, settings);
+      Optimiser optimiser = trainer.optimiser();
       Map<String, float[]> before = new java.util.TreeMap<>();
       optimiser.onHost(model.parameters()).forEach((name, p) -> before.put(name, p.toFloatArray()));
       float[] losses = new float[3];
       for (int step = 0; step < losses.length; step++) {
-        TrainableTransformer current = model;
-        losses[step] =
-            (float)
-                optimiser
-                    .step(
-                        current.parameters(),
-                        1,
-                        i -> {
-                          LossAndGradients r =
-                              current.lossAndGradients(
-                                  BATCH, current.parameters(), AdapterRows.NONE);
-                          return new Optimiser.Evaluation(1, r.loss(), r.gradients());
-                        })
-                    .loss();
-        model = model.reloaded();
+        losses[step] = (float) trainer.step(List.of(BATCH)).loss();
       }
       Map<String, Tensor> updates = new java.util.TreeMap<>();
       optimiser

@@ -13,7 +13,7 @@ import java.util.function.IntFunction;
  * micro-batches accumulated by their share of its rows, the gradient clipped by its global norm,
  * one AdamW step at the schedule's rate, then the EMA updated ({@link Optimiser}). The trainable
  * tensors are the model's parameters (a full fine-tune) or an adapter's factors (LoRA); nothing
- * else changes.
+ * else changes. The optimiser works on the model's backend, beside the tensors.
  */
 public final class FlowMatchingTrainer {
   private final TrainableTransformer model;
@@ -32,7 +32,7 @@ public final class FlowMatchingTrainer {
     this.model = model;
     this.trainable = Map.copyOf(trainable);
     this.adapters = adapters;
-    this.optimiser = new Optimiser(settings, trainable);
+    this.optimiser = new Optimiser(settings, trainable, model.backend());
   }
 
   /** One optimiser step over a batch given as micro-batches (one, without accumulation). */

@@ -153,9 +153,10 @@ class TrainingOnADeviceTest {
   }
 
   /**
-   * Three optimiser steps (two micro-batches each, weight decay, an EMA; no clipping, whose device
-   * norm is F32 — {@link #clippingOnTheDeviceIsTheHostsWithinF32}), then a fourth after a fresh
-   * optimiser restored the CPU's state: every parameter, EMA average and moment as the CPU's.
+   * Three optimiser steps (two micro-batches of the batch each, weight decay, an EMA; no clipping,
+   * whose device norm is F32 — {@link #clippingOnTheDeviceIsTheHostsWithinF32}), then a fourth
+   * after a fresh optimiser restored the CPU's state: every parameter, EMA average and moment as
+   * the CPU's.
    */
   @Test
   void optimiserStepsOnTheDeviceAreTheCpus() {
@@ -181,31 +182,18 @@ class TrainingOnADeviceTest {
     FlowMatching.Batch batch = batch();
     try (TensorSource weights = COMPONENT.openWeights()) {
       TrainableTransformer model = load(weights, backend);
-      Optimiser optimiser = new Optimiser(WITH_EMA, model.parameters(), backend);
+      FlowMatchingTrainer trainer = trainer(model);
       float[] losses = new float[4];
       for (int step = 0; step < losses.length; step++) {
         if (step == 3) {
-          Optimiser.State state = optimiser.state();
-          optimiser = new Optimiser(WITH_EMA, model.parameters(), backend);
-          optimiser.restore(state);
+          Optimiser.State state = trainer.optimiser().state();
+          trainer = trainer(model);
+          trainer.optimiser().restore(state);
         }
-        TrainableTransformer current = model;
-        losses[step] =
-            (float)
-                optimiser
-                    .step(
-                        current.parameters(),
-                        2,
-                        i -> {
-                          LossAndGradients r =
-                              current.lossAndGradients(
-                                  batch, current.parameters(), AdapterRows.NONE);
-                          return new Optimiser.Evaluation(0.5, r.loss(), r.gradients());
-                        })
-                    .loss();
-        model = model.reloaded();
+        losses[step] = (float) trainer.step(List.of(batch, batch)).loss();
       }
       Map<String, float[]> out = new TreeMap<>();
+      Optimiser optimiser = trainer.optimiser();
       optimiser.onHost(model.parameters()).forEach((name, p) -> out.put(name, p.toFloatArray()));
       Optimiser.State state = optimiser.state();
       state.ema().forEach((name, a) -> out.put("ema." + name, a));
@@ -213,6 +201,10 @@ class TrainingOnADeviceTest {
       out.put("loss", losses);
       return out;
     }
+  }
+
+  private static FlowMatchingTrainer trainer(TrainableTransformer model) {
+    return new FlowMatchingTrainer(model, model.parameters(), n -> AdapterRows.NONE, WITH_EMA);
   }
 
   /**
