@@ -28,7 +28,8 @@ import java.util.Map;
  * by its global norm and AdamW over the F32 parameters in place, all on the device. CUDA-event
  * medians of {@code iterations} after a warm-up.
  *
- * <p>Arguments: {@code [size] [precision] [F,H,W] [iterations] [checkpointing: off|per-block]}.
+ * <p>Arguments: {@code [size] [precision] [F,H,W or FxHxW] [iterations] [checkpointing:
+ * off|per-block]}.
  */
 public final class TrainStepBench {
   private TrainStepBench() {}
@@ -36,7 +37,8 @@ public final class TrainStepBench {
   public static void main(String[] args) {
     String size = args.length > 0 ? args[0] : "1.3b";
     Precision precision = Precision.valueOf(args.length > 1 ? args[1].toUpperCase() : "F32");
-    String[] fhw = (args.length > 2 ? args[2] : "9,32,32").split(",");
+    // F,H,W or FxHxW (run.sh's MAINS separates a main's arguments with commas).
+    String[] fhw = (args.length > 2 ? args[2] : "9,32,32").split("[,x]");
     int iterations = args.length > 3 ? Integer.parseInt(args[3]) : 3;
     ActivationCheckpointing checkpointing =
         args.length > 4 && args[4].equals("per-block")
