@@ -641,8 +641,8 @@ public interface Backend {
   /**
    * Writes {@code value} (the shape of {@code target}, any strides, either side of the host/device
    * line) into the elements of {@code target}, an F32 view of a buffer this backend made, with the
-   * same conditions as {@link #addInto}: the training plane's copy of host master weights into the
-   * tensors a device computes with.
+   * same conditions as {@link #addInto}: the training plane's copy of a checkpoint's weights or of
+   * F32 masters into the tensors a device computes with.
    */
   void copyInto(Tensor target, Tensor value);
 

@@ -304,8 +304,8 @@ class TrainingOnADeviceTest {
   }
 
   /**
-   * Three AdamW steps of a LoRA's factors on the device (host masters, copied into the adapter's
-   * device factors after each step) are the CPU's, and the base weights are untouched.
+   * Three AdamW steps of a LoRA's factors on the device (F32 masters beside them there, copied into
+   * the adapter's factors after each step) are the CPU's, and the base weights are untouched.
    */
   @Test
   void threeLoraStepsOnTheDeviceAreTheCpus() {
