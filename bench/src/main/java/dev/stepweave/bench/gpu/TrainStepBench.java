@@ -3,6 +3,7 @@ package dev.stepweave.bench.gpu;
 import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
@@ -29,7 +30,7 @@ import java.util.Map;
  * medians of {@code iterations} after a warm-up.
  *
  * <p>Arguments: {@code [size] [precision] [F,H,W or FxHxW] [iterations] [checkpointing:
- * off|per-block]}.
+ * off|per-block] [profile]}; {@code profile} prints one step op by op instead of the timings.
  */
 public final class TrainStepBench {
   private TrainStepBench() {}
@@ -44,14 +45,17 @@ public final class TrainStepBench {
         args.length > 4 && args[4].equals("per-block")
             ? ActivationCheckpointing.PER_CHAIN_STEP
             : ActivationCheckpointing.OFF;
+    boolean profiled = args.length > 5 && args[5].equals("profile");
     CudaBackend gpu = Bench.openOrExit(precision);
+    OpProfile profile = profiled ? OpProfile.over(gpu) : null;
     WanTransformerConfig cfg = Bench.config(size);
     long t0 = System.nanoTime();
     TrainableTransformer model =
         TrainableTransformer.load(
             cfg,
             new RandomWeights(WanDitShapes.of(cfg), DType.F32, 0.02f),
-            new RecordingBackend(gpu, new CpuBackend(), checkpointing));
+            new RecordingBackend(
+                profiled ? profile.backend() : gpu, new CpuBackend(), checkpointing));
     gpu.synchronize();
     Map<String, Tensor> parameters = model.parameters();
     long count = parameters.values().stream().mapToLong(Tensor::numel).sum();
@@ -65,6 +69,10 @@ public final class TrainStepBench {
             RandomWeights.uniform(2, 1f, 1, cfg.inChannels(), f, h, w),
             Tensor.of(new float[] {0.5f}, 1),
             RandomWeights.uniform(3, 1f, 1, 512, cfg.textDim()));
+    if (profiled) {
+      profileOneStep(profile, model, batch, parameters, size + " " + precision);
+      return;
+    }
     gpu.resetPeaks();
     float[] loss = new float[1];
     float ms =
@@ -89,12 +97,7 @@ public final class TrainStepBench {
         gpu.peakLiveBytes() / 1e9);
     // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
     // norm clipping, AdamW over the parameters in place) on the device.
-    Optimiser optimiser =
-        new Optimiser(
-            new Optimiser.Settings(
-                new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN),
-            parameters,
-            gpu);
+    Optimiser optimiser = optimiser(parameters, gpu);
     gpu.resetPeaks();
     float stepMs =
         Bench.median(
@@ -112,5 +115,43 @@ public final class TrainStepBench {
         "ROW training step %s %s (forward, backward, clipping, AdamW; all on the device),"
             + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
         size, precision, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
+  }
+
+  /**
+   * One training step (forward, backward, the optimiser) after a warm-up step whose times are
+   * dropped, op by op ({@link OpProfile}: every outermost backend call synchronised and timed, the
+   * backward rules' device ops among them; host rules show as the gap to the step's wall time).
+   */
+  private static void profileOneStep(
+      OpProfile profile,
+      TrainableTransformer model,
+      FlowMatching.Batch batch,
+      Map<String, Tensor> parameters,
+      String title) {
+    Optimiser optimiser = optimiser(parameters, model.backend());
+    Runnable step =
+        () ->
+            optimiser.step(
+                parameters,
+                1,
+                i -> {
+                  var r = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
+                  return new Optimiser.Evaluation(1, r.loss(), r.gradients());
+                });
+    step.run();
+    profile.reset();
+    long start = System.nanoTime();
+    step.run();
+    double wall = (System.nanoTime() - start) / 1e6;
+    profile.print(String.format("training step %s, %.1f ms wall (profiled)", title, wall));
+  }
+
+  /** What `stepweave train` steps with: clipping at norm 1, AdamW (torch's defaults), no EMA. */
+  private static Optimiser optimiser(Map<String, Tensor> parameters, Backend backend) {
+    return new Optimiser(
+        new Optimiser.Settings(
+            new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN),
+        parameters,
+        backend);
   }
 }
