@@ -3,7 +3,6 @@ package dev.stepweave.bench.gpu;
 import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
-import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
@@ -15,7 +14,9 @@ import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.wan.FlowMatchingTrainer;
 import dev.stepweave.training.wan.TrainableTransformer;
+import java.util.List;
 import java.util.Map;
 
 /**
@@ -70,7 +71,7 @@ public final class TrainStepBench {
             Tensor.of(new float[] {0.5f}, 1),
             RandomWeights.uniform(3, 1f, 1, 512, cfg.textDim()));
     if (profiled) {
-      profileOneStep(profile, model, batch, parameters, size + " " + precision);
+      profileOneStep(profile, model, batch, size + " " + precision);
       return;
     }
     gpu.resetPeaks();
@@ -97,20 +98,9 @@ public final class TrainStepBench {
         gpu.peakLiveBytes() / 1e9);
     // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
     // norm clipping, AdamW over the parameters in place) on the device.
-    Optimiser optimiser = optimiser(parameters, gpu);
+    FlowMatchingTrainer trainer = trainer(model);
     gpu.resetPeaks();
-    float stepMs =
-        Bench.median(
-            gpu,
-            iterations,
-            () ->
-                optimiser.step(
-                    parameters,
-                    1,
-                    i -> {
-                      var r = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
-                      return new Optimiser.Evaluation(1, r.loss(), r.gradients());
-                    }));
+    float stepMs = Bench.median(gpu, iterations, () -> trainer.step(List.of(batch)));
     System.out.printf(
         "ROW training step %s %s (forward, backward, clipping, AdamW; all on the device),"
             + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
@@ -123,21 +113,9 @@ public final class TrainStepBench {
    * backward rules' device ops among them; host rules show as the gap to the step's wall time).
    */
   private static void profileOneStep(
-      OpProfile profile,
-      TrainableTransformer model,
-      FlowMatching.Batch batch,
-      Map<String, Tensor> parameters,
-      String title) {
-    Optimiser optimiser = optimiser(parameters, model.backend());
-    Runnable step =
-        () ->
-            optimiser.step(
-                parameters,
-                1,
-                i -> {
-                  var r = model.lossAndGradients(batch, parameters, AdapterRows.NONE);
-                  return new Optimiser.Evaluation(1, r.loss(), r.gradients());
-                });
+      OpProfile profile, TrainableTransformer model, FlowMatching.Batch batch, String title) {
+    FlowMatchingTrainer trainer = trainer(model);
+    Runnable step = () -> trainer.step(List.of(batch));
     step.run();
     profile.reset();
     long start = System.nanoTime();
@@ -146,12 +124,16 @@ public final class TrainStepBench {
     profile.print(String.format("training step %s, %.1f ms wall (profiled)", title, wall));
   }
 
-  /** What `stepweave train` steps with: clipping at norm 1, AdamW (torch's defaults), no EMA. */
-  private static Optimiser optimiser(Map<String, Tensor> parameters, Backend backend) {
-    return new Optimiser(
+  /**
+   * Steps as `stepweave train` takes them, on the model's backend: clipping at norm 1, AdamW
+   * (torch's defaults), no EMA.
+   */
+  private static FlowMatchingTrainer trainer(TrainableTransformer model) {
+    return new FlowMatchingTrainer(
+        model,
+        model.parameters(),
+        n -> AdapterRows.NONE,
         new Optimiser.Settings(
-            new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN),
-        parameters,
-        backend);
+            new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN));
   }
 }
