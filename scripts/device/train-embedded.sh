@@ -76,9 +76,6 @@ else
   tar -xJf "$repo/.device/lib.tar.xz" -C /tmp/j/classes
   classpath="$repo/models/src/main/resources:/tmp/j/classes/*"
 fi
-# JARS_OVER: a folder of jars that replace the package's own of the same names (another build of
-# some modules, e.g. to train with an earlier commit's code from the same package).
-if [[ -n "${JARS_OVER:-}" ]]; then cp "$JARS_OVER"/*.jar /tmp/j/classes/; fi
 export LD_LIBRARY_PATH=/usr/local/nvidia/lib64:/usr/local/cuda/targets/x86_64-linux/lib:${LD_LIBRARY_PATH:-}
 export STEPWEAVE_CUDA_CACHE=/tmp/stepweave-kernels
 backend=()

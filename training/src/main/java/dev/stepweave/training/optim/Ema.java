@@ -71,12 +71,13 @@ public final class Ema {
   /** A copy of the averages by name, on the host, to save with a checkpoint. */
   public Map<String, float[]> state() {
     Map<String, float[]> out = new LinkedHashMap<>();
-    shadow.forEach((name, s) -> out.put(name, onHost(s) ? s.toFloatArray() : hostValues(s)));
+    shadow.forEach((name, s) -> out.put(name, hostValues(s)));
     return out;
   }
 
+  /** {@code s}'s values in a Java array, downloaded when a device holds them. */
   private float[] hostValues(Tensor s) {
-    return backend.download(s).toFloatArray();
+    return (onHost(s) ? s : backend.download(s)).toFloatArray();
   }
 
   /** Continues from saved averages, which must follow the same names and sizes. */
@@ -91,7 +92,7 @@ public final class Ema {
           if (s.length != now.numel()) {
             throw new IllegalArgumentException("EMA state of '" + name + "' has another size");
           }
-          Tensor saved = Tensor.of(s.clone(), now.shape());
+          Tensor saved = Tensor.of(s, now.shape());
           if (onHost(now)) {
             shadow.put(name, saved);
           } else {
@@ -106,6 +107,6 @@ public final class Ema {
     if (s == null) {
       throw new IllegalArgumentException("the EMA does not follow '" + name + "'");
     }
-    return Tensor.of(onHost(s) ? s.toFloatArray() : hostValues(s), like.shape());
+    return Tensor.of(hostValues(s), like.shape());
   }
 }

@@ -122,12 +122,21 @@ public final class TrainingRun {
         .execute(resume, decoder, Math.min(stopAfter, config.steps()));
   }
 
+  /**
+   * Whether the method trains on a device backend: flow matching (full or LoRA) and the VAE do;
+   * distillation and RL runs (their rollouts through a CPU engine) stay on the CPU.
+   */
+  private boolean methodTrainsOnADevice() {
+    return !(config.method() instanceof TrainConfig.Method.Distill
+        || config.method() instanceof TrainConfig.Method.Nft);
+  }
+
   /** The recording backend the trained component computes on: {@link #compute} where it can. */
-  private RecordingBackend trainingBackend(boolean deviceCapable) {
+  private RecordingBackend trainingBackend() {
     if (compute.device().kind() == Device.Kind.CPU) {
       return new RecordingBackend(compute);
     }
-    if (!deviceCapable) {
+    if (!methodTrainsOnADevice()) {
       listener.note(
           config.method().name()
               + " trains on the CPU: flow matching (full or LoRA) and the VAE train on "
@@ -151,10 +160,7 @@ public final class TrainingRun {
    * flow matching and the VAE (distillation and RL train on the CPU, in f32).
    */
   private void checkPrecision() {
-    boolean onCpu =
-        compute.device().kind() == Device.Kind.CPU
-            || config.method() instanceof TrainConfig.Method.Distill
-            || config.method() instanceof TrainConfig.Method.Nft;
+    boolean onCpu = compute.device().kind() == Device.Kind.CPU || !methodTrainsOnADevice();
     if (onCpu && config.precision() != Precision.F32) {
       throw new TrainConfigException(
           "precision: "
@@ -189,12 +195,9 @@ public final class TrainingRun {
     TrainedComponent trained;
     try (TensorSource weights = component.openWeights()) {
       if (config.component() == TrainConfig.Component.TRANSFORMER) {
-        boolean flowMatching = data instanceof TrainingData.Latents;
         TrainableTransformer model =
             TrainableTransformer.load(
-                WanTransformerConfig.fromJson(component.config()),
-                weights,
-                trainingBackend(flowMatching));
+                WanTransformerConfig.fromJson(component.config()), weights, trainingBackend());
         if (config.method() instanceof TrainConfig.Method.Lora m) {
           Path adapter = from.isPresent() ? from.get().weightsFile() : initialLora(model, m, out);
           lora = TrainableLora.load(model, adapter, 1f);
@@ -220,7 +223,7 @@ public final class TrainingRun {
       } else {
         TrainableVae vae =
             TrainableVae.load(
-                WanVaeConfig.fromJson(component.config()), weights, trainingBackend(true));
+                WanVaeConfig.fromJson(component.config()), weights, trainingBackend());
         TrainingData.Clips clips = (TrainingData.Clips) data;
         trained =
             new ReconstructionComponent(vae, clips, ReconstructionComponent.reached(vae, clips));
