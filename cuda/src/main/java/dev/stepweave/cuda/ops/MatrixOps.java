@@ -25,8 +25,9 @@ public final class MatrixOps {
   }
 
   /**
-   * {@code x @ w^T + bias}, then GELU (tanh) when {@code gelu}. The result is BF16 for a BF16 x in
-   * the BF16 mode (written by the GEMM when the weight is BF16 too), else F32.
+   * {@code x @ w^T + bias}, then GELU (tanh) when {@code gelu}. A BF16 x in the BF16 mode runs a
+   * BF16 GEMM (an F32 weight read through a BF16 copy made for the call) and gives BF16; otherwise
+   * the result is F32.
    */
   public Tensor linear(Tensor x, Tensor w, Tensor bias, boolean gelu) {
     return linear(x, w, 1, bias, gelu);
@@ -67,10 +68,15 @@ public final class MatrixOps {
       r = gelu ? elementwise.gelu(r, true) : r;
       return r.dtype() == outType ? r : tensors.convert(r, outType);
     }
-    boolean bf16 = tensors.onDevice(w).dtype() == DType.BF16;
+    // A BF16 activation meets an F32 weight in the BF16 mode where a trainer computes with its F32
+    // masters: the GEMM reads a BF16 copy made for this call (torch's autocast), as serving reads
+    // its BF16 weights. Not cached: the weight changes every step, and a merged or other
+    // temporary weight would leave a copy behind.
+    boolean castWeight = operands.keepsBf16(x) && w.dtype() == DType.F32;
+    boolean bf16 = castWeight || tensors.onDevice(w).dtype() == DType.BF16;
     boolean bf16Out = bf16 && outType == DType.BF16;
     Tensor xd = bf16 ? operands.bf16(x) : tensors.f32(x);
-    Tensor wd = bf16 ? tensors.contiguous(w) : tensors.f32(w);
+    Tensor wd = castWeight ? operands.bf16(w) : bf16 ? tensors.contiguous(w) : tensors.f32(w);
     Tensor bd = bias == null ? null : bf16Out ? operands.bf16(bias) : tensors.f32(bias);
     Tensor out = tensors.empty(bf16Out ? DType.BF16 : DType.F32, shape);
     Gemm.Epilogue epilogue =
@@ -108,7 +114,7 @@ public final class MatrixOps {
       tensors.releaseDerived(bd, bias);
     }
     if (out.dtype() != outType) {
-      // A BF16 x with F32 weights: the GEMM ran in F32.
+      // A BF16 x with a weight of neither GEMM type (a host F16 one, uploaded as F32): F32 GEMM.
       Tensor converted = tensors.convert(out, outType);
       tensors.releaseDerived(out, converted);
       return converted;
@@ -189,37 +195,112 @@ public final class MatrixOps {
     return x.rank() < 3 || x.dim(0) == 0 ? rows : rows / x.dim(0);
   }
 
+  /**
+   * Batched {@code a @ b} with broadcast batch dimensions, F32 result. Two BF16 operands in the
+   * BF16 mode (a BF16 training step's backward products) run one BF16 GEMM with F32 accumulation,
+   * each read through its strides where it is a row-major or transposed matrix with one batch
+   * stride (else gathered into a contiguous copy); otherwise the operands are gathered into
+   * contiguous F32.
+   */
   public Tensor matmul(Tensor a, Tensor b) {
     int[] batch = OpShapes.matmulBatch(a, b);
     int m = a.dim(-2), k = a.dim(-1), n = b.dim(-1);
-    Tensor av = tensors.f32(tensors.onDevice(a).expand(OpShapes.withMatrix(batch, m, k)));
-    Tensor bv = tensors.f32(tensors.onDevice(b).expand(OpShapes.withMatrix(batch, k, n)));
     int[] outShape = OpShapes.withMatrix(batch, m, n);
     long count = Tensor.numel(batch);
     if (count == 0 || m == 0 || n == 0 || k == 0) {
       return tensors.zeros(DType.F32, outShape);
     }
+    boolean bf16 = operands.keepsBf16(a) && operands.keepsBf16(b);
+    Operand av = operand(a, OpShapes.withMatrix(batch, m, k), bf16);
+    Operand bv = operand(b, OpShapes.withMatrix(batch, k, n), bf16);
     Tensor out = tensors.empty(DType.F32, outShape);
     Gemm.Shape s =
         new Gemm.Shape(
             m,
             n,
             k,
-            false,
-            k,
-            false,
-            n,
+            av.transposed(),
+            av.ld(),
+            bv.transposed(),
+            bv.ld(),
             n,
             Math.toIntExact(count),
-            (long) m * k,
-            (long) k * n,
+            av.batchStride(),
+            bv.batchStride(),
             (long) m * n,
             0L,
-            false,
+            bf16,
             false,
             Gemm.Epilogue.NONE,
             m);
-    gemm.run(s, addr(av), addr(bv), addr(out), 0L);
+    gemm.run(s, addr(av.data()), addr(bv.data()), addr(out), 0L);
+    release(av, a);
+    release(bv, b);
     return out;
+  }
+
+  /**
+   * A {@code [..., rows, cols]} GEMM operand: its data (a view of the operand on this device, or a
+   * contiguous copy), whether its matrices are stored transposed, their leading dimension and the
+   * batch stride; {@code here} is the operand on this device (an upload of a host one).
+   */
+  private record Operand(Tensor data, Tensor here, boolean transposed, long ld, long batchStride) {}
+
+  private Operand operand(Tensor t, int[] shape, boolean bf16) {
+    Tensor here = tensors.onDevice(t);
+    Tensor view = here.expand(shape);
+    if (bf16) {
+      Operand strided = strided(view, here);
+      if (strided != null) {
+        return strided;
+      }
+    }
+    Tensor dense = bf16 ? operands.bf16(view) : tensors.f32(view);
+    int rows = view.dim(-2), cols = view.dim(-1);
+    return new Operand(dense, here, false, cols, (long) rows * cols);
+  }
+
+  /** Gives back what {@link #operand} made for this call alone. */
+  private void release(Operand operand, Tensor original) {
+    if (operand.data().storage() != operand.here().storage()) {
+      tensors.releaseDerived(operand.data(), original);
+    }
+    tensors.releaseDerived(operand.here(), original);
+  }
+
+  /**
+   * {@code view} read in place: each matrix row-major (unit column stride) or transposed (unit row
+   * stride), and the batch dimensions one stride apart (or all broadcast); null otherwise.
+   */
+  private static Operand strided(Tensor view, Tensor here) {
+    int rank = view.rank();
+    int rows = view.dim(-2), cols = view.dim(-1);
+    long rowStride = view.strides()[rank - 2], colStride = view.strides()[rank - 1];
+    boolean transposed;
+    long ld;
+    if ((colStride == 1 || cols == 1) && (rows == 1 || rowStride >= Math.max(1, cols))) {
+      transposed = false;
+      ld = rows == 1 ? Math.max(1, cols) : rowStride;
+    } else if ((rowStride == 1 || rows == 1) && (cols == 1 || colStride >= Math.max(1, rows))) {
+      transposed = true;
+      ld = cols == 1 ? Math.max(1, rows) : colStride;
+    } else {
+      return null;
+    }
+    long batchStride = -1;
+    long span = 1;
+    for (int d = rank - 3; d >= 0; d--) {
+      if (view.dim(d) == 1) {
+        continue;
+      }
+      long stride = view.strides()[d];
+      if (batchStride < 0) {
+        batchStride = stride;
+      } else if (stride != batchStride * span) {
+        return null;
+      }
+      span *= view.dim(d);
+    }
+    return new Operand(view, here, transposed, ld, Math.max(0, batchStride));
   }
 }

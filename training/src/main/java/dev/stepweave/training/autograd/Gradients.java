@@ -129,6 +129,11 @@ public final class Gradients {
     buffers.remove(t.storage());
   }
 
+  /** The buffers held now: what a backward step must keep. */
+  List<Tensor> held() {
+    return new ArrayList<>(buffers.values());
+  }
+
   /** Every gradient held, each addressed to the whole of its storage. */
   List<Contribution> asContributions() {
     List<Contribution> out = new ArrayList<>(buffers.size());

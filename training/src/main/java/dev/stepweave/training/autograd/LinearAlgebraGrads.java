@@ -1,6 +1,7 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -15,23 +16,30 @@ import java.util.List;
 final class LinearAlgebraGrads {
   private LinearAlgebraGrads() {}
 
-  /** {@code y = x·wᵀ + b}: {@code dx = g·w}, {@code dw = gᵀ·x}, {@code db = Σ g}. */
+  /**
+   * {@code y = x·wᵀ + b}: {@code dx = g·w}, {@code dw = gᵀ·x}, {@code db = Σ g}. On a backend that
+   * computes in BF16 the two products take BF16 operands, as its forward GEMM did (torch's autocast
+   * backward): the F32 gradient and weight rounded once each, F32 accumulation and results.
+   */
   static BackwardRule linear(Backend device, Tensor x, Tensor w, Tensor bias) {
+    boolean bf16 = device.activationDType() == DType.BF16;
     return (g, wanted) -> {
       int k = w.dim(1);
       int n = w.dim(0);
       int m = (int) (g.numel() / n);
-      Tensor gm = g.reshape(m, n);
+      Tensor gm = bf16 ? inBf16(device, g.reshape(m, n)) : g.reshape(m, n);
       List<Contribution> out = new ArrayList<>(3);
       if (wanted.test(x)) {
-        out.add(new Contribution(x, device.matmul(gm, w).reshape(x.shape())));
+        Tensor wm = bf16 ? inBf16(device, w) : w;
+        out.add(new Contribution(x, device.matmul(gm, wm).reshape(x.shape())));
       }
       if (wanted.test(w)) {
         Tensor rows = (x.isContiguous() ? x : device.contiguous(x)).reshape(m, k);
-        out.add(new Contribution(w, device.matmul(gm.transpose(0, 1), rows)));
+        Tensor xm = bf16 ? inBf16(device, rows) : rows;
+        out.add(new Contribution(w, device.matmul(gm.transpose(0, 1), xm)));
       }
       if (bias != null && wanted.test(bias)) {
-        Tensor columns = device.contiguous(gm.transpose(0, 1));
+        Tensor columns = device.contiguous(g.reshape(m, n).transpose(0, 1));
         out.add(new Contribution(bias, device.sumLastDim(columns).reshape(n)));
       }
       return out;
@@ -60,6 +68,11 @@ final class LinearAlgebraGrads {
       }
       return list;
     };
+  }
+
+  /** {@code t} as BF16: itself when it is, else a copy on the device. */
+  private static Tensor inBf16(Backend device, Tensor t) {
+    return t.dtype() == DType.BF16 ? t : device.upload(t, DType.BF16);
   }
 
   private static int[] withLast(int[] batch, int rows, int cols) {

@@ -107,16 +107,24 @@ public final class Tape {
     }
     Gradients grads = new Gradients(backend, host);
     grads.accumulate(output, seed);
+    // Each operation's backward is a step of the device's memory: what it allocated and its
+    // output's gradient die with it, only the gradients still held survive, so a device reuses
+    // that memory for the next operation instead of waiting for the garbage collector.
+    Backend.StepMemory memory = backend.stepMemory();
     for (int i = nodes.size() - 1; i >= 0; i--) {
       Node node = nodes.get(i);
-      Tensor g = grads.gather(node.output());
-      if (g == null) {
+      if (!grads.reached(node.output())) {
         continue;
       }
-      grads.release(node.output());
-      for (Contribution c : apply(node, g, this::tracks)) {
-        grads.accumulate(c.target(), c.grad());
-      }
+      memory.step(
+          () -> {
+            Tensor g = grads.gather(node.output());
+            grads.release(node.output());
+            for (Contribution c : apply(node, g, this::tracks)) {
+              grads.accumulate(c.target(), c.grad());
+            }
+          },
+          grads::held);
     }
     return grads;
   }

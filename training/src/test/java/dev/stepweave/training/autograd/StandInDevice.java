@@ -6,7 +6,14 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Deque;
+import java.util.HashSet;
 import java.util.List;
+import java.util.Set;
+import java.util.function.Supplier;
 
 /**
  * A device backend without a device, for the training plane's device path in CI: it computes with
@@ -15,10 +22,20 @@ import java.util.List;
  * on a GPU, and what crosses between host and device must go through {@link #upload} and {@link
  * #download}. Its values are the CPU's bit for bit, so a training step over it must match one over
  * the CPU exactly.
+ *
+ * <p>Its {@link #stepMemory} keeps CUDA's release discipline, except that memory declared dead is
+ * overwritten with NaN instead of reused: a caller still reading it changes results, which the
+ * tests over this device compare bit for bit with the CPU's.
  */
 public final class StandInDevice implements Backend {
   private static final Device DEVICE = Device.cuda(0);
   private final CpuBackend cpu = new CpuBackend();
+  // Every memory an operation has read or made, by address: an operation's result at an address
+  // not seen before is memory it allocated.
+  private final Set<Long> seen = new HashSet<>();
+  // What the open steps of a step memory allocated, innermost last.
+  private final Deque<List<Storage>> steps = new ArrayDeque<>();
+  private long poisonedBytes;
 
   @Override
   public Device device() {
@@ -31,7 +48,10 @@ public final class StandInDevice implements Backend {
   }
 
   /** {@code t} as the CPU kernels read it: a host view of the same memory (host tensors as is). */
-  private static Tensor host(Tensor t) {
+  private Tensor host(Tensor t) {
+    if (t != null) {
+      seen.add(t.storage().segment().address());
+    }
     if (t == null || t.device().kind() == Device.Kind.CPU) {
       return t;
     }
@@ -47,18 +67,65 @@ public final class StandInDevice implements Backend {
    * A CPU kernel's result as this device's tensor; a result over an input's own memory (a kernel
    * that returned its input) is that input's storage again, as a device backend would return it.
    */
-  private static Tensor device(Tensor out, Tensor... inputs) {
+  private Tensor device(Tensor out, Tensor... inputs) {
     for (Tensor in : inputs) {
       if (in != null && in.storage().segment() == out.storage().segment()) {
         return new Tensor(in.storage(), out.dtype(), out.shape(), out.strides(), out.offset());
       }
     }
-    return new Tensor(
-        new Storage(out.storage().segment(), DEVICE),
-        out.dtype(),
-        out.shape(),
-        out.strides(),
-        out.offset());
+    Storage storage = new Storage(out.storage().segment(), DEVICE);
+    if (seen.add(storage.segment().address()) && !steps.isEmpty() && storage.byteSize() > 0) {
+      steps.peek().add(storage);
+    }
+    return new Tensor(storage, out.dtype(), out.shape(), out.strides(), out.offset());
+  }
+
+  /**
+   * As CUDA's allocator holds a state's memory: after each step, what the step allocated or an
+   * earlier step kept dies unless a survivor is over it — and is overwritten with NaN here.
+   */
+  @Override
+  public StepMemory stepMemory() {
+    return new StepMemory() {
+      private List<Storage> kept = new ArrayList<>();
+
+      @Override
+      public void step(Runnable body, Supplier<? extends Collection<Tensor>> survivors) {
+        steps.push(new ArrayList<>());
+        List<Storage> made;
+        try {
+          body.run();
+        } catch (RuntimeException | Error e) {
+          List<Storage> failed = steps.pop(); // a failed step releases nothing
+          if (!steps.isEmpty()) {
+            steps.peek().addAll(failed);
+          }
+          throw e;
+        }
+        made = steps.pop();
+        Set<Long> keep = new HashSet<>();
+        for (Tensor t : survivors.get()) {
+          keep.add(t.storage().segment().address());
+        }
+        List<Storage> next = new ArrayList<>();
+        for (List<Storage> from : List.of(kept, made)) {
+          for (Storage candidate : from) {
+            if (keep.contains(candidate.segment().address())) {
+              next.add(candidate);
+            } else {
+              candidate.segment().fill((byte) 0xFF); // NaN in F32 and BF16
+              poisonedBytes += candidate.byteSize();
+            }
+          }
+        }
+        kept = next;
+      }
+    };
+  }
+
+  /** Bytes a step memory declared dead (and overwrote) so far. */
+  public long poisonedBytes() {
+    return poisonedBytes;
   }
 
   @Override
@@ -176,7 +243,7 @@ public final class StandInDevice implements Backend {
 
   @Override
   public Tensor concat(List<Tensor> parts, int dim) {
-    return device(cpu.concat(parts.stream().map(StandInDevice::host).toList(), dim));
+    return device(cpu.concat(parts.stream().map(this::host).toList(), dim));
   }
 
   @Override
