@@ -45,6 +45,10 @@ public final class AttentionBackwardByOps {
       long scratchBytes) {
     forward.gradientOfOutput(gradOut);
     Tensor q = forward.q(), k = forward.k(), v = forward.v(), bias = forward.bias();
+    // BF16 activations (a device's performance mode): dO·Vᵀ and Pᵀ·dO take dO in BF16 too, one
+    // rounding of an F32 gradient, as the forward's products took their operands. D and dS stay
+    // F32 (see the class comment).
+    Tensor dO = q.dtype() == DType.BF16 ? ops.upload(gradOut, DType.BF16) : gradOut;
     float scale = forward.scale();
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), lk = k.dim(1);
     boolean wantBias = biasGradient && bias != null;
@@ -70,7 +74,7 @@ public final class AttentionBackwardByOps {
     for (int from = 0; from < lq; from += chunk) {
       int to = Math.min(lq, from + chunk);
       Tensor qc = q.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, D]
-      Tensor dOc = gradOut.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, Dv]
+      Tensor dOc = dO.slice(1, from, to).permute(0, 2, 1, 3); // [B, H, c, Dv]
       Tensor scores = ops.affine(ops.matmul(qc, keysT), scale, 0f);
       if (biasView != null) {
         scores = ops.add(scores, biasView.slice(2, from, to));

@@ -438,7 +438,16 @@ public interface Backend {
    * computed in F32).
    */
   default Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
-    return add(mul(layerNorm(x, null, null, eps), affine(scale, 1f, 1f)), shift);
+    return inDTypeOf(x, add(mul(layerNorm(x, null, null, eps), affine(scale, 1f, 1f)), shift));
+  }
+
+  /**
+   * {@code result} in x's dtype: a composition whose F32 modulation or gate promoted a BF16
+   * activation gives it back in BF16, as the fused kernel it stands for does (the CPU's F32 results
+   * are themselves).
+   */
+  private Tensor inDTypeOf(Tensor x, Tensor result) {
+    return result.dtype() == x.dtype() ? result : upload(result, x.dtype());
   }
 
   /**
@@ -459,7 +468,7 @@ public interface Backend {
    * On a backend with BF16 activations the result has x's dtype (computed in F32).
    */
   default Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
-    return add(x, mul(y, gate));
+    return inDTypeOf(x, add(x, mul(y, gate)));
   }
 
   /**

@@ -198,9 +198,9 @@ public final class MatrixOps {
   /**
    * Batched {@code a @ b} with broadcast batch dimensions, F32 result. Two BF16 operands in the
    * BF16 mode (a BF16 training step's backward products) run one BF16 GEMM with F32 accumulation,
-   * each read through its strides where it is a row-major or transposed matrix with one batch
-   * stride (else gathered into a contiguous copy); otherwise the operands are gathered into
-   * contiguous F32.
+   * otherwise an F32 GEMM. An operand already of the GEMM's type is read through its strides where
+   * it is a row-major or transposed matrix with one batch stride (a transpose or a head's slice
+   * costs no copy); any other is gathered into a contiguous copy of that type.
    */
   public Tensor matmul(Tensor a, Tensor b) {
     int[] batch = OpShapes.matmulBatch(a, b);
@@ -249,7 +249,7 @@ public final class MatrixOps {
   private Operand operand(Tensor t, int[] shape, boolean bf16) {
     Tensor here = tensors.onDevice(t);
     Tensor view = here.expand(shape);
-    if (bf16) {
+    if (view.dtype() == (bf16 ? DType.BF16 : DType.F32)) {
       Operand strided = strided(view, here);
       if (strided != null) {
         return strided;

@@ -47,6 +47,31 @@ class FusedDefaultsTest {
     assertArrayEquals(composed.toFloatArray(), fused.toFloatArray());
   }
 
+  /**
+   * The defaults keep a BF16 activation BF16 as the fused kernels do: an F32 modulation or gate
+   * promotes the composition to F32, which would leave a trainer's BF16 forward (which runs these
+   * defaults) in F32 from the first block on. The values are the composition's, rounded once.
+   */
+  @Test
+  void theDefaultsGiveBackTheActivationsDType() {
+    Tensor x = cpu.upload(rand(2, 7, 24), DType.BF16), y = cpu.upload(rand(2, 7, 24), DType.BF16);
+    Tensor table = rand(2, 6, 24);
+    Tensor shift = vector(table, 0), scale = vector(table, 1), gate = vector(table, 2);
+    Tensor normed = cpu.modulatedLayerNorm(x, shift, scale, 1e-6f);
+    Tensor gated = cpu.gatedResidual(x, y, gate);
+    assertEquals(DType.BF16, normed.dtype());
+    assertEquals(DType.BF16, gated.dtype());
+    Tensor composed =
+        cpu.add(cpu.mul(cpu.layerNorm(x, null, null, 1e-6f), cpu.affine(scale, 1f, 1f)), shift);
+    assertArrayEquals(
+        cpu.upload(composed, DType.BF16).toFloatArray(), normed.toFloatArray(), "normed");
+    assertArrayEquals(
+        cpu.upload(cpu.add(x, cpu.mul(y, gate)), DType.BF16).toFloatArray(),
+        gated.toFloatArray(),
+        "gated");
+    assertEquals(DType.F32, cpu.gatedResidual(rand(2, 7, 24), rand(2, 7, 24), gate).dtype());
+  }
+
   @Test
   void residualNormsAreTheUpdateThenTheNorm() {
     Tensor x = rand(2, 7, 24), y = rand(2, 7, 24), w = rand(24), b = rand(24);
