@@ -56,10 +56,18 @@ public final class Gradients {
       }
     }
     dtypes.putIfAbsent(target.storage(), target.dtype());
-    Tensor buffer =
-        buffers.computeIfAbsent(
-            target.storage(),
-            s -> owner.zeros(DType.F32, (int) (s.byteSize() / target.dtype().byteSize())));
+    Tensor buffer = buffers.get(target.storage());
+    if (buffer == null) {
+      int elements = (int) (target.storage().byteSize() / target.dtype().byteSize());
+      buffer = owner.zeros(DType.F32, elements);
+      buffers.put(target.storage(), buffer);
+      if (view.isContiguous()) {
+        // The first gradient into a fresh buffer, each element once: 0 + g is g, so a copy does
+        // the add's work in one pass instead of three.
+        owner.copyInto(over(buffer, view), g);
+        return;
+      }
+    }
     owner.addInto(over(buffer, view), g);
   }
 
