@@ -161,6 +161,26 @@ public final class RecordingBackend implements Backend {
     return delegate.deviceRates();
   }
 
+  /**
+   * The backend's: a model on this backend keeps its activations in the dtype it serves them in
+   * (BF16 on a device's performance mode), so the training forward is the serving forward there
+   * too.
+   */
+  @Override
+  public DType activationDType() {
+    return delegate.activationDType();
+  }
+
+  /**
+   * Outside a recording the backend's own (an optimiser's step, whose body records, differentiates
+   * and then drops all it made); inside one none: the tape keeps what the forward makes until its
+   * backward has run.
+   */
+  @Override
+  public StepMemory stepMemory() {
+    return tape == null ? delegate.stepMemory() : Backend.super.stepMemory();
+  }
+
   @Override
   public Tensor zeros(DType dtype, int... shape) {
     return delegate.zeros(dtype, shape);

@@ -5,7 +5,9 @@ import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.ArrayList;
 import java.util.HashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 
@@ -77,6 +79,13 @@ public final class AdamW {
   /** A copy of the state (on the host), to save with a checkpoint. */
   public State state() {
     return new State(steps, hostCopy(firstMoments), hostCopy(secondMoments));
+  }
+
+  /** Every moment tensor held now, first and second. */
+  List<Tensor> moments() {
+    List<Tensor> all = new ArrayList<>(firstMoments.values());
+    all.addAll(secondMoments.values());
+    return all;
   }
 
   /** Continues from a saved state, as if its steps had been taken here. */

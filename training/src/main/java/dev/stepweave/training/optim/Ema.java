@@ -6,6 +6,7 @@ import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.util.Collection;
 import java.util.LinkedHashMap;
 import java.util.Map;
 
@@ -69,6 +70,11 @@ public final class Ema {
   }
 
   /** A copy of the averages by name, on the host, to save with a checkpoint. */
+  /** The averages held now, one per parameter. */
+  Collection<Tensor> averages() {
+    return shadow.values();
+  }
+
   public Map<String, float[]> state() {
     Map<String, float[]> out = new LinkedHashMap<>();
     shadow.forEach((name, s) -> out.put(name, hostValues(s)));

@@ -4,7 +4,9 @@ import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
+import java.util.ArrayList;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.Optional;
 import java.util.function.IntFunction;
@@ -48,6 +50,7 @@ public final class Optimiser {
   private final Settings settings;
   private final Backend backend;
   private final AdamW adamw;
+  private final Backend.StepMemory memory;
   private final Ema ema;
   private int steps;
 
@@ -70,6 +73,7 @@ public final class Optimiser {
     this.settings = settings;
     this.backend = backend;
     this.adamw = new AdamW(settings.adamw(), backend);
+    this.memory = backend.stepMemory();
     this.ema =
         Double.isNaN(settings.emaDecay()) ? null : new Ema(settings.emaDecay(), trainable, backend);
   }
@@ -96,14 +100,33 @@ public final class Optimiser {
     if (microBatches < 1) {
       throw new IllegalArgumentException("a step needs at least one micro-batch");
     }
-    GradientAccumulator accumulator = new GradientAccumulator(backend);
-    double loss = 0;
-    for (int i = 0; i < microBatches; i++) {
-      Evaluation e = evaluate.apply(i);
-      accumulator.add(e.gradients(), e.share());
-      loss += e.share() * e.loss();
+    Step[] taken = new Step[1];
+    // A step of the device's memory: the forwards' activations, the gradients and the clipping's
+    // copies die with it, so the next step reuses their memory at once; only the trainable
+    // tensors and the optimiser's state survive.
+    memory.step(
+        () -> {
+          GradientAccumulator accumulator = new GradientAccumulator(backend);
+          double loss = 0;
+          for (int i = 0; i < microBatches; i++) {
+            Evaluation e = evaluate.apply(i);
+            accumulator.add(e.gradients(), e.share());
+            loss += e.share() * e.loss();
+          }
+          taken[0] = step(trainable, accumulator.total(), loss);
+        },
+        () -> survivors(trainable));
+    return taken[0];
+  }
+
+  /** What outlives a step: the trainable tensors, AdamW's moments and the EMA's averages. */
+  private List<Tensor> survivors(Map<String, Tensor> trainable) {
+    List<Tensor> kept = new ArrayList<>(trainable.values());
+    kept.addAll(adamw.moments());
+    if (ema != null) {
+      kept.addAll(ema.averages());
     }
-    return step(trainable, accumulator.total(), loss);
+    return kept;
   }
 
   /**

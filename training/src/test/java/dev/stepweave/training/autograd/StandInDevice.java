@@ -30,9 +30,8 @@ import java.util.function.Supplier;
 public final class StandInDevice implements Backend {
   private static final Device DEVICE = Device.cuda(0);
   private final CpuBackend cpu = new CpuBackend();
-  // Every memory an operation has read or made, by address: an operation's result at an address
-  // not seen before is memory it allocated.
-  private final Set<Long> seen = new HashSet<>();
+  // The memory the current operation reads, by address: a result elsewhere is memory it allocated.
+  private final Set<Long> arguments = new HashSet<>();
   // What the open steps of a step memory allocated, innermost last.
   private final Deque<List<Storage>> steps = new ArrayDeque<>();
   private long poisonedBytes;
@@ -50,7 +49,7 @@ public final class StandInDevice implements Backend {
   /** {@code t} as the CPU kernels read it: a host view of the same memory (host tensors as is). */
   private Tensor host(Tensor t) {
     if (t != null) {
-      seen.add(t.storage().segment().address());
+      arguments.add(t.storage().segment().address());
     }
     if (t == null || t.device().kind() == Device.Kind.CPU) {
       return t;
@@ -70,11 +69,14 @@ public final class StandInDevice implements Backend {
   private Tensor device(Tensor out, Tensor... inputs) {
     for (Tensor in : inputs) {
       if (in != null && in.storage().segment() == out.storage().segment()) {
+        arguments.clear();
         return new Tensor(in.storage(), out.dtype(), out.shape(), out.strides(), out.offset());
       }
     }
     Storage storage = new Storage(out.storage().segment(), DEVICE);
-    if (seen.add(storage.segment().address()) && !steps.isEmpty() && storage.byteSize() > 0) {
+    boolean made = !arguments.contains(storage.segment().address());
+    arguments.clear();
+    if (made && !steps.isEmpty() && storage.byteSize() > 0) {
       steps.peek().add(storage);
     }
     return new Tensor(storage, out.dtype(), out.shape(), out.strides(), out.offset());
