@@ -133,7 +133,10 @@ public final class CudaBackend implements Backend, AutoCloseable {
     return allocator.peakReservedBytes();
   }
 
-  /** Restarts {@link #peakLiveBytes} and {@link #peakReservedBytes} from the current figures. */
+  /**
+   * Restarts {@link #peakLiveBytes} and {@link #peakReservedBytes} from the current figures, the
+   * garbage of earlier work collected first.
+   */
   public void resetPeaks() {
     allocator.resetPeaks();
   }
@@ -287,6 +290,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
       @Override
       public void releaseNow(Tensor dead) {
         allocator.release(dead.storage());
+      }
+
+      @Override
+      public void end() {
+        holding.end();
       }
     };
   }

@@ -583,6 +583,14 @@ public interface Backend {
      * releases nothing.
      */
     default void releaseNow(Tensor dead) {}
+
+    /**
+     * Ends this memory: what its steps kept becomes ordinary memory of the step or scope the caller
+     * is in now, released with that one's work (or, outside any, when the garbage collector finds
+     * it). For state whose last tensors are handed on to an enclosing step (a backward's gradients,
+     * which an optimiser's step reads and then drops). The default does nothing.
+     */
+    default void end() {}
   }
 
   /**

@@ -253,6 +253,18 @@ public final class DeviceAllocator {
       }
       blocks = kept;
     }
+
+    /**
+     * Hands every block this holding kept to the calling thread's innermost open scope (none open:
+     * to the cleaner), which then releases them with its own.
+     */
+    public void end() {
+      Scope open = scope.get();
+      if (open != null) {
+        blocks.stream().filter(b -> !b.returned.get()).forEach(open::add);
+      }
+      blocks = new ArrayList<>();
+    }
   }
 
   private final Device device;
@@ -472,9 +484,13 @@ public final class DeviceAllocator {
     return liveBytes;
   }
 
-  /** Restarts the high-water marks (and the census, when on) from the current figures. */
+  /**
+   * Restarts the high-water marks (and the census, when on) from the current figures, after the
+   * collector has found what is unreachable: garbage of earlier work (tensors made outside any
+   * scope, which only the cleaner gives back) would otherwise count toward the next peak.
+   */
   public synchronized void resetPeaks() {
-    drainReturned();
+    collect();
     peakLiveBytes = liveBytes;
     peakReservedBytes = reservedBytes;
     if (census) {

@@ -181,6 +181,12 @@ public final class RecordingBackend implements Backend {
     return tape == null ? delegate.stepMemory() : Backend.super.stepMemory();
   }
 
+  /** As {@link #stepMemory}: the backend's own outside a recording, a plain call inside one. */
+  @Override
+  public Tensor scoped(Supplier<Tensor> body) {
+    return tape == null ? delegate.scoped(body) : body.get();
+  }
+
   @Override
   public Tensor zeros(DType dtype, int... shape) {
     return delegate.zeros(dtype, shape);

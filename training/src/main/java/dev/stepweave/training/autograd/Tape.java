@@ -126,6 +126,9 @@ public final class Tape {
           },
           grads::held);
     }
+    // The leaves' gradients now belong to the caller's step (an optimiser's), which drops them
+    // when it has used them, rather than to the garbage collector.
+    memory.end();
     return grads;
   }
 

@@ -20,6 +20,10 @@ public final class GradientAccumulator {
   private static final ValueLayout.OfFloat F32 = ValueLayout.JAVA_FLOAT_UNALIGNED;
   private final Backend backend;
   private final Map<String, Tensor> sums = new LinkedHashMap<>();
+  // The first micro-batch's gradients, not yet scaled: a batch of one micro-batch (share 1) is
+  // handed on as it came, with no scaled copy of a model's worth of gradients beside it.
+  private Map<String, Tensor> first;
+  private double firstShare;
   private double weights;
 
   /** An accumulator whose device sums {@code backend} makes (host ones need none). */
@@ -29,10 +33,30 @@ public final class GradientAccumulator {
 
   /** Adds {@code gradients} (of one micro-batch's mean loss) with weight {@code share}. */
   public void add(Map<String, Tensor> gradients, double share) {
-    if (!sums.isEmpty() && !sums.keySet().equals(gradients.keySet())) {
+    Map<String, Tensor> earlier = first != null ? first : sums;
+    if (!earlier.isEmpty() && !earlier.keySet().equals(gradients.keySet())) {
       throw new IllegalArgumentException(
-          "micro-batch gradients of " + gradients.keySet() + " after ones of " + sums.keySet());
+          "micro-batch gradients of " + gradients.keySet() + " after ones of " + earlier.keySet());
     }
+    if (first == null && sums.isEmpty()) {
+      first = gradients;
+      firstShare = share;
+    } else {
+      sumFirst();
+      addScaled(gradients, share);
+    }
+    weights += share;
+  }
+
+  /** The first micro-batch's gradients into the sums, scaled by their share. */
+  private void sumFirst() {
+    if (first != null) {
+      addScaled(first, firstShare);
+      first = null;
+    }
+  }
+
+  private void addScaled(Map<String, Tensor> gradients, double share) {
     gradients.forEach(
         (name, g) -> {
           Tensor sum = sums.get(name);
@@ -55,16 +79,22 @@ public final class GradientAccumulator {
             }
           }
         });
-    weights += share;
   }
 
-  /** The accumulated gradients; the shares must have summed to 1 (the whole batch). */
+  /**
+   * The accumulated gradients; the shares must have summed to 1 (the whole batch). One micro-batch
+   * gives its own gradients back (its device tensors themselves, host ones as copies).
+   */
   public Map<String, Tensor> total() {
     if (Math.abs(weights - 1) > 1e-9) {
       throw new IllegalStateException("micro-batch shares sum to " + weights + ", not 1");
     }
+    Map<String, Tensor> from = first != null && firstShare == 1 ? first : sums;
+    if (from == sums) {
+      sumFirst();
+    }
     Map<String, Tensor> out = new LinkedHashMap<>();
-    sums.forEach(
+    from.forEach(
         (name, s) ->
             out.put(
                 name,

@@ -31,7 +31,9 @@ public final class GradientClipping {
           squares += (double) v * v;
         }
       } else {
-        onDevice.add(sumOfSquares(backend, g));
+        // Scoped: g² dies as soon as it is summed, not with the optimiser's step (on a GPU the
+        // squares of every gradient together are a model's size).
+        onDevice.add(backend.scoped(() -> sumOfSquares(backend, g)));
       }
     }
     if (!onDevice.isEmpty()) {

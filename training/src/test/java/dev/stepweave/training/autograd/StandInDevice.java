@@ -122,6 +122,14 @@ public final class StandInDevice implements Backend {
         }
         kept = next;
       }
+
+      @Override
+      public void end() {
+        if (!steps.isEmpty()) {
+          steps.peek().addAll(kept);
+        }
+        kept = new ArrayList<>();
+      }
     };
   }
 

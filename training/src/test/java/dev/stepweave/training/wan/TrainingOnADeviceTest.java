@@ -156,6 +156,46 @@ class TrainingOnADeviceTest {
   }
 
   /**
+   * The leaves' gradients a backward leaves behind die with the optimiser's step that read them
+   * (the stand-in overwrites released memory with NaN), not when the garbage collector finds them:
+   * on a GPU they are a model's size, and a step's peak would otherwise carry the last step's.
+   */
+  @Test
+  void theGradientsDieWithTheOptimisersStep() {
+    StandInDevice device = new StandInDevice();
+    try (TensorSource weights = COMPONENT.openWeights()) {
+      TrainableTransformer model =
+          load(weights, new RecordingBackend(device, CPU, ActivationCheckpointing.OFF));
+      Optimiser optimiser = trainer(model).optimiser();
+      Map<String, Tensor> seen = new TreeMap<>();
+      optimiser.step(
+          model.parameters(),
+          1,
+          i -> {
+            var result = model.lossAndGradients(batch(), model.parameters(), AdapterRows.NONE);
+            seen.putAll(result.gradients());
+            assertTrue(finite(device.download(seen.get("proj_out.weight"))), "read in the step");
+            return new Optimiser.Evaluation(1, result.loss(), result.gradients());
+          });
+      seen.forEach(
+          (name, g) ->
+              assertTrue(
+                  Float.isNaN(device.download(g).toFloatArray()[0]),
+                  name + "'s gradient outlived the step"));
+      assertTrue(finite(device.download(model.parameters().get("proj_out.weight"))));
+    }
+  }
+
+  private static boolean finite(Tensor t) {
+    for (float v : t.toFloatArray()) {
+      if (!Float.isFinite(v)) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
    * Three optimiser steps (two micro-batches of the batch each, weight decay, an EMA; no clipping,
    * whose device norm is F32 — {@link #clippingOnTheDeviceIsTheHostsWithinF32}), then a fourth
    * after a fresh optimiser restored the CPU's state: every parameter, EMA average and moment as
