@@ -3,7 +3,8 @@
 # runtime, then, each step optional:
 #   TESTS=1 (default)   the "gpu" test group (GpuSuite: CudaBackend vs CpuBackend op by op, kernel
 #                       compilation, the VMM pool, the golden parity suite in F32, BF16 bounds;
-#                       GPU_EXCLUDE: class-name patterns of its tests to leave out)
+#                       GPU_EXCLUDE: class-name patterns of its tests to leave out; GPU_ONLY:
+#                       "NameA|NameB", only the test classes whose names contain one of those)
 #   BENCH=all|quick|attention|dit|vae|cfg|none (default all)   dev.stepweave.bench.gpu.Bench (ours)
 #   MAINS="GraphBench CacheBench:17,20 …"         further dev.stepweave.bench.gpu mains, in order
 #                                                 (after a colon: arguments, comma-separated)
@@ -60,7 +61,13 @@ if [ "${TESTS:-1}" = 1 ]; then
   {
     echo "$header"
     echo "== gpu test group"
-    "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.GpuSuite ${GPU_EXCLUDE:-}
+    if [ -n "${GPU_ONLY:-}" ]; then
+      "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.GpuSuite "^(?!.*($GPU_ONLY)).*\$"
+    else
+      # Unquoted: GPU_EXCLUDE is a list of patterns.
+      # shellcheck disable=SC2086
+      "$java" "${flags[@]}" -cp "$cp" dev.stepweave.cuda.GpuSuite ${GPU_EXCLUDE:-}
+    fi
     echo "gpu suite exit: $?"
   } 2>&1 | tee "$out/gpu-tests.log"
 fi

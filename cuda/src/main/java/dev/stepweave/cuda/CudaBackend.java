@@ -459,8 +459,11 @@ public final class CudaBackend implements Backend, AutoCloseable {
   @Override
   public AttentionGradients attentionBackward(
       AttentionForward forward, Tensor gradOut, boolean biasGradient) {
-    return AttentionBackwardByOps.backward(
-        this, forward, gradOut, biasGradient, CudaOps.SCRATCH_BUDGET_BYTES);
+    AttentionGradients flash = ops.attention().flashBackward(forward, gradOut);
+    return flash != null
+        ? flash
+        : AttentionBackwardByOps.backward(
+            this, forward, gradOut, biasGradient, CudaOps.SCRATCH_BUDGET_BYTES);
   }
 
   /** Which implementation runs bias-free {@link #attention} of these inputs, in words. */

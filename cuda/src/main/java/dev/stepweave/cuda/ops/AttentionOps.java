@@ -7,6 +7,8 @@ import dev.stepweave.cuda.cudnn.CudnnRuntime;
 import dev.stepweave.cuda.kernels.Kernels;
 import dev.stepweave.cuda.kernels.Launch;
 import dev.stepweave.cuda.memory.DeviceTensors;
+import dev.stepweave.tensor.Backend.AttentionForward;
+import dev.stepweave.tensor.Backend.AttentionGradients;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.OpShapes;
 import dev.stepweave.tensor.Tensor;
@@ -25,6 +27,9 @@ public final class AttentionOps {
   private static final int FLASH_KEY_TILE = 64;
   private static final int FLASH_THREADS = 256;
   private static final float LOG2_E = 1.4426950408889634f;
+  // flash.cu's backward: 64 keys (or query rows, in the row pass) a block of 4 warps.
+  private static final int FLASH_BACKWARD_TILE = 64;
+  private static final int FLASH_BACKWARD_THREADS = 128;
 
   private final Operands operands;
   private final DeviceTensors tensors;
@@ -185,6 +190,72 @@ public final class AttentionOps {
     tensors.releaseDerived(qb, q);
     tensors.releaseDerived(kb, k);
     tensors.releaseDerived(vb, v);
+  }
+
+  /**
+   * {@link dev.stepweave.tensor.Backend#attentionBackward} through flash.cu's backward kernels
+   * (FlashAttention-2's, with each row's term D from the backward's own P and dP) where they run:
+   * the BF16 mode, no bias, q, k and v of one head dim flash.cu holds, some queries and keys. The
+   * inputs and dO are read in BF16 (rounded once where they are F32); P and dS are rounded to BF16
+   * for their products, F32 everywhere else; the gradients are F32. Null elsewhere.
+   */
+  public AttentionGradients flashBackward(AttentionForward forward, Tensor gradOut) {
+    Tensor q = forward.q(), k = forward.k(), v = forward.v();
+    int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1);
+    if (!operands.bf16Mode()
+        || forward.bias() != null
+        || d != v.dim(3)
+        || !FLASH_DIMS.contains(d)
+        || (long) b * h * lq * lk == 0) {
+      return null;
+    }
+    Tensor dO = forward.gradientOfOutput(gradOut);
+    String rows = "flash_bwd_rows_d" + d, keys = "flash_bwd_keys_d" + d;
+    int queryTile = d == 128 ? 32 : 64;
+    int rowsShared = 4 * FLASH_BACKWARD_TILE * d * 2;
+    int keysShared =
+        (2 * FLASH_BACKWARD_TILE + 2 * queryTile) * d * 2
+            + FLASH_BACKWARD_TILE * queryTile * 2
+            + 2 * queryTile * Float.BYTES;
+    if (flashReady.add(rows)) {
+      kernels.allowSharedMemory("flash.cu", rows, rowsShared);
+      kernels.allowSharedMemory("flash.cu", keys, keysShared);
+    }
+    Tensor qb = operands.bf16(q), kb = operands.bf16(k), vb = operands.bf16(v);
+    Tensor ob = operands.bf16(dO);
+    Tensor lse = tensors.empty(DType.F32, b * h, lq);
+    Tensor rowTerms = tensors.empty(DType.F32, b * h, lq);
+    Tensor dq = tensors.zeros(DType.F32, q.shape());
+    Tensor dk = tensors.empty(DType.F32, k.shape());
+    Tensor dv = tensors.empty(DType.F32, v.shape());
+    try (Launch l = kernels.launch("flash.cu", rows)) {
+      l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(ob)).ptr(addr(lse)).ptr(addr(rowTerms));
+      l.i32(lq).i32(lk).i32(h).f32(forward.scale() * LOG2_E);
+      l.run(
+          kernels.context().stream(),
+          (lq + FLASH_BACKWARD_TILE - 1) / FLASH_BACKWARD_TILE,
+          b * h,
+          1,
+          FLASH_BACKWARD_THREADS,
+          rowsShared);
+    }
+    try (Launch l = kernels.launch("flash.cu", keys)) {
+      l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(ob)).ptr(addr(lse)).ptr(addr(rowTerms));
+      l.ptr(addr(dq)).ptr(addr(dk)).ptr(addr(dv));
+      l.i32(lq).i32(lk).i32(h).f32(forward.scale() * LOG2_E).f32(forward.scale());
+      l.run(
+          kernels.context().stream(),
+          (lk + FLASH_BACKWARD_TILE - 1) / FLASH_BACKWARD_TILE,
+          b * h,
+          1,
+          FLASH_BACKWARD_THREADS,
+          keysShared);
+    }
+    tensors.releaseDerived(qb, q);
+    tensors.releaseDerived(kb, k);
+    tensors.releaseDerived(vb, v);
+    tensors.releaseDerived(ob, dO);
+    return new AttentionGradients(dq, dk, dv, null);
   }
 
   private static int sharedBytes(int keyTile, int warps, int d, int dv) {

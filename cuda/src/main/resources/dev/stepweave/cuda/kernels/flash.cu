@@ -242,3 +242,338 @@ FLASH(16, bf16, bf16_t)
 FLASH(32, bf16, bf16_t)
 FLASH(64, bf16, bf16_t)
 FLASH(128, bf16, bf16_t)
+
+// ---------------------------------------------------------------------------------------------
+// The backward (FlashAttention-2's, in two kernels). BF16 q, k, v, dO [B, L, H, D]; F32 gradients.
+//
+// flash_bwd_rows: per query row, in the log2 domain, L = max + log2 Σ exp2(s·scaleLog2 − max)
+// and the row term D = Σ_j P_j·dP_j with dP = dO·Vᵀ — from the backward's own P and dP, not as
+// rowsum(dO ∘ O) from the forward's rounded output: then every row of dS = P ∘ (dP − D) sums to
+// zero to F32 rounding, which keeps the keys' shift invariance (AttentionBackwardByOps says why
+// that matters). Four warps, 16 query rows each, stream 64-key tiles of K and V.
+//
+// flash_bwd_keys: a block of four warps owns 64 keys of one (batch, head), each warp 16, and streams
+// the query tiles (BM rows of Q and dO, with their L and D): Sᵀ = K·Qᵀ and dPᵀ = V·dOᵀ on the
+// tensor cores, P = exp2(Sᵀ·scaleLog2 − L), dSᵀ = P ∘ (dPᵀ − D) in F32, then dV += Pᵀ·dO and
+// dK += dSᵀ·Q with P and dS as BF16 A-fragments made without leaving registers (as the forward's
+// P). dS goes in as two BF16 parts, its rounding and what the rounding left, two products: one
+// rounding of dS element by element would leave about 2⁻¹⁰ of ‖dK‖ in Σⱼ dKⱼ (measured 2e-3 on an
+// H100), which a key projection's bias gradient — nearly that sum — amplifies past the BF16 bound.
+// dQ += dS·K needs dS by query row: dSᵀ goes through shared memory as BF16 and each warp adds its
+// rows' share into the F32 dQ with atomics (dQ starts at zero).
+#define FLASH_BWD_BN 64
+#define FLASH_BWD_ROWS 64
+
+// The BF16 pair of x and y (as pack_bf16), and the BF16 pair of what that rounding left of each:
+// their sum carries about 16 bits of x and y.
+__device__ __forceinline__ void pack_bf16_split(float x, float y, unsigned& hi, unsigned& lo) {
+  hi = pack_bf16(x, y);
+  lo = pack_bf16(x - __uint_as_float((hi & 0xffffu) << 16), y - __uint_as_float(hi & 0xffff0000u));
+}
+
+__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
+  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(value));
+}
+
+template <int D>
+__device__ __forceinline__ void flash_bwd_rows(const bf16_t* q, const bf16_t* k, const bf16_t* v,
+                                               const bf16_t* dO, float* lse, float* rowD, int Lq,
+                                               int Lk, int H, float scaleLog2) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sQ = smem_u32(smem);
+  const unsigned sO = sQ + FLASH_BWD_ROWS * D * 2;
+  const unsigned sK = sO + FLASH_BWD_ROWS * D * 2;
+  const unsigned sV = sK + FLASH_BWD_BN * D * 2;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const int m0 = blockIdx.x * FLASH_BWD_ROWS;
+  const i64 stride = (i64)H * D;
+  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
+  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const int tiles = (Lk + FLASH_BWD_BN - 1) / FLASH_BWD_BN;
+
+  load_tile<D>(sQ, qb, stride, m0, FLASH_BWD_ROWS, Lq);
+  load_tile<D>(sO, ob, stride, m0, FLASH_BWD_ROWS, Lq);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  unsigned qf[D / 16][4], of[D / 16][4];
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc) {
+    const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+    ldmatrix_x4(qf[kc], tile_addr<D>(sQ, row, kc * 2 + lane / 16));
+    ldmatrix_x4(of[kc], tile_addr<D>(sO, row, kc * 2 + lane / 16));
+  }
+
+  float rowMax[2] = {NEG_INF, NEG_INF};
+  float rowSum[2] = {0.0f, 0.0f};
+  float rowDot[2] = {0.0f, 0.0f};
+  for (int t = 0; t < tiles; ++t) {
+    __syncthreads();  // every warp is done with the previous tile
+    load_tile<D>(sK, kb, stride, t * FLASH_BWD_BN, FLASH_BWD_BN, Lk);
+    load_tile<D>(sV, vb, stride, t * FLASH_BWD_BN, FLASH_BWD_BN, Lk);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    float s[FLASH_BWD_BN / 8][4], dp[FLASH_BWD_BN / 8][4];
+#pragma unroll
+    for (int i = 0; i < FLASH_BWD_BN / 8; ++i) {
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.0f;
+    }
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+#pragma unroll
+      for (int np = 0; np < FLASH_BWD_BN / 16; ++np) {
+        unsigned bk[4];
+        const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
+        ldmatrix_x4(bk, tile_addr<D>(sK, row, kc * 2 + (lane / 8) % 2));
+        mma_bf16(s[2 * np], qf[kc], bk[0], bk[1]);
+        mma_bf16(s[2 * np + 1], qf[kc], bk[2], bk[3]);
+        ldmatrix_x4(bk, tile_addr<D>(sV, row, kc * 2 + (lane / 8) % 2));
+        mma_bf16(dp[2 * np], of[kc], bk[0], bk[1]);
+        mma_bf16(dp[2 * np + 1], of[kc], bk[2], bk[3]);
+      }
+    }
+    const int keyBase = t * FLASH_BWD_BN + (lane % 4) * 2;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      float tileMax = NEG_INF;
+#pragma unroll
+      for (int nt = 0; nt < FLASH_BWD_BN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const bool valid = keyBase + nt * 8 + e < Lk;
+          const float x = valid ? s[nt][2 * r + e] * scaleLog2 : NEG_INF;
+          s[nt][2 * r + e] = x;
+          tileMax = fmaxf(tileMax, x);
+        }
+      }
+      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 1));
+      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 2));
+      const float newMax = fmaxf(rowMax[r], tileMax);
+      const float corr = exp2f(rowMax[r] - newMax);
+      rowMax[r] = newMax;
+      float sum = 0.0f, dot = 0.0f;
+#pragma unroll
+      for (int nt = 0; nt < FLASH_BWD_BN / 8; ++nt) {
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+          const float p = exp2f(s[nt][2 * r + e] - newMax);
+          sum += p;
+          dot += p * dp[nt][2 * r + e];
+        }
+      }
+      rowSum[r] = rowSum[r] * corr + sum;
+      rowDot[r] = rowDot[r] * corr + dot;
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    float l = rowSum[r], d = rowDot[r];
+    l += __shfl_xor_sync(FULL_MASK, l, 1);
+    l += __shfl_xor_sync(FULL_MASK, l, 2);
+    d += __shfl_xor_sync(FULL_MASK, d, 1);
+    d += __shfl_xor_sync(FULL_MASK, d, 2);
+    const int row = m0 + warp * 16 + lane / 4 + 8 * r;
+    if (row < Lq && lane % 4 == 0) {
+      lse[(i64)blockIdx.y * Lq + row] = rowMax[r] + log2f(l);
+      rowD[(i64)blockIdx.y * Lq + row] = d / l;
+    }
+  }
+}
+
+template <int D, int BM>
+__device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k, const bf16_t* v,
+                                               const bf16_t* dO, const float* lse,
+                                               const float* rowD, float* dq, float* dk, float* dv,
+                                               int Lq, int Lk, int H, float scaleLog2,
+                                               float scale) {
+  // dQ's BM rows in groups of 16 (one mma's rows); the four warps split its columns between them.
+  constexpr int GROUPS = BM / 16;
+  constexpr int COLS = D / (4 / GROUPS);
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sK = smem_u32(smem);
+  const unsigned sV = sK + FLASH_BWD_BN * D * 2;
+  const unsigned sQ = sV + FLASH_BWD_BN * D * 2;
+  const unsigned sO = sQ + BM * D * 2;
+  const unsigned sS = sO + BM * D * 2;
+  float* sL = (float*)(smem + (2 * FLASH_BWD_BN + 2 * BM) * D * 2 + FLASH_BWD_BN * BM * 2);
+  float* sD = sL + BM;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const int n0 = blockIdx.x * FLASH_BWD_BN;
+  const i64 stride = (i64)H * D;
+  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
+  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const float* lb = lse + (i64)blockIdx.y * Lq;
+  const float* db = rowD + (i64)blockIdx.y * Lq;
+
+  load_tile<D>(sK, kb, stride, n0, FLASH_BWD_BN, Lk);
+  load_tile<D>(sV, vb, stride, n0, FLASH_BWD_BN, Lk);
+  cp_async_commit();
+
+  float dka[D / 8][4], dva[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) {
+    dka[i][0] = dka[i][1] = dka[i][2] = dka[i][3] = 0.0f;
+    dva[i][0] = dva[i][1] = dva[i][2] = dva[i][3] = 0.0f;
+  }
+  const int qTiles = (Lq + BM - 1) / BM;
+  for (int t = 0; t < qTiles; ++t) {
+    const int i0 = t * BM;
+    __syncthreads();  // every warp is done with the previous query tile
+    load_tile<D>(sQ, qb, stride, i0, BM, Lq);
+    load_tile<D>(sO, ob, stride, i0, BM, Lq);
+    cp_async_commit();
+    for (int e = threadIdx.x; e < BM; e += blockDim.x) {
+      const bool ok = i0 + e < Lq;
+      sL[e] = ok ? lb[i0 + e] : 0.0f;
+      sD[e] = ok ? db[i0 + e] : 0.0f;
+    }
+    cp_async_wait<0>();
+    __syncthreads();
+
+    // Sᵀ and dPᵀ: this warp's 16 keys by the tile's BM queries.
+    float st[BM / 8][4], dpt[BM / 8][4];
+#pragma unroll
+    for (int i = 0; i < BM / 8; ++i) {
+      st[i][0] = st[i][1] = st[i][2] = st[i][3] = 0.0f;
+      dpt[i][0] = dpt[i][1] = dpt[i][2] = dpt[i][3] = 0.0f;
+    }
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+      unsigned ka[4], va[4];
+      const int arow = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+      ldmatrix_x4(ka, tile_addr<D>(sK, arow, kc * 2 + lane / 16));
+      ldmatrix_x4(va, tile_addr<D>(sV, arow, kc * 2 + lane / 16));
+#pragma unroll
+      for (int np = 0; np < BM / 16; ++np) {
+        unsigned bq[4];
+        const int brow = np * 16 + (lane % 8) + (lane / 16) * 8;
+        ldmatrix_x4(bq, tile_addr<D>(sQ, brow, kc * 2 + (lane / 8) % 2));
+        mma_bf16(st[2 * np], ka, bq[0], bq[1]);
+        mma_bf16(st[2 * np + 1], ka, bq[2], bq[3]);
+        ldmatrix_x4(bq, tile_addr<D>(sO, brow, kc * 2 + (lane / 8) % 2));
+        mma_bf16(dpt[2 * np], va, bq[0], bq[1]);
+        mma_bf16(dpt[2 * np + 1], va, bq[2], bq[3]);
+      }
+    }
+    // P and dS in place of Sᵀ and dPᵀ; a padded key or query row gets zeros.
+#pragma unroll
+    for (int nt = 0; nt < BM / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const int key = n0 + warp * 16 + lane / 4 + 8 * (e >> 1);
+        const int ql = nt * 8 + (lane % 4) * 2 + (e & 1);
+        const float p =
+            key < Lk && i0 + ql < Lq ? exp2f(st[nt][e] * scaleLog2 - sL[ql]) : 0.0f;
+        st[nt][e] = p;
+        dpt[nt][e] = p * (dpt[nt][e] - sD[ql]);
+      }
+    }
+    // dV += Pᵀ·dO and dK += dSᵀ·Q (scaled at the end).
+#pragma unroll
+    for (int kc = 0; kc < BM / 16; ++kc) {
+      unsigned pa[4], sa[4], sl[4];
+      pa[0] = pack_bf16(st[2 * kc][0], st[2 * kc][1]);
+      pa[1] = pack_bf16(st[2 * kc][2], st[2 * kc][3]);
+      pa[2] = pack_bf16(st[2 * kc + 1][0], st[2 * kc + 1][1]);
+      pa[3] = pack_bf16(st[2 * kc + 1][2], st[2 * kc + 1][3]);
+      pack_bf16_split(dpt[2 * kc][0], dpt[2 * kc][1], sa[0], sl[0]);
+      pack_bf16_split(dpt[2 * kc][2], dpt[2 * kc][3], sa[1], sl[1]);
+      pack_bf16_split(dpt[2 * kc + 1][0], dpt[2 * kc + 1][1], sa[2], sl[2]);
+      pack_bf16_split(dpt[2 * kc + 1][2], dpt[2 * kc + 1][3], sa[3], sl[3]);
+      // dSᵀ by key row into shared memory for dQ: chunk 2kc and 2kc + 1 of this warp's rows.
+      const int srow = warp * 16 + lane / 4;
+      const unsigned within = (lane % 4) * 4;
+      st_shared_u32(tile_addr<BM>(sS, srow, 2 * kc) + within, sa[0]);
+      st_shared_u32(tile_addr<BM>(sS, srow + 8, 2 * kc) + within, sa[1]);
+      st_shared_u32(tile_addr<BM>(sS, srow, 2 * kc + 1) + within, sa[2]);
+      st_shared_u32(tile_addr<BM>(sS, srow + 8, 2 * kc + 1) + within, sa[3]);
+#pragma unroll
+      for (int dp = 0; dp < D / 16; ++dp) {
+        unsigned bb[4];
+        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        ldmatrix_x4_trans(bb, tile_addr<D>(sO, row, dp * 2 + lane / 16));
+        mma_bf16(dva[2 * dp], pa, bb[0], bb[1]);
+        mma_bf16(dva[2 * dp + 1], pa, bb[2], bb[3]);
+        ldmatrix_x4_trans(bb, tile_addr<D>(sQ, row, dp * 2 + lane / 16));
+        mma_bf16(dka[2 * dp], sa, bb[0], bb[1]);
+        mma_bf16(dka[2 * dp + 1], sa, bb[2], bb[3]);
+        mma_bf16(dka[2 * dp], sl, bb[0], bb[1]);
+        mma_bf16(dka[2 * dp + 1], sl, bb[2], bb[3]);
+      }
+    }
+    __syncthreads();
+
+    // dQ += dS·K over this block's 64 keys: rows group `rg`, columns [cs·COLS, (cs + 1)·COLS).
+    const int rg = warp % GROUPS, cs = warp / GROUPS;
+    float dqa[COLS / 8][4];
+#pragma unroll
+    for (int i = 0; i < COLS / 8; ++i) dqa[i][0] = dqa[i][1] = dqa[i][2] = dqa[i][3] = 0.0f;
+#pragma unroll
+    for (int kc = 0; kc < FLASH_BWD_BN / 16; ++kc) {
+      unsigned a[4];
+      const int srow = kc * 16 + (lane % 8) + (lane / 16) * 8;
+      ldmatrix_x4_trans(a, tile_addr<BM>(sS, srow, rg * 2 + (lane / 8) % 2));
+#pragma unroll
+      for (int dp = 0; dp < COLS / 16; ++dp) {
+        unsigned bb[4];
+        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        ldmatrix_x4_trans(bb, tile_addr<D>(sK, row, (cs * (COLS / 16) + dp) * 2 + lane / 16));
+        mma_bf16(dqa[2 * dp], a, bb[0], bb[1]);
+        mma_bf16(dqa[2 * dp + 1], a, bb[2], bb[3]);
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < 2; ++r) {
+      const int row = i0 + rg * 16 + lane / 4 + 8 * r;
+      if (row < Lq) {
+        float* out = dq + ((i64)b * Lq + row) * stride + (i64)h * D + cs * COLS + (lane % 4) * 2;
+#pragma unroll
+        for (int dt = 0; dt < COLS / 8; ++dt) {
+          atomicAdd(out + dt * 8, scale * dqa[dt][2 * r]);
+          atomicAdd(out + dt * 8 + 1, scale * dqa[dt][2 * r + 1]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int key = n0 + warp * 16 + lane / 4 + 8 * r;
+    if (key < Lk) {
+      const i64 at = ((i64)b * Lk + key) * stride + (i64)h * D + (lane % 4) * 2;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        dk[at + dt * 8] = scale * dka[dt][2 * r];
+        dk[at + dt * 8 + 1] = scale * dka[dt][2 * r + 1];
+        dv[at + dt * 8] = dva[dt][2 * r];
+        dv[at + dt * 8 + 1] = dva[dt][2 * r + 1];
+      }
+    }
+  }
+}
+
+// flash_bwd_rows_d<D> and flash_bwd_keys_d<D>: head dim D; 32 query rows a tile at D = 128 (the
+// accumulators of dK and dV take 128 registers there), 64 below.
+#define FLASH_BWD(DIM, BM)                                                                        \
+  extern "C" __global__ void __launch_bounds__(128, 1)                                            \
+      flash_bwd_rows_d##DIM(const bf16_t* q, const bf16_t* k, const bf16_t* v, const bf16_t* dO,  \
+                            float* lse, float* rowD, int Lq, int Lk, int H, float scaleLog2) {    \
+    flash_bwd_rows<DIM>(q, k, v, dO, lse, rowD, Lq, Lk, H, scaleLog2);                            \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(128, 1) flash_bwd_keys_d##DIM(                     \
+      const bf16_t* q, const bf16_t* k, const bf16_t* v, const bf16_t* dO, const float* lse,      \
+      const float* rowD, float* dq, float* dk, float* dv, int Lq, int Lk, int H, float scaleLog2, \
+      float scale) {                                                                              \
+    flash_bwd_keys<DIM, BM>(q, k, v, dO, lse, rowD, dq, dk, dv, Lq, Lk, H, scaleLog2, scale);     \
+  }
+FLASH_BWD(16, 64)
+FLASH_BWD(32, 64)
+FLASH_BWD(64, 64)
+FLASH_BWD(128, 32)
