@@ -11,10 +11,32 @@ import dev.stepweave.training.shapes.SplitMix64;
 final class StepDraws {
   private static final long STEP_STREAM = 0x5354_4550_5345_4544L;
 
-  private final SplitMix64 random;
+  private SplitMix64 random;
 
   StepDraws(long seed, int step) {
-    random = new SplitMix64(SplitMix64.mix(seed ^ STEP_STREAM) ^ SplitMix64.mix(step + 1L));
+    this(new SplitMix64(SplitMix64.mix(seed ^ STEP_STREAM) ^ SplitMix64.mix(step + 1L)));
+  }
+
+  private StepDraws(SplitMix64 random) {
+    this.random = random;
+  }
+
+  /**
+   * The stream as it will be after {@code draws} more draws (a {@link #uniform} or {@link #bits} is
+   * one, {@link #gaussians} takes {@link #drawsOf}): the draws there, out of order.
+   */
+  StepDraws ahead(long draws) {
+    return new StepDraws(random.ahead(draws));
+  }
+
+  /** Moves this stream past {@code draws} draws (made through {@link #ahead}). */
+  void skip(long draws) {
+    random = random.ahead(draws);
+  }
+
+  /** How many draws {@link #gaussians gaussians(n)} takes: two per pair. */
+  static long drawsOf(int gaussians) {
+    return 2L * ((gaussians + 1) / 2);
   }
 
   /** Uniform in {@code [0, 1)}. */

@@ -13,6 +13,15 @@ public final class SplitMix64 {
     this.state = seed;
   }
 
+  /**
+   * A generator at this one's state after {@code n} more calls of {@link #nextLong} (each {@link
+   * #nextDouble} is one): the stream's state is a counter, so a draw far ahead costs nothing to
+   * reach, and parts of one stream can be drawn in parallel with the bits of drawing it in order.
+   */
+  public SplitMix64 ahead(long n) {
+    return new SplitMix64(state + n * GAMMA);
+  }
+
   public long nextLong() {
     state += GAMMA;
     return mix(state);
