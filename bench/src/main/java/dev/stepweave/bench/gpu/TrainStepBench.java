@@ -1,6 +1,9 @@
 package dev.stepweave.bench.gpu;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.cuda.CudaBackend;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.DType;
@@ -16,6 +19,7 @@ import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.wan.FlowMatchingTrainer;
 import dev.stepweave.training.wan.TrainableTransformer;
+import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
 
@@ -30,8 +34,12 @@ import java.util.Map;
  * by its global norm and AdamW over the F32 parameters in place, all on the device. CUDA-event
  * medians of {@code iterations} after a warm-up.
  *
- * <p>Arguments: {@code [size] [precision] [F,H,W or FxHxW] [iterations] [checkpointing:
- * off|per-block] [profile]}; {@code profile} prints one step op by op instead of the timings.
+ * <p>Arguments: {@code [size] [precision] [[B,]F,H,W or [Bx]FxHxW] [iterations] [checkpointing:
+ * off|per-block] [profile]}; {@code profile} prints one step op by op instead of the timings. Size
+ * {@code embedded-gpu} is the embedded default's DiT as {@code
+ * training/configs/embedded-dit-gpu.yaml} trains it (the shipped config with 1×2×2 patches; text of
+ * {@link EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens), e.g. at {@code 256x9x16x16}: a latent of batch B
+ * (default 1), every row at noise level 0.5.
  */
 public final class TrainStepBench {
   private TrainStepBench() {}
@@ -40,7 +48,9 @@ public final class TrainStepBench {
     String size = args.length > 0 ? args[0] : "1.3b";
     Precision precision = Precision.valueOf(args.length > 1 ? args[1].toUpperCase() : "F32");
     // F,H,W or FxHxW (run.sh's MAINS separates a main's arguments with commas).
-    String[] fhw = (args.length > 2 ? args[2] : "9,32,32").split("[,x]");
+    String[] latent = (args.length > 2 ? args[2] : "9,32,32").split("[,x]");
+    String[] fhw = Arrays.copyOfRange(latent, latent.length - 3, latent.length);
+    int rows = latent.length > 3 ? Integer.parseInt(latent[0]) : 1;
     int iterations = args.length > 3 ? Integer.parseInt(args[3]) : 3;
     ActivationCheckpointing checkpointing =
         args.length > 4 && args[4].equals("per-block")
@@ -49,7 +59,9 @@ public final class TrainStepBench {
     boolean profiled = args.length > 5 && args[5].equals("profile");
     CudaBackend gpu = Bench.openOrExit(precision);
     OpProfile profile = profiled ? OpProfile.over(gpu) : null;
-    WanTransformerConfig cfg = Bench.config(size);
+    boolean embedded = size.equals("embedded-gpu");
+    WanTransformerConfig cfg = embedded ? embeddedOnTheGpu() : Bench.config(size);
+    int textLength = embedded ? EmbeddedWan.MAX_SEQUENCE_LENGTH : 512;
     long t0 = System.nanoTime();
     TrainableTransformer model =
         TrainableTransformer.load(
@@ -66,10 +78,10 @@ public final class TrainStepBench {
     int f = Integer.parseInt(fhw[0]), h = Integer.parseInt(fhw[1]), w = Integer.parseInt(fhw[2]);
     FlowMatching.Batch batch =
         new FlowMatching.Batch(
-            RandomWeights.uniform(1, 1f, 1, cfg.inChannels(), f, h, w),
-            RandomWeights.uniform(2, 1f, 1, cfg.inChannels(), f, h, w),
-            Tensor.of(new float[] {0.5f}, 1),
-            RandomWeights.uniform(3, 1f, 1, 512, cfg.textDim()));
+            RandomWeights.uniform(1, 1f, rows, cfg.inChannels(), f, h, w),
+            RandomWeights.uniform(2, 1f, rows, cfg.inChannels(), f, h, w),
+            Tensor.of(sigmas(rows), rows),
+            RandomWeights.uniform(3, 1f, rows, textLength, cfg.textDim()));
     if (profiled) {
       profileOneStep(profile, model, batch, size + " " + precision);
       return;
@@ -82,10 +94,11 @@ public final class TrainStepBench {
             iterations,
             () -> loss[0] = model.lossAndGradients(batch, parameters, AdapterRows.NONE).loss());
     System.out.printf(
-        "ROW training forward+backward %s %s latent [1,%d,%d,%d,%d] (%d tokens), checkpointing"
+        "ROW training forward+backward %s %s latent [%d,%d,%d,%d,%d] (%d tokens a row), checkpointing"
             + " %s | %.1f ms (median of %d), loss %.4f | peak live %.1f GB%n",
         size,
         precision,
+        rows,
         cfg.inChannels(),
         f,
         h,
@@ -105,6 +118,38 @@ public final class TrainStepBench {
         "ROW training step %s %s (forward, backward, clipping, AdamW; all on the device),"
             + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
         size, precision, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
+  }
+
+  /** Each row's noise level: 0.5. */
+  private static float[] sigmas(int rows) {
+    float[] sigma = new float[rows];
+    Arrays.fill(sigma, 0.5f);
+    return sigma;
+  }
+
+  /**
+   * The embedded default's DiT (its shipped {@code transformer/config.json}, which the device's
+   * package leaves out) with the 1×2×2 patches the GPU recipe trains it with.
+   */
+  private static WanTransformerConfig embeddedOnTheGpu() {
+    ObjectNode json = new ObjectMapper().createObjectNode();
+    json.put("attention_head_dim", 32);
+    json.put("num_attention_heads", 4);
+    json.put("ffn_dim", 512);
+    json.put("freq_dim", 256);
+    json.put("num_layers", 4);
+    json.put("text_dim", 32);
+    json.put("in_channels", 8);
+    json.put("out_channels", 8);
+    json.putArray("patch_size").add(1).add(2).add(2);
+    json.put("cross_attn_norm", true);
+    json.put("qk_norm", "rms_norm_across_heads");
+    json.put("eps", 1e-6);
+    json.put("rope_max_seq_len", 1024);
+    json.putNull("added_kv_proj_dim");
+    json.putNull("image_dim");
+    json.putNull("pos_embed_seq_len");
+    return WanTransformerConfig.fromJson(json);
   }
 
   /**
