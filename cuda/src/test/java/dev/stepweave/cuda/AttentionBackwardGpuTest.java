@@ -30,7 +30,7 @@ import org.junit.jupiter.api.Test;
  * that sum — needs (2 % off on the tiny DiT in run 24). Rounding dS to BF16 element by element for
  * dK's product leaves about 2⁻¹⁰ of ‖dK‖ there (flash.cu did: 1.7e-3 to 2.4e-3 in run 31; it now
  * takes dS in two BF16 parts); a row term D that disagrees with P and dP (rowsum(dO ∘ O) of a
- * rounded output), about √Lk times that.
+ * rounded output), about √Lk times that. And a second call gives the same bits.
  */
 @Tag("gpu")
 class AttentionBackwardGpuTest {
@@ -60,16 +60,7 @@ class AttentionBackwardGpuTest {
                 new AttentionForward(q, k, v, bias, scale, out), gradOut, bias != null);
         long start = System.nanoTime();
         AttentionGradients got =
-            gpu.attentionBackward(
-                new AttentionForward(
-                    gpu.upload(q, q.dtype()),
-                    gpu.upload(k, k.dtype()),
-                    gpu.upload(v, v.dtype()),
-                    bias == null ? null : gpu.upload(bias, bias.dtype()),
-                    scale,
-                    gpu.upload(out, out.dtype())),
-                gpu.upload(gradOut, gradOut.dtype()),
-                bias != null);
+            onGpu(gpu, new AttentionForward(q, k, v, bias, scale, out), gradOut);
         Tensor dq = gpu.download(got.q()), dk = gpu.download(got.k()), dv = gpu.download(got.v());
         double ms = (System.nanoTime() - start) / 1e6;
         double eq = RelativeL2.of(dq, want.q()), ek = RelativeL2.of(dk, want.k());
@@ -90,6 +81,11 @@ class AttentionBackwardGpuTest {
             cpuShift,
             ms);
         assertTrue(shift <= 1e-4, c + ": the keys' gradients sum to " + shift + " of their norm");
+        // No atomics: the same inputs give the same bits.
+        AttentionGradients again =
+            onGpu(gpu, new AttentionForward(q, k, v, bias, scale, out), gradOut);
+        assertArrayEquals(dq.toFloatArray(), gpu.download(again.q()).toFloatArray(), c + " dq");
+        assertArrayEquals(dk.toFloatArray(), gpu.download(again.k()).toFloatArray(), c + " dk");
         assertArrayEquals(q.shape(), dq.shape());
         assertArrayEquals(k.shape(), dk.shape());
         assertArrayEquals(v.shape(), dv.shape());
@@ -98,6 +94,21 @@ class AttentionBackwardGpuTest {
         }
       }
     }
+  }
+
+  /** {@code gpu}'s backward of a host forward's tensors, uploaded. */
+  private static AttentionGradients onGpu(CudaBackend gpu, AttentionForward host, Tensor gradOut) {
+    Tensor bias = host.bias();
+    return gpu.attentionBackward(
+        new AttentionForward(
+            gpu.upload(host.q(), host.q().dtype()),
+            gpu.upload(host.k(), host.k().dtype()),
+            gpu.upload(host.v(), host.v().dtype()),
+            bias == null ? null : gpu.upload(bias, bias.dtype()),
+            host.scale(),
+            gpu.upload(host.out(), host.out().dtype())),
+        gpu.upload(gradOut, gradOut.dtype()),
+        bias != null);
   }
 
   /**

@@ -27,7 +27,8 @@ public final class AttentionOps {
   private static final int FLASH_KEY_TILE = 64;
   private static final int FLASH_THREADS = 256;
   private static final float LOG2_E = 1.4426950408889634f;
-  // flash.cu's backward: 64 keys (or query rows, in the row pass) a block of 4 warps.
+  // flash.cu's backward: 64 keys (the key pass) or query rows (the row and dQ passes) a block of 4
+  // warps.
   private static final int FLASH_BACKWARD_TILE = 64;
   private static final int FLASH_BACKWARD_THREADS = 128;
 
@@ -194,10 +195,11 @@ public final class AttentionOps {
 
   /**
    * {@link dev.stepweave.tensor.Backend#attentionBackward} through flash.cu's backward kernels
-   * (FlashAttention-2's, with each row's term D from the backward's own P and dP) where they run:
-   * the BF16 mode, no bias, q, k and v of one head dim flash.cu holds, some queries and keys. The
-   * inputs and dO are read in BF16 (rounded once where they are F32); P and dS are rounded to BF16
-   * for their products, F32 everywhere else; the gradients are F32. Null elsewhere.
+   * (FlashAttention-2's in three passes, each row's term D from the backward's own P and dP, dQ by
+   * query rows without atomics, so the gradients are deterministic) where they run: the BF16 mode,
+   * no bias, q, k and v of one head dim flash.cu holds, some queries and keys. The inputs and dO
+   * are read in BF16 (rounded once where they are F32); P and dS are rounded to BF16 for their
+   * products, F32 everywhere else; the gradients are F32. Null elsewhere.
    */
   public AttentionGradients flashBackward(AttentionForward forward, Tensor gradOut) {
     Tensor q = forward.q(), k = forward.k(), v = forward.v();
@@ -210,39 +212,35 @@ public final class AttentionOps {
       return null;
     }
     Tensor dO = forward.gradientOfOutput(gradOut);
-    String rows = "flash_bwd_rows_d" + d, keys = "flash_bwd_keys_d" + d;
-    int queryTile = d == 128 ? 32 : 64;
+    String rows = "flash_bwd_rows_d" + d, keys = "flash_bwd_keys_d" + d, dqs = "flash_bwd_dq_d" + d;
+    // flash.cu's tiles: 32 query rows (key pass) and 32 keys (dQ pass) at head dim 128, else 64.
+    int tile = d == 128 ? 32 : 64;
     int rowsShared = 4 * FLASH_BACKWARD_TILE * d * 2;
-    int keysShared =
-        (2 * FLASH_BACKWARD_TILE + 2 * queryTile) * d * 2
-            + FLASH_BACKWARD_TILE * queryTile * 2
-            + 2 * queryTile * Float.BYTES;
+    int keysShared = (2 * FLASH_BACKWARD_TILE + 2 * tile) * d * 2 + 2 * tile * Float.BYTES;
+    int dqShared = (2 * FLASH_BACKWARD_TILE + 2 * tile) * d * 2;
     if (flashReady.add(rows)) {
       kernels.allowSharedMemory("flash.cu", rows, rowsShared);
       kernels.allowSharedMemory("flash.cu", keys, keysShared);
+      kernels.allowSharedMemory("flash.cu", dqs, dqShared);
     }
     Tensor qb = operands.bf16(q), kb = operands.bf16(k), vb = operands.bf16(v);
     Tensor ob = operands.bf16(dO);
     Tensor lse = tensors.empty(DType.F32, b * h, lq);
     Tensor rowTerms = tensors.empty(DType.F32, b * h, lq);
-    Tensor dq = tensors.zeros(DType.F32, q.shape());
+    Tensor dq = tensors.empty(DType.F32, q.shape());
     Tensor dk = tensors.empty(DType.F32, k.shape());
     Tensor dv = tensors.empty(DType.F32, v.shape());
+    float scaleLog2 = forward.scale() * LOG2_E;
+    int queryBlocks = (lq + FLASH_BACKWARD_TILE - 1) / FLASH_BACKWARD_TILE;
     try (Launch l = kernels.launch("flash.cu", rows)) {
       l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(ob)).ptr(addr(lse)).ptr(addr(rowTerms));
-      l.i32(lq).i32(lk).i32(h).f32(forward.scale() * LOG2_E);
-      l.run(
-          kernels.context().stream(),
-          (lq + FLASH_BACKWARD_TILE - 1) / FLASH_BACKWARD_TILE,
-          b * h,
-          1,
-          FLASH_BACKWARD_THREADS,
-          rowsShared);
+      l.i32(lq).i32(lk).i32(h).f32(scaleLog2);
+      l.run(kernels.context().stream(), queryBlocks, b * h, 1, FLASH_BACKWARD_THREADS, rowsShared);
     }
     try (Launch l = kernels.launch("flash.cu", keys)) {
       l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(ob)).ptr(addr(lse)).ptr(addr(rowTerms));
-      l.ptr(addr(dq)).ptr(addr(dk)).ptr(addr(dv));
-      l.i32(lq).i32(lk).i32(h).f32(forward.scale() * LOG2_E).f32(forward.scale());
+      l.ptr(addr(dk)).ptr(addr(dv));
+      l.i32(lq).i32(lk).i32(h).f32(scaleLog2).f32(forward.scale());
       l.run(
           kernels.context().stream(),
           (lk + FLASH_BACKWARD_TILE - 1) / FLASH_BACKWARD_TILE,
@@ -250,6 +248,12 @@ public final class AttentionOps {
           1,
           FLASH_BACKWARD_THREADS,
           keysShared);
+    }
+    try (Launch l = kernels.launch("flash.cu", dqs)) {
+      l.ptr(addr(qb)).ptr(addr(kb)).ptr(addr(vb)).ptr(addr(ob)).ptr(addr(lse)).ptr(addr(rowTerms));
+      l.ptr(addr(dq));
+      l.i32(lq).i32(lk).i32(h).f32(scaleLog2).f32(forward.scale());
+      l.run(kernels.context().stream(), queryBlocks, b * h, 1, FLASH_BACKWARD_THREADS, dqShared);
     }
     tensors.releaseDerived(qb, q);
     tensors.releaseDerived(kb, k);

@@ -244,7 +244,8 @@ FLASH(64, bf16, bf16_t)
 FLASH(128, bf16, bf16_t)
 
 // ---------------------------------------------------------------------------------------------
-// The backward (FlashAttention-2's, in two kernels). BF16 q, k, v, dO [B, L, H, D]; F32 gradients.
+// The backward (FlashAttention-2's, in three kernels, no atomics). BF16 q, k, v, dO [B, L, H, D];
+// F32 gradients.
 //
 // flash_bwd_rows: per query row, in the log2 domain, L = max + log2 Σ exp2(s·scaleLog2 − max)
 // and the row term D = Σ_j P_j·dP_j with dP = dO·Vᵀ — from the backward's own P and dP, not as
@@ -259,8 +260,10 @@ FLASH(128, bf16, bf16_t)
 // P). dS goes in as two BF16 parts, its rounding and what the rounding left, two products: one
 // rounding of dS element by element would leave about 2⁻¹⁰ of ‖dK‖ in Σⱼ dKⱼ (measured 2e-3 on an
 // H100), which a key projection's bias gradient — nearly that sum — amplifies past the BF16 bound.
-// dQ += dS·K needs dS by query row: dSᵀ goes through shared memory as BF16 and each warp adds its
-// rows' share into the F32 dQ with atomics (dQ starts at zero).
+//
+// flash_bwd_dq: dQ = scale·dS·K by query rows, as the row pass is laid out, recomputing S and dP
+// (dS once in BF16): where the keys' blocks added their shares into dQ with F32 atomics, a 32 760-
+// token attention made 26 G of them and took 165 ms on an H100 (run 31).
 #define FLASH_BWD_BN 64
 #define FLASH_BWD_ROWS 64
 
@@ -269,10 +272,6 @@ FLASH(128, bf16, bf16_t)
 __device__ __forceinline__ void pack_bf16_split(float x, float y, unsigned& hi, unsigned& lo) {
   hi = pack_bf16(x, y);
   lo = pack_bf16(x - __uint_as_float((hi & 0xffffu) << 16), y - __uint_as_float(hi & 0xffff0000u));
-}
-
-__device__ __forceinline__ void st_shared_u32(unsigned addr, unsigned value) {
-  asm volatile("st.shared.b32 [%0], %1;" ::"r"(addr), "r"(value));
 }
 
 template <int D>
@@ -388,19 +387,14 @@ __device__ __forceinline__ void flash_bwd_rows(const bf16_t* q, const bf16_t* k,
 template <int D, int BM>
 __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k, const bf16_t* v,
                                                const bf16_t* dO, const float* lse,
-                                               const float* rowD, float* dq, float* dk, float* dv,
-                                               int Lq, int Lk, int H, float scaleLog2,
-                                               float scale) {
-  // dQ's BM rows in groups of 16 (one mma's rows); the four warps split its columns between them.
-  constexpr int GROUPS = BM / 16;
-  constexpr int COLS = D / (4 / GROUPS);
+                                               const float* rowD, float* dk, float* dv, int Lq,
+                                               int Lk, int H, float scaleLog2, float scale) {
   extern __shared__ __align__(128) unsigned char smem[];
   const unsigned sK = smem_u32(smem);
   const unsigned sV = sK + FLASH_BWD_BN * D * 2;
   const unsigned sQ = sV + FLASH_BWD_BN * D * 2;
   const unsigned sO = sQ + BM * D * 2;
-  const unsigned sS = sO + BM * D * 2;
-  float* sL = (float*)(smem + (2 * FLASH_BWD_BN + 2 * BM) * D * 2 + FLASH_BWD_BN * BM * 2);
+  float* sL = (float*)(smem + (2 * FLASH_BWD_BN + 2 * BM) * D * 2);
   float* sD = sL + BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int b = blockIdx.y / H, h = blockIdx.y % H;
@@ -488,13 +482,6 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
       pack_bf16_split(dpt[2 * kc][2], dpt[2 * kc][3], sa[1], sl[1]);
       pack_bf16_split(dpt[2 * kc + 1][0], dpt[2 * kc + 1][1], sa[2], sl[2]);
       pack_bf16_split(dpt[2 * kc + 1][2], dpt[2 * kc + 1][3], sa[3], sl[3]);
-      // dSᵀ by key row into shared memory for dQ: chunk 2kc and 2kc + 1 of this warp's rows.
-      const int srow = warp * 16 + lane / 4;
-      const unsigned within = (lane % 4) * 4;
-      st_shared_u32(tile_addr<BM>(sS, srow, 2 * kc) + within, sa[0]);
-      st_shared_u32(tile_addr<BM>(sS, srow + 8, 2 * kc) + within, sa[1]);
-      st_shared_u32(tile_addr<BM>(sS, srow, 2 * kc + 1) + within, sa[2]);
-      st_shared_u32(tile_addr<BM>(sS, srow + 8, 2 * kc + 1) + within, sa[3]);
 #pragma unroll
       for (int dp = 0; dp < D / 16; ++dp) {
         unsigned bb[4];
@@ -507,39 +494,6 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
         mma_bf16(dka[2 * dp + 1], sa, bb[2], bb[3]);
         mma_bf16(dka[2 * dp], sl, bb[0], bb[1]);
         mma_bf16(dka[2 * dp + 1], sl, bb[2], bb[3]);
-      }
-    }
-    __syncthreads();
-
-    // dQ += dS·K over this block's 64 keys: rows group `rg`, columns [cs·COLS, (cs + 1)·COLS).
-    const int rg = warp % GROUPS, cs = warp / GROUPS;
-    float dqa[COLS / 8][4];
-#pragma unroll
-    for (int i = 0; i < COLS / 8; ++i) dqa[i][0] = dqa[i][1] = dqa[i][2] = dqa[i][3] = 0.0f;
-#pragma unroll
-    for (int kc = 0; kc < FLASH_BWD_BN / 16; ++kc) {
-      unsigned a[4];
-      const int srow = kc * 16 + (lane % 8) + (lane / 16) * 8;
-      ldmatrix_x4_trans(a, tile_addr<BM>(sS, srow, rg * 2 + (lane / 8) % 2));
-#pragma unroll
-      for (int dp = 0; dp < COLS / 16; ++dp) {
-        unsigned bb[4];
-        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-        ldmatrix_x4_trans(bb, tile_addr<D>(sK, row, (cs * (COLS / 16) + dp) * 2 + lane / 16));
-        mma_bf16(dqa[2 * dp], a, bb[0], bb[1]);
-        mma_bf16(dqa[2 * dp + 1], a, bb[2], bb[3]);
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < 2; ++r) {
-      const int row = i0 + rg * 16 + lane / 4 + 8 * r;
-      if (row < Lq) {
-        float* out = dq + ((i64)b * Lq + row) * stride + (i64)h * D + cs * COLS + (lane % 4) * 2;
-#pragma unroll
-        for (int dt = 0; dt < COLS / 8; ++dt) {
-          atomicAdd(out + dt * 8, scale * dqa[dt][2 * r]);
-          atomicAdd(out + dt * 8 + 1, scale * dqa[dt][2 * r + 1]);
-        }
       }
     }
   }
@@ -559,9 +513,126 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
   }
 }
 
-// flash_bwd_rows_d<D> and flash_bwd_keys_d<D>: head dim D; 32 query rows a tile at D = 128 (the
-// accumulators of dK and dV take 128 registers there), 64 below.
-#define FLASH_BWD(DIM, BM)                                                                        \
+template <int D, int KT>
+__device__ __forceinline__ void flash_bwd_dq(const bf16_t* q, const bf16_t* k, const bf16_t* v,
+                                             const bf16_t* dO, const float* lse, const float* rowD,
+                                             float* dq, int Lq, int Lk, int H, float scaleLog2,
+                                             float scale) {
+  extern __shared__ __align__(128) unsigned char smem[];
+  const unsigned sQ = smem_u32(smem);
+  const unsigned sO = sQ + FLASH_BWD_ROWS * D * 2;
+  const unsigned sK = sO + FLASH_BWD_ROWS * D * 2;
+  const unsigned sV = sK + KT * D * 2;
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const int m0 = blockIdx.x * FLASH_BWD_ROWS;
+  const i64 stride = (i64)H * D;
+  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
+  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
+  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const int tiles = (Lk + KT - 1) / KT;
+
+  load_tile<D>(sQ, qb, stride, m0, FLASH_BWD_ROWS, Lq);
+  load_tile<D>(sO, ob, stride, m0, FLASH_BWD_ROWS, Lq);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+  unsigned qf[D / 16][4];
+  const int arow = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc) {
+    ldmatrix_x4(qf[kc], tile_addr<D>(sQ, arow, kc * 2 + lane / 16));
+  }
+  // Rows lane/4 and lane/4 + 8 of the warp's 16: their L and D (padded rows: zeros, unstored).
+  float rowL[2], rowT[2];
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + warp * 16 + lane / 4 + 8 * r;
+    rowL[r] = row < Lq ? lse[(i64)blockIdx.y * Lq + row] : 0.0f;
+    rowT[r] = row < Lq ? rowD[(i64)blockIdx.y * Lq + row] : 0.0f;
+  }
+  float acc[D / 8][4];
+#pragma unroll
+  for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
+
+  for (int t = 0; t < tiles; ++t) {
+    __syncthreads();  // every warp is done with the previous tile
+    load_tile<D>(sK, kb, stride, t * KT, KT, Lk);
+    load_tile<D>(sV, vb, stride, t * KT, KT, Lk);
+    cp_async_commit();
+    cp_async_wait<0>();
+    __syncthreads();
+    float s[KT / 8][4], dp[KT / 8][4];
+#pragma unroll
+    for (int i = 0; i < KT / 8; ++i) {
+      s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
+      dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.0f;
+    }
+#pragma unroll
+    for (int kc = 0; kc < D / 16; ++kc) {
+      unsigned of[4];
+      ldmatrix_x4(of, tile_addr<D>(sO, arow, kc * 2 + lane / 16));
+#pragma unroll
+      for (int np = 0; np < KT / 16; ++np) {
+        unsigned bk[4];
+        const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
+        ldmatrix_x4(bk, tile_addr<D>(sK, row, kc * 2 + (lane / 8) % 2));
+        mma_bf16(s[2 * np], qf[kc], bk[0], bk[1]);
+        mma_bf16(s[2 * np + 1], qf[kc], bk[2], bk[3]);
+        ldmatrix_x4(bk, tile_addr<D>(sV, row, kc * 2 + (lane / 8) % 2));
+        mma_bf16(dp[2 * np], of, bk[0], bk[1]);
+        mma_bf16(dp[2 * np + 1], of, bk[2], bk[3]);
+      }
+    }
+    // dS in place of S; a padded key gets zero.
+    const int keyBase = t * KT + (lane % 4) * 2;
+#pragma unroll
+    for (int nt = 0; nt < KT / 8; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) {
+        const float p = keyBase + nt * 8 + (e & 1) < Lk
+                            ? exp2f(s[nt][e] * scaleLog2 - rowL[e >> 1])
+                            : 0.0f;
+        s[nt][e] = p * (dp[nt][e] - rowT[e >> 1]);
+      }
+    }
+    // dQ += dS·K: dS as BF16 A-fragments (as the forward's P), K read transposed (as its V).
+#pragma unroll
+    for (int kc = 0; kc < KT / 16; ++kc) {
+      unsigned sa[4];
+      sa[0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
+      sa[1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
+      sa[2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
+      sa[3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
+#pragma unroll
+      for (int dt = 0; dt < D / 16; ++dt) {
+        unsigned bb[4];
+        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+        ldmatrix_x4_trans(bb, tile_addr<D>(sK, row, dt * 2 + lane / 16));
+        mma_bf16(acc[2 * dt], sa, bb[0], bb[1]);
+        mma_bf16(acc[2 * dt + 1], sa, bb[2], bb[3]);
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    const int row = m0 + warp * 16 + lane / 4 + 8 * r;
+    if (row < Lq) {
+      float* out = dq + ((i64)b * Lq + row) * stride + (i64)h * D + (lane % 4) * 2;
+#pragma unroll
+      for (int dt = 0; dt < D / 8; ++dt) {
+        out[dt * 8] = scale * acc[dt][2 * r];
+        out[dt * 8 + 1] = scale * acc[dt][2 * r + 1];
+      }
+    }
+  }
+}
+
+// flash_bwd_rows_d<D>, flash_bwd_keys_d<D> and flash_bwd_dq_d<D>: head dim D; at D = 128, 32 query
+// rows a tile in the key pass and 32 keys a tile in the dQ pass (their accumulators take 128 and 64
+// registers there), 64 below.
+#define FLASH_BWD(DIM, BM, KT)                                                                    \
   extern "C" __global__ void __launch_bounds__(128, 1)                                            \
       flash_bwd_rows_d##DIM(const bf16_t* q, const bf16_t* k, const bf16_t* v, const bf16_t* dO,  \
                             float* lse, float* rowD, int Lq, int Lk, int H, float scaleLog2) {    \
@@ -569,11 +640,16 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
   }                                                                                               \
   extern "C" __global__ void __launch_bounds__(128, 1) flash_bwd_keys_d##DIM(                     \
       const bf16_t* q, const bf16_t* k, const bf16_t* v, const bf16_t* dO, const float* lse,      \
-      const float* rowD, float* dq, float* dk, float* dv, int Lq, int Lk, int H, float scaleLog2, \
+      const float* rowD, float* dk, float* dv, int Lq, int Lk, int H, float scaleLog2,            \
       float scale) {                                                                              \
-    flash_bwd_keys<DIM, BM>(q, k, v, dO, lse, rowD, dq, dk, dv, Lq, Lk, H, scaleLog2, scale);     \
+    flash_bwd_keys<DIM, BM>(q, k, v, dO, lse, rowD, dk, dv, Lq, Lk, H, scaleLog2, scale);         \
+  }                                                                                               \
+  extern "C" __global__ void __launch_bounds__(128, 1) flash_bwd_dq_d##DIM(                       \
+      const bf16_t* q, const bf16_t* k, const bf16_t* v, const bf16_t* dO, const float* lse,      \
+      const float* rowD, float* dq, int Lq, int Lk, int H, float scaleLog2, float scale) {        \
+    flash_bwd_dq<DIM, KT>(q, k, v, dO, lse, rowD, dq, Lq, Lk, H, scaleLog2, scale);               \
   }
-FLASH_BWD(16, 64)
-FLASH_BWD(32, 64)
-FLASH_BWD(64, 64)
-FLASH_BWD(128, 32)
+FLASH_BWD(16, 64, 64)
+FLASH_BWD(32, 64, 64)
+FLASH_BWD(64, 64, 64)
+FLASH_BWD(128, 32, 32)
