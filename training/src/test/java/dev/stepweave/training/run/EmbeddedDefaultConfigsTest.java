@@ -5,6 +5,8 @@ import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.List;
+import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -46,5 +48,30 @@ class EmbeddedDefaultConfigsTest {
     assertEquals(z, dit.init().config().get("in_channels").intValue());
     assertEquals(z, dit.init().config().get("out_channels").intValue());
     assertEquals(9, ((TrainConfig.Data.Shapes) dit.data()).frames());
+  }
+
+  /** Every committed config reads (the ones run on the GPU machine first met only there). */
+  @Test
+  void everyCommittedConfigReads() throws Exception {
+    Path configs = Files.createDirectories(tmp.resolve("training/configs"));
+    List<Path> yaml;
+    try (Stream<Path> files = Files.list(CONFIGS)) {
+      yaml = files.filter(f -> f.toString().endsWith(".yaml")).sorted().toList();
+    }
+    for (Path f : yaml) {
+      Files.copy(f, configs.resolve(f.getFileName()));
+    }
+    // The bases some name: the golden checkpoints, and the VAE run's output.
+    Files.createSymbolicLink(
+        tmp.resolve("testdata"), CONFIGS.getParent().getParent().resolve("testdata"));
+    TrainConfig vae = TrainConfigReader.read(configs.resolve("embedded-vae-stills.yaml"));
+    Files.createDirectories(vae.output().resolve(TrainedOutputs.MODEL));
+    assertTrue(yaml.size() >= 6, "configs found: " + yaml);
+    for (Path f : yaml) {
+      TrainConfig config = TrainConfigReader.read(configs.resolve(f.getFileName()));
+      assertTrue(config.steps() > 0, f + " trains");
+    }
+    TrainConfig bf16 = TrainConfigReader.read(configs.resolve("embedded-dit-gpu-bf16.yaml"));
+    assertEquals(256, bf16.batch());
   }
 }
