@@ -88,9 +88,21 @@ public final class Gradients {
         .toArray();
   }
 
-  /** {@code g} summed over {@code dims}, each kept with size 1. */
+  /** {@code g} summed over {@code dims} (ascending), each kept with size 1. */
   private static Tensor sumOver(Backend b, Tensor g, int[] dims) {
     int rank = g.rank();
+    int[] shape = g.shape().clone();
+    for (int d : dims) {
+      shape[d] = 1;
+    }
+    int first = dims[0], last = dims[dims.length - 1];
+    if (last - first + 1 == dims.length && last < rank - 1) {
+      // Consecutive and not last: g is [outer, rows, inner], a sum over its middle.
+      int outer = (int) Tensor.numel(Arrays.copyOfRange(g.shape(), 0, first));
+      int rows = (int) Tensor.numel(Arrays.copyOfRange(g.shape(), first, last + 1));
+      int inner = (int) Tensor.numel(Arrays.copyOfRange(g.shape(), last + 1, rank));
+      return MiddleSums.of(b, g, outer, rows, inner).reshape(shape);
+    }
     int[] order = new int[rank];
     int[] kept = new int[rank - dims.length];
     int k = 0;
@@ -112,10 +124,6 @@ public final class Gradients {
     int[] rows = Arrays.copyOf(kept, kept.length + 1);
     rows[kept.length] = length;
     Tensor sums = b.sumLastDim(b.contiguous(g.permute(order)).reshape(rows));
-    int[] shape = g.shape().clone();
-    for (int d : dims) {
-      shape[d] = 1;
-    }
     return sums.reshape(shape);
   }
 

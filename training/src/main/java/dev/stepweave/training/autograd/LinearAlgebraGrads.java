@@ -39,8 +39,7 @@ final class LinearAlgebraGrads {
         out.add(new Contribution(w, device.matmul(gm.transpose(0, 1), xm)));
       }
       if (bias != null && wanted.test(bias)) {
-        Tensor columns = device.contiguous(g.reshape(m, n).transpose(0, 1));
-        out.add(new Contribution(bias, device.sumLastDim(columns).reshape(n)));
+        out.add(new Contribution(bias, MiddleSums.of(device, g, 1, m, n).reshape(n)));
       }
       return out;
     };
