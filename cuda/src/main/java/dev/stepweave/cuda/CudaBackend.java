@@ -452,9 +452,10 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   /**
-   * The attention backward as this backend's own GEMMs, softmax and elementwise ops ({@link
-   * AttentionBackwardByOps}), in query chunks whose scores fit the ops' scratch budget: every step
-   * on the device.
+   * The attention backward, every step on the device: flash.cu's backward kernels where they run
+   * (the BF16 mode without a bias, {@code AttentionOps.flashBackward}), else this backend's own
+   * GEMMs, softmax and elementwise ops ({@link AttentionBackwardByOps}) in query chunks whose
+   * scores fit the ops' scratch budget.
    */
   @Override
   public AttentionGradients attentionBackward(

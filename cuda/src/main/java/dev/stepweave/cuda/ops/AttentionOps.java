@@ -199,7 +199,8 @@ public final class AttentionOps {
    * query rows without atomics, so the gradients are deterministic) where they run: the BF16 mode,
    * no bias, q, k and v of one head dim flash.cu holds, some queries and keys. The inputs and dO
    * are read in BF16 (rounded once where they are F32); P and dS are rounded to BF16 for their
-   * products, F32 everywhere else; the gradients are F32. Null elsewhere.
+   * products (dS into dK's as two BF16 parts), F32 everywhere else; the gradients are F32. Null
+   * elsewhere.
    */
   public AttentionGradients flashBackward(AttentionForward forward, Tensor gradOut) {
     Tensor q = forward.q(), k = forward.k(), v = forward.v();
