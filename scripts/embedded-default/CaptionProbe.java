@@ -5,15 +5,7 @@
 // to draw costs loss when it is wrong; one it ignores costs nothing.
 //   java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
 //       -cp cli/target/stepweave.jar scripts/embedded-default/CaptionProbe.java MODEL_DIR CLIPS
-import dev.stepweave.core.parity.TapSink;
-import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Tensor;
-import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.training.data.DatasetEncoder;
-import dev.stepweave.training.data.LatentSample;
-import dev.stepweave.training.shapes.ShapeSample;
-import dev.stepweave.training.shapes.ShapesDataset;
-import java.nio.file.Path;
 import java.util.Map;
 import java.util.Random;
 
@@ -22,17 +14,14 @@ public class CaptionProbe {
   private static final String[] NAMES = {"right", "direction", "shape", "colour", "background"};
 
   public static void main(String[] a) {
-    CpuBackend cpu = new CpuBackend(2);
     int n = Integer.parseInt(a[1]);
     double[][] loss = new double[SIGMAS.length][NAMES.length];
     Map<String, String> opposite = Map.of("left", "right", "right", "left", "up", "down", "down", "up");
-    try (WanModel model = WanModel.load(Path.of(a[0]), cpu)) {
-      DatasetEncoder encoder = new DatasetEncoder(model);
-      ShapesDataset clips = new ShapesDataset(99, 64, 64, 9);
+    try (HeldOutClips held = new HeldOutClips(a[0])) {
       Random noiseDraws = new Random(1);
       for (int i = 0; i < n; i++) {
-        ShapeSample s = clips.sample(i);
-        String text = s.motion().caption().text();
+        HeldOutClips.Clip clip = held.clip(i);
+        String text = clip.sample().motion().caption().text();
         String[] w = text.split(" ");
         // a {color} {shape} moving {direction} on a {background} background
         String[] variants = new String[NAMES.length];
@@ -41,27 +30,17 @@ public class CaptionProbe {
         String[] sh = w.clone(); sh[2] = w[2].equals("ball") ? "square" : "ball"; variants[2] = String.join(" ", sh);
         String[] c = w.clone(); c[1] = w[1].equals("red") ? "blue" : "red"; variants[3] = String.join(" ", c);
         String[] b = w.clone(); b[7] = w[7].equals("black") ? "gray" : "black"; variants[4] = String.join(" ", b);
-        LatentSample sample = encoder.encode(s.id(), text, s.clip());
-        int[] shape = sample.latents().shape();
-        float[] x0 = sample.latents().toFloatArray();
-        float[] noise = new float[x0.length];
-        for (int k = 0; k < noise.length; k++) noise[k] = (float) noiseDraws.nextGaussian();
+        float[] x0 = clip.x0();
+        float[] noise = HeldOutClips.gaussians(noiseDraws, x0.length);
         Tensor[] contexts = new Tensor[NAMES.length];
         for (int v = 0; v < NAMES.length; v++) {
-          contexts[v] = encoder.encode(s.id(), variants[v], s.clip()).promptEmbeds().unsqueeze(0);
+          var s = clip.sample();
+          contexts[v] = held.encoder.encode(s.id(), variants[v], s.clip()).promptEmbeds().unsqueeze(0);
         }
         if (i == 0) for (String v : variants) System.out.println("  " + v);
         for (int si = 0; si < SIGMAS.length; si++) {
-          float sigma = (float) SIGMAS[si];
-          float[] xt = new float[x0.length];
-          for (int k = 0; k < x0.length; k++) xt[k] = (1 - sigma) * x0[k] + sigma * noise[k];
-          Tensor input = Tensor.of(xt, 1, shape[0], shape[1], shape[2], shape[3]);
           for (int v = 0; v < NAMES.length; v++) {
-            float[] velocity = cpu.download(model.transformer().forward(input,
-                Tensor.of(new float[] {1000 * sigma}, 1), contexts[v], TapSink.NONE)).toFloatArray();
-            double sq = 0;
-            for (int k = 0; k < velocity.length; k++) { double e = velocity[k] - (noise[k] - x0[k]); sq += e * e; }
-            loss[si][v] += sq / velocity.length / n;
+            loss[si][v] += held.loss(x0, noise, clip.shape(), (float) SIGMAS[si], contexts[v]) / n;
           }
         }
       }

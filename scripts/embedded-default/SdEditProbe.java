@@ -4,48 +4,38 @@
 // decoded and judged: how much of a real clip the DiT needs to finish it as one object moving.
 //   java --add-modules jdk.incubator.vector --enable-native-access=ALL-UNNAMED \
 //       -cp cli/target/stepweave.jar scripts/embedded-default/SdEditProbe.java MODEL_DIR CLIPS STEPS SIGMA0...
-import dev.stepweave.core.parity.TapSink;
-import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.models.wan.vae.WanVae;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
-import dev.stepweave.tensor.cpu.CpuBackend;
-import dev.stepweave.training.data.DatasetEncoder;
-import dev.stepweave.training.data.LatentSample;
 import dev.stepweave.training.data.RgbClip;
 import dev.stepweave.training.shapes.*;
-import java.nio.file.Path;
 import java.util.Random;
 
 /** args: modelDir n steps sigma0...: held-out clips (seed 99) noised to sigma0, Euler (no CFG) to 0, decoded, judged. */
 public class SdEditProbe {
   public static void main(String[] a) {
-    CpuBackend cpu = new CpuBackend(2);
     int n = Integer.parseInt(a[1]);
     int steps = Integer.parseInt(a[2]);
     ShapesJudge judge = new ShapesJudge();
-    try (WanModel model = WanModel.load(Path.of(a[0]), cpu)) {
-      DatasetEncoder encoder = new DatasetEncoder(model);
-      WanVae vae = model.vae();
-      ShapesDataset clips = new ShapesDataset(99, 64, 64, 9);
+    try (HeldOutClips held = new HeldOutClips(a[0])) {
+      WanVae vae = held.model.vae();
       for (int ai = 3; ai < a.length; ai++) {
         float sigma0 = Float.parseFloat(a[ai]);
         Random noiseDraws = new Random(1);
         int[] right = new int[4];
         for (int i = 0; i < n; i++) {
-          ShapeSample s = clips.sample(i);
-          LatentSample sample = encoder.encode(s.id(), s.motion().caption().text(), s.clip());
-          int[] shape = sample.latents().shape();
-          float[] x0 = sample.latents().toFloatArray();
+          HeldOutClips.Clip clip = held.clip(i);
+          ShapeSample s = clip.sample();
+          int[] shape = clip.shape();
+          float[] x0 = clip.x0();
           float[] x = new float[x0.length];
           for (int k = 0; k < x.length; k++) x[k] = (1 - sigma0) * x0[k] + sigma0 * (float) noiseDraws.nextGaussian();
-          Tensor context = sample.promptEmbeds().unsqueeze(0);
+          Tensor context = clip.context();
           for (int st = 0; st < steps; st++) {
             // shifted schedule (3) from sigma0 to 0, as the serving scheduler's spacing
             float u0 = 1f - (float) st / steps, u1 = 1f - (float) (st + 1) / steps;
             float s0 = sigma0 * shift(u0), s1 = sigma0 * shift(u1);
-            Tensor input = Tensor.of(x, 1, shape[0], shape[1], shape[2], shape[3]);
-            float[] v = cpu.download(model.transformer().forward(input, Tensor.of(new float[] {1000 * s0}, 1), context, TapSink.NONE)).toFloatArray();
+            float[] v = held.velocity(x, shape, s0, context);
             for (int k = 0; k < x.length; k++) x[k] += (s1 - s0) * v[k];
           }
           Tensor z = vae.denormalize(Tensor.of(x, 1, shape[0], shape[1], shape[2], shape[3]));
