@@ -69,12 +69,12 @@ public final class Ema {
         });
   }
 
-  /** A copy of the averages by name, on the host, to save with a checkpoint. */
   /** The averages held now, one per parameter. */
   Collection<Tensor> averages() {
     return shadow.values();
   }
 
+  /** A copy of the averages by name, on the host, to save with a checkpoint. */
   public Map<String, float[]> state() {
     Map<String, float[]> out = new LinkedHashMap<>();
     shadow.forEach((name, s) -> out.put(name, hostValues(s)));

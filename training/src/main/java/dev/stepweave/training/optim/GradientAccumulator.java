@@ -89,16 +89,18 @@ public final class GradientAccumulator {
     if (Math.abs(weights - 1) > 1e-9) {
       throw new IllegalStateException("micro-batch shares sum to " + weights + ", not 1");
     }
-    Map<String, Tensor> from = first != null && firstShare == 1 ? first : sums;
-    if (from == sums) {
-      sumFirst();
+    if (firstShare != 1) {
+      sumFirst(); // one micro-batch of the whole batch goes on as it came
     }
     Map<String, Tensor> out = new LinkedHashMap<>();
-    from.forEach(
-        (name, s) ->
-            out.put(
-                name,
-                s.device().kind() == Device.Kind.CPU ? Tensor.of(s.toFloatArray(), s.shape()) : s));
+    (first != null ? first : sums)
+        .forEach(
+            (name, s) ->
+                out.put(
+                    name,
+                    s.device().kind() == Device.Kind.CPU
+                        ? Tensor.of(s.toFloatArray(), s.shape())
+                        : s));
     return out;
   }
 }
