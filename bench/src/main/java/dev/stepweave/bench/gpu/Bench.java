@@ -357,20 +357,24 @@ public final class Bench {
    * Wan DiT configurations of the released checkpoints' {@code transformer/config.json}: {@code
    * small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b} (Wan2.1 T2V), {@code i2v-14b} (Wan2.1
    * I2V 14B: 36 input channels, CLIP ViT-H image states of width 1280), {@code ti2v-5b} (Wan2.2
-   * TI2V 5B: 24 heads, 48 latent channels; its per-token timesteps are an input, not a field).
+   * TI2V 5B: 24 heads, 48 latent channels; its per-token timesteps are an input, not a field), and
+   * {@code embedded-gpu}: the embedded default's DiT (its shipped {@code transformer/config.json},
+   * which the device's package leaves out) with the 1×2×2 patches {@code
+   * training/configs/embedded-dit-gpu.yaml} trains it with.
    */
   static WanTransformerConfig config(String size) {
     boolean big = size.endsWith("14b");
     boolean five = size.equals("ti2v-5b");
+    boolean embedded = size.equals("embedded-gpu");
     ObjectNode json = new ObjectMapper().createObjectNode();
-    json.put("attention_head_dim", 128);
-    json.put("num_attention_heads", big ? 40 : five ? 24 : 12);
-    json.put("ffn_dim", big ? 13824 : five ? 14336 : 8960);
+    json.put("attention_head_dim", embedded ? 32 : 128);
+    json.put("num_attention_heads", embedded ? 4 : big ? 40 : five ? 24 : 12);
+    json.put("ffn_dim", embedded ? 512 : big ? 13824 : five ? 14336 : 8960);
     json.put("freq_dim", 256);
-    json.put("num_layers", size.equals("small") ? 2 : big ? 40 : 30);
-    json.put("text_dim", 4096);
-    json.put("in_channels", five ? 48 : size.equals("i2v-14b") ? 36 : 16);
-    json.put("out_channels", five ? 48 : 16);
+    json.put("num_layers", embedded ? 4 : size.equals("small") ? 2 : big ? 40 : 30);
+    json.put("text_dim", embedded ? 32 : 4096);
+    json.put("in_channels", embedded ? 8 : five ? 48 : size.equals("i2v-14b") ? 36 : 16);
+    json.put("out_channels", embedded ? 8 : five ? 48 : 16);
     json.putArray("patch_size").add(1).add(2).add(2);
     json.put("cross_attn_norm", true);
     json.put("qk_norm", "rms_norm_across_heads");

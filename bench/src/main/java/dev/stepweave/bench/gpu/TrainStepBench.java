@@ -1,7 +1,5 @@
 package dev.stepweave.bench.gpu;
 
-import com.fasterxml.jackson.databind.ObjectMapper;
-import com.fasterxml.jackson.databind.node.ObjectNode;
 import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.AdapterRows;
@@ -36,9 +34,8 @@ import java.util.Map;
  *
  * <p>Arguments: {@code [size] [precision] [[B,]F,H,W or [Bx]FxHxW] [iterations] [checkpointing:
  * off|per-block] [profile]}; {@code profile} prints one step op by op instead of the timings. Size
- * {@code embedded-gpu} is the embedded default's DiT as {@code
- * training/configs/embedded-dit-gpu.yaml} trains it (the shipped config with 1×2×2 patches; text of
- * {@link EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens), e.g. at {@code 256x9x16x16}: a latent of batch B
+ * {@code embedded-gpu} ({@link Bench#config}) runs with text of {@link
+ * EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens, e.g. at {@code 256x9x16x16}: a latent of batch B
  * (default 1), every row at noise level 0.5.
  */
 public final class TrainStepBench {
@@ -59,9 +56,8 @@ public final class TrainStepBench {
     boolean profiled = args.length > 5 && args[5].equals("profile");
     CudaBackend gpu = Bench.openOrExit(precision);
     OpProfile profile = profiled ? OpProfile.over(gpu) : null;
-    boolean embedded = size.equals("embedded-gpu");
-    WanTransformerConfig cfg = embedded ? embeddedOnTheGpu() : Bench.config(size);
-    int textLength = embedded ? EmbeddedWan.MAX_SEQUENCE_LENGTH : 512;
+    WanTransformerConfig cfg = Bench.config(size);
+    int textLength = size.equals("embedded-gpu") ? EmbeddedWan.MAX_SEQUENCE_LENGTH : 512;
     long t0 = System.nanoTime();
     TrainableTransformer model =
         TrainableTransformer.load(
@@ -125,31 +121,6 @@ public final class TrainStepBench {
     float[] sigma = new float[rows];
     Arrays.fill(sigma, 0.5f);
     return sigma;
-  }
-
-  /**
-   * The embedded default's DiT (its shipped {@code transformer/config.json}, which the device's
-   * package leaves out) with the 1×2×2 patches the GPU recipe trains it with.
-   */
-  private static WanTransformerConfig embeddedOnTheGpu() {
-    ObjectNode json = new ObjectMapper().createObjectNode();
-    json.put("attention_head_dim", 32);
-    json.put("num_attention_heads", 4);
-    json.put("ffn_dim", 512);
-    json.put("freq_dim", 256);
-    json.put("num_layers", 4);
-    json.put("text_dim", 32);
-    json.put("in_channels", 8);
-    json.put("out_channels", 8);
-    json.putArray("patch_size").add(1).add(2).add(2);
-    json.put("cross_attn_norm", true);
-    json.put("qk_norm", "rms_norm_across_heads");
-    json.put("eps", 1e-6);
-    json.put("rope_max_seq_len", 1024);
-    json.putNull("added_kv_proj_dim");
-    json.putNull("image_dim");
-    json.putNull("pos_embed_seq_len");
-    return WanTransformerConfig.fromJson(json);
   }
 
   /**

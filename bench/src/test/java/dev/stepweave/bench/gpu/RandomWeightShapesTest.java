@@ -3,9 +3,13 @@ package dev.stepweave.bench.gpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
 
+import com.fasterxml.jackson.databind.ObjectMapper;
+import com.fasterxml.jackson.databind.node.ObjectNode;
+import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.models.wan.vae.WanVaeConfig;
 import dev.stepweave.tensor.io.SafetensorsFile;
+import java.io.InputStream;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeSet;
@@ -19,6 +23,17 @@ class RandomWeightShapesTest {
   void transformerShapesMatchTheGoldenCheckpoint() {
     Path dir = TINY.resolve("transformer");
     assertMatches(dir, WanDitShapes.of(WanTransformerConfig.read(dir.resolve("config.json"))));
+  }
+
+  /** TrainStepBench's embedded DiT is the shipped one with the GPU recipe's 1×2×2 patches. */
+  @Test
+  void theEmbeddedConfigIsTheShippedOneWithFinerPatches() throws Exception {
+    String resource = "/dev/stepweave/models/wan/embedded/trained/transformer/config.json";
+    try (InputStream in = EmbeddedWan.class.getResourceAsStream(resource)) {
+      ObjectNode shipped = (ObjectNode) new ObjectMapper().readTree(in);
+      shipped.putArray("patch_size").add(1).add(2).add(2);
+      assertEquals(WanTransformerConfig.fromJson(shipped), Bench.config("embedded-gpu"));
+    }
   }
 
   @Test
