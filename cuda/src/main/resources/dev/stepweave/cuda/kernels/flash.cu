@@ -83,6 +83,82 @@ __device__ __forceinline__ void load_tile(unsigned dst, const bf16_t* src, i64 s
   }
 }
 
+// One (batch, head) — blockIdx.y — of [B, L, H, D] tensors: the rows' stride and the element
+// offsets of its first query row and first key row.
+struct HeadSlices {
+  i64 stride, queries, keys;
+};
+
+template <int D>
+__device__ __forceinline__ HeadSlices head_slices(int Lq, int Lk, int H) {
+  const int b = blockIdx.y / H, h = blockIdx.y % H;
+  const i64 stride = (i64)H * D;
+  return {stride, (i64)b * Lq * stride + (i64)h * D, (i64)b * Lk * stride + (i64)h * D};
+}
+
+// acc (m16n8 tiles of N keys) += this warp's 16 rows, as A-fragments a[kc] (one per 16 of D
+// channels), times the N rows of a swizzled tile transposed: Q·Kᵀ, dO·Vᵀ.
+template <int D, int N>
+__device__ __forceinline__ void mma_by_rows(float (*acc)[4], unsigned (*a)[4], unsigned tile,
+                                            int lane) {
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc) {
+#pragma unroll
+    for (int np = 0; np < N / 16; ++np) {
+      unsigned b[4];
+      const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
+      ldmatrix_x4(b, tile_addr<D>(tile, row, kc * 2 + (lane / 8) % 2));
+      mma_bf16(acc[2 * np], a[kc], b[0], b[1]);
+      mma_bf16(acc[2 * np + 1], a[kc], b[2], b[3]);
+    }
+  }
+}
+
+// The BF16 A-fragment of a warp's m16n8 C tiles 2kc and 2kc + 1 (16 keys of its scores),
+// without leaving registers.
+__device__ __forceinline__ void a_fragment(unsigned* a, float (*c)[4], int kc) {
+  a[0] = pack_bf16(c[2 * kc][0], c[2 * kc][1]);
+  a[1] = pack_bf16(c[2 * kc][2], c[2 * kc][3]);
+  a[2] = pack_bf16(c[2 * kc + 1][0], c[2 * kc + 1][1]);
+  a[3] = pack_bf16(c[2 * kc + 1][2], c[2 * kc + 1][3]);
+}
+
+// acc (m16n8 tiles of D columns) += A-fragment a (16 keys of a warp's rows) times rows
+// [16kc, 16kc + 16) of a swizzled tile of D columns: P·V, dS·K, Pᵀ·dO, dSᵀ·Q.
+template <int D>
+__device__ __forceinline__ void mma_by_tile(float (*acc)[4], const unsigned* a, unsigned tile,
+                                            int kc, int lane) {
+#pragma unroll
+  for (int dp = 0; dp < D / 16; ++dp) {
+    unsigned b[4];
+    const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+    ldmatrix_x4_trans(b, tile_addr<D>(tile, row, dp * 2 + lane / 16));
+    mma_bf16(acc[2 * dp], a, b[0], b[1]);
+    mma_bf16(acc[2 * dp + 1], a, b[2], b[3]);
+  }
+}
+
+// Row r (0: the lane's row lane/4, 1: lane/4 + 8) of a warp's scores over N keys into the log2
+// domain, −∞ at keys from Lk on (keyBase: the tile's first key plus the lane's first column);
+// returns the row's maximum over its four lanes.
+template <int N>
+__device__ __forceinline__ float scale_row(float (*s)[4], int r, int keyBase, int Lk,
+                                           float scaleLog2) {
+  float m = NEG_INF;
+#pragma unroll
+  for (int nt = 0; nt < N / 8; ++nt) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) {
+      const bool valid = keyBase + nt * 8 + e < Lk;
+      const float x = valid ? s[nt][2 * r + e] * scaleLog2 : NEG_INF;
+      s[nt][2 * r + e] = x;
+      m = fmaxf(m, x);
+    }
+  }
+  m = fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 1));
+  return fmaxf(m, __shfl_xor_sync(FULL_MASK, m, 2));
+}
+
 template <int D, typename O>
 __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, const bf16_t* v,
                                               O* o, int Lq, int Lk, int H, float scaleLog2) {
@@ -91,12 +167,12 @@ __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, 
   const unsigned sK = sQ + FLASH_BM * D * 2;
   const unsigned sV = sK + 2 * FLASH_BN * D * 2;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int b = blockIdx.y / H, h = blockIdx.y % H;
   const int m0 = blockIdx.x * FLASH_BM;
-  const i64 stride = (i64)H * D;
-  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
-  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const HeadSlices at = head_slices<D>(Lq, Lk, H);
+  const i64 stride = at.stride;
+  const bf16_t* qb = q + at.queries;
+  const bf16_t* kb = k + at.keys;
+  const bf16_t* vb = v + at.keys;
   const int tiles = (Lk + FLASH_BN - 1) / FLASH_BN;
 
   load_tile<D>(sQ, qb, stride, m0, FLASH_BM, Lq);
@@ -139,34 +215,12 @@ __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, 
     float s[FLASH_BN / 8][4];
 #pragma unroll
     for (int i = 0; i < FLASH_BN / 8; ++i) s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-#pragma unroll
-      for (int np = 0; np < FLASH_BN / 16; ++np) {
-        unsigned bk[4];
-        const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
-        ldmatrix_x4(bk, tile_addr<D>(kt, row, kc * 2 + (lane / 8) % 2));
-        mma_bf16(s[2 * np], qf[kc], bk[0], bk[1]);
-        mma_bf16(s[2 * np + 1], qf[kc], bk[2], bk[3]);
-      }
-    }
+    mma_by_rows<D, FLASH_BN>(s, qf, kt, lane);
 
     const int keyBase = t * FLASH_BN + (lane % 4) * 2;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tileMax = NEG_INF;
-#pragma unroll
-      for (int nt = 0; nt < FLASH_BN / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const bool valid = keyBase + nt * 8 + e < Lk;
-          const float x = valid ? s[nt][2 * r + e] * scaleLog2 : NEG_INF;
-          s[nt][2 * r + e] = x;
-          tileMax = fmaxf(tileMax, x);
-        }
-      }
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 1));
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 2));
+      const float tileMax = scale_row<FLASH_BN>(s, r, keyBase, Lk, scaleLog2);
       const float newMax = fmaxf(rowMax[r], tileMax);
       // newMax is finite: every tile holds at least one real key.
       const float corr = exp2f(rowMax[r] - newMax);
@@ -192,18 +246,8 @@ __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, 
 #pragma unroll
     for (int kc = 0; kc < FLASH_BN / 16; ++kc) {
       unsigned pa[4];
-      pa[0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
-      pa[1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
-      pa[2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
-      pa[3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        unsigned bv[4];
-        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-        ldmatrix_x4_trans(bv, tile_addr<D>(vt, row, dp * 2 + lane / 16));
-        mma_bf16(acc[2 * dp], pa, bv[0], bv[1]);
-        mma_bf16(acc[2 * dp + 1], pa, bv[2], bv[3]);
-      }
+      a_fragment(pa, s, kc);
+      mma_by_tile<D>(acc, pa, vt, kc, lane);
     }
     // The next iteration refills the other buffer; the one after refills this one.
     __syncthreads();
@@ -217,7 +261,7 @@ __device__ __forceinline__ void flash_forward(const bf16_t* q, const bf16_t* k, 
     const float inv = 1.0f / l;
     const int row = m0 + warp * 16 + lane / 4 + 8 * r;
     if (row < Lq) {
-      O* out = o + ((i64)b * Lq + row) * stride + (i64)h * D + (lane % 4) * 2;
+      O* out = o + at.queries + row * stride + (lane % 4) * 2;
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt) {
         store_f(out + dt * 8, acc[dt][2 * r] * inv);
@@ -274,6 +318,40 @@ __device__ __forceinline__ void pack_bf16_split(float x, float y, unsigned& hi, 
   lo = pack_bf16(x - __uint_as_float((hi & 0xffffu) << 16), y - __uint_as_float(hi & 0xffff0000u));
 }
 
+// The row and dQ passes' start: this block's 64 query rows of Q and dO into shared memory (sQ,
+// sO), then this warp's 16 of them as A-fragments.
+template <int D>
+__device__ __forceinline__ void load_query_rows(const bf16_t* qb, const bf16_t* ob, i64 stride,
+                                                int m0, int Lq, unsigned sQ, unsigned sO,
+                                                unsigned (*qf)[4], unsigned (*of)[4], int warp,
+                                                int lane) {
+  load_tile<D>(sQ, qb, stride, m0, FLASH_BWD_ROWS, Lq);
+  load_tile<D>(sO, ob, stride, m0, FLASH_BWD_ROWS, Lq);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+#pragma unroll
+  for (int kc = 0; kc < D / 16; ++kc) {
+    const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
+    ldmatrix_x4(qf[kc], tile_addr<D>(sQ, row, kc * 2 + lane / 16));
+    ldmatrix_x4(of[kc], tile_addr<D>(sO, row, kc * 2 + lane / 16));
+  }
+}
+
+// Rows [r0, r0 + rows) of two [L, H, D] slices into two tiles, once every warp is done with the
+// tiles' previous rows.
+template <int D>
+__device__ __forceinline__ void load_tiles(unsigned dstA, const bf16_t* a, unsigned dstB,
+                                           const bf16_t* b, i64 stride, int r0, int rows,
+                                           int limit) {
+  __syncthreads();
+  load_tile<D>(dstA, a, stride, r0, rows, limit);
+  load_tile<D>(dstB, b, stride, r0, rows, limit);
+  cp_async_commit();
+  cp_async_wait<0>();
+  __syncthreads();
+}
+
 template <int D>
 __device__ __forceinline__ void flash_bwd_rows(const bf16_t* q, const bf16_t* k, const bf16_t* v,
                                                const bf16_t* dO, float* lse, float* rowD, int Lq,
@@ -284,74 +362,30 @@ __device__ __forceinline__ void flash_bwd_rows(const bf16_t* q, const bf16_t* k,
   const unsigned sK = sO + FLASH_BWD_ROWS * D * 2;
   const unsigned sV = sK + FLASH_BWD_BN * D * 2;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int b = blockIdx.y / H, h = blockIdx.y % H;
   const int m0 = blockIdx.x * FLASH_BWD_ROWS;
-  const i64 stride = (i64)H * D;
-  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
-  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const HeadSlices at = head_slices<D>(Lq, Lk, H);
   const int tiles = (Lk + FLASH_BWD_BN - 1) / FLASH_BWD_BN;
-
-  load_tile<D>(sQ, qb, stride, m0, FLASH_BWD_ROWS, Lq);
-  load_tile<D>(sO, ob, stride, m0, FLASH_BWD_ROWS, Lq);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
   unsigned qf[D / 16][4], of[D / 16][4];
-#pragma unroll
-  for (int kc = 0; kc < D / 16; ++kc) {
-    const int row = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-    ldmatrix_x4(qf[kc], tile_addr<D>(sQ, row, kc * 2 + lane / 16));
-    ldmatrix_x4(of[kc], tile_addr<D>(sO, row, kc * 2 + lane / 16));
-  }
+  load_query_rows<D>(q + at.queries, dO + at.queries, at.stride, m0, Lq, sQ, sO, qf, of, warp,
+                     lane);
 
   float rowMax[2] = {NEG_INF, NEG_INF};
   float rowSum[2] = {0.0f, 0.0f};
   float rowDot[2] = {0.0f, 0.0f};
   for (int t = 0; t < tiles; ++t) {
-    __syncthreads();  // every warp is done with the previous tile
-    load_tile<D>(sK, kb, stride, t * FLASH_BWD_BN, FLASH_BWD_BN, Lk);
-    load_tile<D>(sV, vb, stride, t * FLASH_BWD_BN, FLASH_BWD_BN, Lk);
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+    load_tiles<D>(sK, k + at.keys, sV, v + at.keys, at.stride, t * FLASH_BWD_BN, FLASH_BWD_BN, Lk);
     float s[FLASH_BWD_BN / 8][4], dp[FLASH_BWD_BN / 8][4];
 #pragma unroll
     for (int i = 0; i < FLASH_BWD_BN / 8; ++i) {
       s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
       dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.0f;
     }
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-#pragma unroll
-      for (int np = 0; np < FLASH_BWD_BN / 16; ++np) {
-        unsigned bk[4];
-        const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
-        ldmatrix_x4(bk, tile_addr<D>(sK, row, kc * 2 + (lane / 8) % 2));
-        mma_bf16(s[2 * np], qf[kc], bk[0], bk[1]);
-        mma_bf16(s[2 * np + 1], qf[kc], bk[2], bk[3]);
-        ldmatrix_x4(bk, tile_addr<D>(sV, row, kc * 2 + (lane / 8) % 2));
-        mma_bf16(dp[2 * np], of[kc], bk[0], bk[1]);
-        mma_bf16(dp[2 * np + 1], of[kc], bk[2], bk[3]);
-      }
-    }
+    mma_by_rows<D, FLASH_BWD_BN>(s, qf, sK, lane);
+    mma_by_rows<D, FLASH_BWD_BN>(dp, of, sV, lane);
     const int keyBase = t * FLASH_BWD_BN + (lane % 4) * 2;
 #pragma unroll
     for (int r = 0; r < 2; ++r) {
-      float tileMax = NEG_INF;
-#pragma unroll
-      for (int nt = 0; nt < FLASH_BWD_BN / 8; ++nt) {
-#pragma unroll
-        for (int e = 0; e < 2; ++e) {
-          const bool valid = keyBase + nt * 8 + e < Lk;
-          const float x = valid ? s[nt][2 * r + e] * scaleLog2 : NEG_INF;
-          s[nt][2 * r + e] = x;
-          tileMax = fmaxf(tileMax, x);
-        }
-      }
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 1));
-      tileMax = fmaxf(tileMax, __shfl_xor_sync(FULL_MASK, tileMax, 2));
+      const float tileMax = scale_row<FLASH_BWD_BN>(s, r, keyBase, Lk, scaleLog2);
       const float newMax = fmaxf(rowMax[r], tileMax);
       const float corr = exp2f(rowMax[r] - newMax);
       rowMax[r] = newMax;
@@ -397,18 +431,14 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
   float* sL = (float*)(smem + (2 * FLASH_BWD_BN + 2 * BM) * D * 2);
   float* sD = sL + BM;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int b = blockIdx.y / H, h = blockIdx.y % H;
   const int n0 = blockIdx.x * FLASH_BWD_BN;
-  const i64 stride = (i64)H * D;
-  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
-  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const HeadSlices at = head_slices<D>(Lq, Lk, H);
+  const i64 stride = at.stride;
   const float* lb = lse + (i64)blockIdx.y * Lq;
   const float* db = rowD + (i64)blockIdx.y * Lq;
 
-  load_tile<D>(sK, kb, stride, n0, FLASH_BWD_BN, Lk);
-  load_tile<D>(sV, vb, stride, n0, FLASH_BWD_BN, Lk);
+  load_tile<D>(sK, k + at.keys, stride, n0, FLASH_BWD_BN, Lk);
+  load_tile<D>(sV, v + at.keys, stride, n0, FLASH_BWD_BN, Lk);
   cp_async_commit();
 
   float dka[D / 8][4], dva[D / 8][4];
@@ -421,8 +451,8 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
   for (int t = 0; t < qTiles; ++t) {
     const int i0 = t * BM;
     __syncthreads();  // every warp is done with the previous query tile
-    load_tile<D>(sQ, qb, stride, i0, BM, Lq);
-    load_tile<D>(sO, ob, stride, i0, BM, Lq);
+    load_tile<D>(sQ, q + at.queries, stride, i0, BM, Lq);
+    load_tile<D>(sO, dO + at.queries, stride, i0, BM, Lq);
     cp_async_commit();
     for (int e = threadIdx.x; e < BM; e += blockDim.x) {
       const bool ok = i0 + e < Lq;
@@ -474,40 +504,27 @@ __device__ __forceinline__ void flash_bwd_keys(const bf16_t* q, const bf16_t* k,
 #pragma unroll
     for (int kc = 0; kc < BM / 16; ++kc) {
       unsigned pa[4], sa[4], sl[4];
-      pa[0] = pack_bf16(st[2 * kc][0], st[2 * kc][1]);
-      pa[1] = pack_bf16(st[2 * kc][2], st[2 * kc][3]);
-      pa[2] = pack_bf16(st[2 * kc + 1][0], st[2 * kc + 1][1]);
-      pa[3] = pack_bf16(st[2 * kc + 1][2], st[2 * kc + 1][3]);
+      a_fragment(pa, st, kc);
       pack_bf16_split(dpt[2 * kc][0], dpt[2 * kc][1], sa[0], sl[0]);
       pack_bf16_split(dpt[2 * kc][2], dpt[2 * kc][3], sa[1], sl[1]);
       pack_bf16_split(dpt[2 * kc + 1][0], dpt[2 * kc + 1][1], sa[2], sl[2]);
       pack_bf16_split(dpt[2 * kc + 1][2], dpt[2 * kc + 1][3], sa[3], sl[3]);
-#pragma unroll
-      for (int dp = 0; dp < D / 16; ++dp) {
-        unsigned bb[4];
-        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-        ldmatrix_x4_trans(bb, tile_addr<D>(sO, row, dp * 2 + lane / 16));
-        mma_bf16(dva[2 * dp], pa, bb[0], bb[1]);
-        mma_bf16(dva[2 * dp + 1], pa, bb[2], bb[3]);
-        ldmatrix_x4_trans(bb, tile_addr<D>(sQ, row, dp * 2 + lane / 16));
-        mma_bf16(dka[2 * dp], sa, bb[0], bb[1]);
-        mma_bf16(dka[2 * dp + 1], sa, bb[2], bb[3]);
-        mma_bf16(dka[2 * dp], sl, bb[0], bb[1]);
-        mma_bf16(dka[2 * dp + 1], sl, bb[2], bb[3]);
-      }
+      mma_by_tile<D>(dva, pa, sO, kc, lane);
+      mma_by_tile<D>(dka, sa, sQ, kc, lane);
+      mma_by_tile<D>(dka, sl, sQ, kc, lane);
     }
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int key = n0 + warp * 16 + lane / 4 + 8 * r;
     if (key < Lk) {
-      const i64 at = ((i64)b * Lk + key) * stride + (i64)h * D + (lane % 4) * 2;
+      const i64 e = at.keys + key * stride + (lane % 4) * 2;
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt) {
-        dk[at + dt * 8] = scale * dka[dt][2 * r];
-        dk[at + dt * 8 + 1] = scale * dka[dt][2 * r + 1];
-        dv[at + dt * 8] = dva[dt][2 * r];
-        dv[at + dt * 8 + 1] = dva[dt][2 * r + 1];
+        dk[e + dt * 8] = scale * dka[dt][2 * r];
+        dk[e + dt * 8 + 1] = scale * dka[dt][2 * r + 1];
+        dv[e + dt * 8] = dva[dt][2 * r];
+        dv[e + dt * 8 + 1] = dva[dt][2 * r + 1];
       }
     }
   }
@@ -524,26 +541,12 @@ __device__ __forceinline__ void flash_bwd_dq(const bf16_t* q, const bf16_t* k, c
   const unsigned sK = sO + FLASH_BWD_ROWS * D * 2;
   const unsigned sV = sK + KT * D * 2;
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int b = blockIdx.y / H, h = blockIdx.y % H;
   const int m0 = blockIdx.x * FLASH_BWD_ROWS;
-  const i64 stride = (i64)H * D;
-  const bf16_t* qb = q + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* ob = dO + (i64)b * Lq * stride + (i64)h * D;
-  const bf16_t* kb = k + (i64)b * Lk * stride + (i64)h * D;
-  const bf16_t* vb = v + (i64)b * Lk * stride + (i64)h * D;
+  const HeadSlices at = head_slices<D>(Lq, Lk, H);
   const int tiles = (Lk + KT - 1) / KT;
-
-  load_tile<D>(sQ, qb, stride, m0, FLASH_BWD_ROWS, Lq);
-  load_tile<D>(sO, ob, stride, m0, FLASH_BWD_ROWS, Lq);
-  cp_async_commit();
-  cp_async_wait<0>();
-  __syncthreads();
-  unsigned qf[D / 16][4];
-  const int arow = warp * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-#pragma unroll
-  for (int kc = 0; kc < D / 16; ++kc) {
-    ldmatrix_x4(qf[kc], tile_addr<D>(sQ, arow, kc * 2 + lane / 16));
-  }
+  unsigned qf[D / 16][4], of[D / 16][4];
+  load_query_rows<D>(q + at.queries, dO + at.queries, at.stride, m0, Lq, sQ, sO, qf, of, warp,
+                     lane);
   // Rows lane/4 and lane/4 + 8 of the warp's 16: their L and D (padded rows: zeros, unstored).
   float rowL[2], rowT[2];
 #pragma unroll
@@ -557,34 +560,15 @@ __device__ __forceinline__ void flash_bwd_dq(const bf16_t* q, const bf16_t* k, c
   for (int i = 0; i < D / 8; ++i) acc[i][0] = acc[i][1] = acc[i][2] = acc[i][3] = 0.0f;
 
   for (int t = 0; t < tiles; ++t) {
-    __syncthreads();  // every warp is done with the previous tile
-    load_tile<D>(sK, kb, stride, t * KT, KT, Lk);
-    load_tile<D>(sV, vb, stride, t * KT, KT, Lk);
-    cp_async_commit();
-    cp_async_wait<0>();
-    __syncthreads();
+    load_tiles<D>(sK, k + at.keys, sV, v + at.keys, at.stride, t * KT, KT, Lk);
     float s[KT / 8][4], dp[KT / 8][4];
 #pragma unroll
     for (int i = 0; i < KT / 8; ++i) {
       s[i][0] = s[i][1] = s[i][2] = s[i][3] = 0.0f;
       dp[i][0] = dp[i][1] = dp[i][2] = dp[i][3] = 0.0f;
     }
-#pragma unroll
-    for (int kc = 0; kc < D / 16; ++kc) {
-      unsigned of[4];
-      ldmatrix_x4(of, tile_addr<D>(sO, arow, kc * 2 + lane / 16));
-#pragma unroll
-      for (int np = 0; np < KT / 16; ++np) {
-        unsigned bk[4];
-        const int row = np * 16 + (lane % 8) + (lane / 16) * 8;
-        ldmatrix_x4(bk, tile_addr<D>(sK, row, kc * 2 + (lane / 8) % 2));
-        mma_bf16(s[2 * np], qf[kc], bk[0], bk[1]);
-        mma_bf16(s[2 * np + 1], qf[kc], bk[2], bk[3]);
-        ldmatrix_x4(bk, tile_addr<D>(sV, row, kc * 2 + (lane / 8) % 2));
-        mma_bf16(dp[2 * np], of, bk[0], bk[1]);
-        mma_bf16(dp[2 * np + 1], of, bk[2], bk[3]);
-      }
-    }
+    mma_by_rows<D, KT>(s, qf, sK, lane);
+    mma_by_rows<D, KT>(dp, of, sV, lane);
     // dS in place of S; a padded key gets zero.
     const int keyBase = t * KT + (lane % 4) * 2;
 #pragma unroll
@@ -601,25 +585,15 @@ __device__ __forceinline__ void flash_bwd_dq(const bf16_t* q, const bf16_t* k, c
 #pragma unroll
     for (int kc = 0; kc < KT / 16; ++kc) {
       unsigned sa[4];
-      sa[0] = pack_bf16(s[2 * kc][0], s[2 * kc][1]);
-      sa[1] = pack_bf16(s[2 * kc][2], s[2 * kc][3]);
-      sa[2] = pack_bf16(s[2 * kc + 1][0], s[2 * kc + 1][1]);
-      sa[3] = pack_bf16(s[2 * kc + 1][2], s[2 * kc + 1][3]);
-#pragma unroll
-      for (int dt = 0; dt < D / 16; ++dt) {
-        unsigned bb[4];
-        const int row = kc * 16 + (lane % 8) + ((lane / 8) % 2) * 8;
-        ldmatrix_x4_trans(bb, tile_addr<D>(sK, row, dt * 2 + lane / 16));
-        mma_bf16(acc[2 * dt], sa, bb[0], bb[1]);
-        mma_bf16(acc[2 * dt + 1], sa, bb[2], bb[3]);
-      }
+      a_fragment(sa, s, kc);
+      mma_by_tile<D>(acc, sa, sK, kc, lane);
     }
   }
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     const int row = m0 + warp * 16 + lane / 4 + 8 * r;
     if (row < Lq) {
-      float* out = dq + ((i64)b * Lq + row) * stride + (i64)h * D + (lane % 4) * 2;
+      float* out = dq + at.queries + row * at.stride + (lane % 4) * 2;
 #pragma unroll
       for (int dt = 0; dt < D / 8; ++dt) {
         out[dt * 8] = scale * acc[dt][2 * r];
