@@ -3,6 +3,7 @@ package dev.stepweave.training.autograd;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import java.util.Collection;
 import java.util.List;
@@ -15,16 +16,21 @@ import java.util.function.Supplier;
  * serving forward, so the training forward's values are the serving forward's bit for bit; the tape
  * adds the gradients.
  *
- * <p>Only the primitive operations are overridden. The fused ones ({@code modulatedLayerNorm},
- * {@code rmsNormRope}, {@code gatedResidual}, {@code residualLayerNorm}, {@code
- * residualModulatedLayerNorm}, {@code linearStacked}, {@code linearGeluTanh}, {@code channelNorm},
- * {@code channelNormAfter}, {@code linearLowRank}, {@code addLowRank}, and the load's {@code
- * uploadStacked}) run as the SPI's defaults, which compose the primitives — the very composition
- * the CPU backend runs, so nothing changes there; a device backend's fused kernels would need rules
- * of their own. Views ({@link Tensor#reshape}, permute, slice, expand) are not operations at all:
- * the tape follows gradients by storage ({@link Gradients}), kept on the wrapped backend's device.
- * Most backward rules are the wrapped backend's own operations; the rest compute on the host
- * ({@link BackwardRule#onHost}), so on a GPU they download what they read.
+ * <p>The fused operations whose backward reads nothing but their inputs ({@code
+ * modulatedLayerNorm}, {@code rmsNormRope}, {@code gatedResidual}, {@code residualLayerNorm},
+ * {@code residualModulatedLayerNorm}, {@code channelNorm}, {@code channelNormAfter}) run the
+ * wrapped backend's own kernel forward — on a device one kernel and one BF16 rounding, as serving
+ * runs them — and are recorded as one node whose backward recomputes the SPI's composition of
+ * primitives from the kept inputs and differentiates that (the CPU's fused results are that
+ * composition's, bit for bit). The rest run as the SPI's defaults, composing recorded primitives:
+ * {@code linearGeluTanh} because GELU's backward reads the pre-activation, which the fused kernel
+ * does not keep and only the FFN's largest GEMM again could give back; {@code linearStacked} (the
+ * same roundings either way), {@code linearLowRank}, {@code addLowRank} (their factors are not
+ * arguments a node could name) and the load's {@code uploadStacked}. Views ({@link Tensor#reshape},
+ * permute, slice, expand) are not operations at all: the tape follows gradients by storage ({@link
+ * Gradients}), kept on the wrapped backend's device. Most backward rules are the wrapped backend's
+ * own operations; the rest compute on the host ({@link BackwardRule#onHost}), so on a GPU they
+ * download what they read.
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
@@ -103,6 +109,38 @@ public final class RecordingBackend implements Backend {
       }
     }
     return out;
+  }
+
+  /**
+   * A fused operation: {@code kernel} (the wrapped backend's) computes it; when it reads a tracked
+   * tensor it is recorded as one node that keeps {@code inputs} and whose backward runs {@code
+   * composition} (the same operation as recorded primitives) on a tape of its own, then
+   * differentiates that. The recomputation costs memory-bound passes, not the intermediates kept
+   * from the forward to the backward.
+   */
+  private Tensor fused(
+      String op, Supplier<Tensor> kernel, Supplier<Tensor> composition, Tensor... inputs) {
+    Tensor out = kernel.get();
+    if (tape == null || !tracksAny(inputs)) {
+      return out;
+    }
+    Tape outer = tape;
+    BackwardRule rule =
+        (g, wanted) -> {
+          Tape again = outer.childTracking(inputs);
+          Tensor output = recording(again, composition);
+          return again.backward(output, g).asContributions();
+        };
+    return outer.record(op, out, rule, inputs);
+  }
+
+  private boolean tracksAny(Tensor... inputs) {
+    for (Tensor in : inputs) {
+      if (tape.tracks(in)) {
+        return true;
+      }
+    }
+    return false;
   }
 
   /**
@@ -392,5 +430,101 @@ public final class RecordingBackend implements Backend {
   @Override
   public Tensor sumLastDim(Tensor x) {
     return record("sumLastDim", delegate.sumLastDim(x), () -> MovementGrads.sumLastDim(x), x);
+  }
+
+  // ---- fused operations: the kernel forward, the composition's rules backward (see fused) -----
+
+  @Override
+  public Tensor modulatedLayerNorm(Tensor x, Tensor shift, Tensor scale, float eps) {
+    return fused(
+        "modulatedLayerNorm",
+        () -> delegate.modulatedLayerNorm(x, shift, scale, eps),
+        () -> Backend.super.modulatedLayerNorm(x, shift, scale, eps),
+        x,
+        shift,
+        scale);
+  }
+
+  @Override
+  public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
+    return fused(
+        "rmsNormRope",
+        () -> delegate.rmsNormRope(x, weight, eps, heads, cos, sin),
+        () -> Backend.super.rmsNormRope(x, weight, eps, heads, cos, sin),
+        x,
+        weight,
+        cos,
+        sin);
+  }
+
+  @Override
+  public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
+    return fused(
+        "gatedResidual",
+        () -> delegate.gatedResidual(x, y, gate),
+        () -> Backend.super.gatedResidual(x, y, gate),
+        x,
+        y,
+        gate);
+  }
+
+  /** Two nodes: the residual from x, y and gate, the norm from the residual. */
+  @Override
+  public ResidualNorm residualLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor weight, Tensor bias, float eps) {
+    ResidualNorm k = delegate.residualLayerNorm(x, y, gate, weight, bias, eps);
+    Tensor r = residual(k, x, y, gate);
+    Tensor normed =
+        fused(
+            "residualLayerNorm", k::normed, () -> layerNorm(r, weight, bias, eps), r, weight, bias);
+    return new ResidualNorm(r, normed);
+  }
+
+  @Override
+  public ResidualNorm residualModulatedLayerNorm(
+      Tensor x, Tensor y, Tensor gate, Tensor shift, Tensor scale, float eps) {
+    ResidualNorm k = delegate.residualModulatedLayerNorm(x, y, gate, shift, scale, eps);
+    Tensor r = residual(k, x, y, gate);
+    Tensor normed =
+        fused(
+            "residualModulatedLayerNorm",
+            k::normed,
+            () -> Backend.super.modulatedLayerNorm(r, shift, scale, eps),
+            r,
+            shift,
+            scale);
+    return new ResidualNorm(r, normed);
+  }
+
+  private Tensor residual(ResidualNorm kernel, Tensor x, Tensor y, Tensor gate) {
+    return fused(
+        "residual",
+        kernel::residual,
+        () -> gate == null ? add(x, y) : Backend.super.gatedResidual(x, y, gate),
+        x,
+        y,
+        gate);
+  }
+
+  @Override
+  public Tensor channelNorm(Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
+    return fused(
+        "channelNorm",
+        () -> delegate.channelNorm(x, gamma, eps, silu, out),
+        () -> Backend.super.channelNorm(x, gamma, eps, silu, out),
+        x,
+        gamma);
+  }
+
+  @Override
+  public Tensor channelNormAfter(
+      Tensor past, Tensor x, Tensor gamma, float eps, boolean silu, DType out) {
+    return fused(
+        "channelNormAfter",
+        () -> delegate.channelNormAfter(past, x, gamma, eps, silu, out),
+        () -> Backend.super.channelNormAfter(past, x, gamma, eps, silu, out),
+        past,
+        x,
+        gamma);
   }
 }

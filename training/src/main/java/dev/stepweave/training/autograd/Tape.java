@@ -32,6 +32,19 @@ public final class Tape {
     return t;
   }
 
+  /** A new, empty tape that tracks those of {@code inputs} this one tracks (a fused node's). */
+  Tape childTracking(Tensor... inputs) {
+    Tape t = new Tape();
+    for (Tensor in : inputs) {
+      if (tracks(in)) {
+        t.tracked.add(in.storage());
+      }
+    }
+    t.backend = backend;
+    t.host = host;
+    return t;
+  }
+
   /**
    * Notes the backends a recording onto this tape computes with: the forward's, which keeps the
    * gradients of what it computed, and the host's, which keeps those of host tensors.

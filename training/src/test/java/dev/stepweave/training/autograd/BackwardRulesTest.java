@@ -4,6 +4,7 @@ import dev.stepweave.tensor.Backend.BinaryOp;
 import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.LowRank;
+import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import java.util.List;
 import org.junit.jupiter.api.Test;
@@ -224,6 +225,32 @@ class BackwardRulesTest {
         "gatedResidual",
         (b, in) -> b.gatedResidual(in.get(0), in.get(1), in.get(2)),
         List.of(check.normal(2, 5, 9), check.normal(2, 5, 9), check.normal(2, 1, 9)));
+    // Both results read downstream, so both nodes (residual, then its norm) pass gradients on.
+    check.check(
+        "residualLayerNorm",
+        (b, in) -> {
+          ResidualNorm rn =
+              b.residualLayerNorm(in.get(0), in.get(1), in.get(2), in.get(3), in.get(4), 1e-6f);
+          return b.mul(rn.residual(), rn.normed());
+        },
+        List.of(
+            check.normal(2, 5, 9),
+            check.normal(2, 5, 9),
+            check.normal(2, 1, 9),
+            check.normal(9),
+            check.normal(9)));
+    check.check(
+        "residualModulatedLayerNorm without a gate",
+        (b, in) -> {
+          ResidualNorm rn =
+              b.residualModulatedLayerNorm(in.get(0), in.get(1), null, in.get(2), in.get(3), 1e-6f);
+          return b.mul(rn.residual(), rn.normed());
+        },
+        List.of(
+            check.normal(2, 5, 9),
+            check.normal(2, 5, 9),
+            check.normal(2, 1, 9),
+            check.normal(2, 1, 9)));
     check.check(
         "channelNorm with SiLU",
         (b, in) -> b.channelNorm(in.get(0), in.get(1), 1e-12f, true, DType.F32),
