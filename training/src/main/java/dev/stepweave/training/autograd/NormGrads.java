@@ -77,8 +77,7 @@ final class NormGrads {
 
   /** The sum over every row of {@code t} (last dimension {@code n}): {@code [n]}. */
   private static Tensor columnSums(Backend device, Tensor t, int n) {
-    Tensor rows = t.reshape((int) (t.numel() / n), n);
-    return device.sumLastDim(device.contiguous(rows.transpose(0, 1))).reshape(n);
+    return MiddleSums.of(device, t, 1, (int) (t.numel() / n), n).reshape(n);
   }
 
   /**
