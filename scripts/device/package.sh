@@ -12,6 +12,9 @@
 # for `generate`, `bench generate` and `bench serve`. DEVICE_CLI=0 leaves the CLI out altogether:
 # enough for TESTS, BENCH, MAINS, ROLLOUT and REFERENCE, not for PIPELINE or SERVE.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
+# The tool carries the work tree with it, 64 MiB at most: the tracked files are ~43 MB and this
+# package ~24 MB with diffusers, so move trained/ (12 MB; nothing on the device reads it) out of the
+# checkout for the call and back after it.
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 dest=${1:-$repo/.device}
