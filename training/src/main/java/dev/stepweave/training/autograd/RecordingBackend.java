@@ -16,7 +16,7 @@ import java.util.function.Supplier;
  * serving forward, so the training forward's values are the serving forward's bit for bit; the tape
  * adds the gradients.
  *
- * <p>The fused operations whose backward reads nothing but their inputs ({@code
+ * <p>The fused operations whose composition can be recomputed from their inputs alone ({@code
  * modulatedLayerNorm}, {@code rmsNormRope}, {@code gatedResidual}, {@code residualLayerNorm},
  * {@code residualModulatedLayerNorm}, {@code channelNorm}, {@code channelNormAfter}) run the
  * wrapped backend's own kernel forward — on a device one kernel and one BF16 rounding, as serving
