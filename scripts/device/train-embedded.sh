@@ -5,7 +5,8 @@
 #   training/configs/embedded-dit.yaml        -> runs/embedded-dit
 # STAGES="config …" (names under training/configs/, without .yaml) trains others instead;
 # BACKEND=cuda trains on the GPU (`stepweave train --backend cuda`), else on the CPU backend;
-# TRAIN_OPTIONS: further options of `stepweave train` (e.g. --debug).
+# TRAIN_OPTIONS: further options of `stepweave train` (e.g. --debug); PARALLEL=1 trains every
+# stage at once (independent runs only: each log line names its stage).
 #
 #   here:   scripts/device/train-embedded.sh package   # builds .device-train/ (git-ignored): a
 #                                                      # jlink'd Java 25 runtime and the runnable
@@ -91,12 +92,12 @@ export STEPWEAVE_HOME=/tmp/stepweave-home
 cd "$repo"
 log=$out/train.log
 echo "== $(date -u +%FT%TZ) $(nproc) cores,$(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)" | tee -a "$log"
-done_all=1
-for s in "${stages[@]}"; do
-  [[ -d runs/$s/model ]] && { echo "$s: finished earlier" | tee -a "$log"; continue; }
+# One stage: skipped when finished, resumed when started; returns non-zero when it did not finish.
+train_stage() {
+  local s=$1 left rc resume=()
+  [[ -d runs/$s/model ]] && { echo "$s: finished earlier" | tee -a "$log"; return 0; }
   left=$(( limit - ($(date +%s) - start) ))
-  (( left > 30 )) || { done_all=0; break; }
-  resume=()
+  (( left > 30 )) || return 1
   if [[ -f runs/$s/run.json ]]; then
     resume=(--resume)
     # A run trained in another checkout recorded that checkout's absolute paths.
@@ -106,12 +107,23 @@ for s in "${stages[@]}"; do
   echo "== $s ${resume[*]} (up to ${left} s)" | tee -a "$log"
   set +e
   timeout --signal=INT --kill-after=20 "$left" "${sw[@]}" train --config "training/configs/$s.yaml" \
-    "${backend[@]}" "${resume[@]}" 2>&1 | grep --line-buffered -v '^step [0-9]*/[0-9]* ' | tee -a "$log"
+    "${backend[@]}" "${resume[@]}" 2>&1 | grep --line-buffered -v '^step [0-9]*/[0-9]* ' |
+    sed -u "s/^/[$s] /" | tee -a "$log"
   rc=${PIPESTATUS[0]}
   set -e
   echo "$s: exit $rc after $(( $(date +%s) - start )) s" | tee -a "$log"
-  [[ -d runs/$s/model ]] || { done_all=0; break; }
-done
+  [[ -d runs/$s/model ]]
+}
+done_all=1
+if [[ "${PARALLEL:-0}" == 1 ]]; then
+  # Every stage at once on the one GPU (small models leave most of it idle); for independent runs
+  # only — a stage whose base is another stage's output would start before that output exists.
+  pids=()
+  for s in "${stages[@]}"; do train_stage "$s" & pids+=($!); done
+  for pid in "${pids[@]}"; do wait "$pid" || done_all=0; done
+else
+  for s in "${stages[@]}"; do train_stage "$s" || { done_all=0; break; }; done
+fi
 # What the next call needs (and what to read): each run without superseded files.
 keep=$(mktemp -d)
 for s in "${stages[@]}"; do

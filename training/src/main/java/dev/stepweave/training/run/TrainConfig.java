@@ -93,8 +93,8 @@ public record TrainConfig(
 
   /** Training data. */
   public sealed interface Data {
-    /** The synthetic shapes dataset's first {@code clips} clips of {@code seed}. */
-    record Shapes(int clips, long seed, int width, int height, int frames) implements Data {}
+    /** The synthetic shapes dataset's first {@code clips} clips. */
+    record Shapes(int clips, dev.stepweave.training.shapes.ShapesDataset dataset) implements Data {}
 
     /** A dataset folder (captions.jsonl and media). */
     record Folder(Path dir) implements Data {}

@@ -284,18 +284,33 @@ public final class TrainConfigReader {
     String type = text(n, "type", "data", null);
     switch (type) {
       case "shapes" -> {
-        known(n, "data.", Set.of("type", "clips", "seed", "width", "height", "frames"));
+        known(
+            n,
+            "data.",
+            Set.of("type", "clips", "seed", "width", "height", "frames", "object_size"));
         int clips = positive(n, "clips", "data.", null);
         long seed = integer(n, "seed", "data.", 0L);
         int width = positive(n, "width", "data.", 64);
         int height = positive(n, "height", "data.", 64);
         int frames = positive(n, "frames", "data.", 9);
         try {
-          new ShapesDataset(seed, width, height, frames);
+          ShapesDataset dataset = new ShapesDataset(seed, width, height, frames);
+          if (n.has("object_size")) {
+            JsonNode sizes = n.get("object_size");
+            if (!sizes.isArray()
+                || sizes.size() != 2
+                || !sizes.get(0).canConvertToInt()
+                || !sizes.get(1).canConvertToInt()) {
+              throw bad("data.object_size", "must be [smallest, largest] in pixels, got " + sizes);
+            }
+            dataset =
+                new ShapesDataset(
+                    seed, width, height, frames, sizes.get(0).intValue(), sizes.get(1).intValue());
+          }
+          return new TrainConfig.Data.Shapes(clips, dataset);
         } catch (IllegalArgumentException e) {
           throw bad("data", e.getMessage());
         }
-        return new TrainConfig.Data.Shapes(clips, seed, width, height, frames);
       }
       case "folder" -> {
         known(n, "data.", Set.of("type", "path"));

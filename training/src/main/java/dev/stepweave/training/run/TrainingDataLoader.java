@@ -225,7 +225,7 @@ final class TrainingDataLoader {
 
   private static Clips shapes(TrainConfig.Data.Shapes s, Consumer<String> notes) {
     notes.accept("rendering " + s.clips() + " shapes clips");
-    ShapesDataset dataset = new ShapesDataset(s.seed(), s.width(), s.height(), s.frames());
+    ShapesDataset dataset = s.dataset();
     MessageDigest digest = sha256();
     List<RgbClip> clips = new ArrayList<>();
     List<String> ids = new ArrayList<>();
@@ -241,12 +241,15 @@ final class TrainingDataLoader {
     String id =
         String.format(
             Locale.ROOT,
-            "shapes seed %d, %dx%d, %d frames, clips 0-%d",
-            s.seed(),
-            s.width(),
-            s.height(),
-            s.frames(),
-            s.clips() - 1);
+            "shapes seed %d, %dx%d, %d frames, clips 0-%d%s",
+            dataset.seed(),
+            dataset.width(),
+            dataset.height(),
+            dataset.frames(),
+            s.clips() - 1,
+            dataset.defaultSizes()
+                ? ""
+                : ", objects " + dataset.smallest() + "-" + dataset.largest() + " px");
     return new Clips(clips, ids, captions, id, HexFormat.of().formatHex(digest.digest()));
   }
 

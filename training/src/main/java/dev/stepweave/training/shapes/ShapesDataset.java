@@ -8,16 +8,20 @@ import java.util.Locale;
  * at least a third of the frame over the clip. Every clip is a pure function of (seed, index, size,
  * frames), so any clip can be made alone and every machine makes the same bytes.
  *
- * <p>Per clip, uniformly: the four attributes; the object's size, from a sixth to a third of the
- * frame's shorter side; the distance it travels, from a third of the frame along its axis to as far
- * as it fits; where along that axis the path lies, and where across it the object sits. The object
- * stays one pixel clear of the border throughout, so border pixels are background.
+ * <p>Per clip, uniformly: the four attributes; the object's size, between {@code smallest} and
+ * {@code largest} pixels (by default a sixth and a third of the frame's shorter side); the distance
+ * it travels, from a third of the frame along its axis to as far as it fits; where along that axis
+ * the path lies, and where across it the object sits. The object stays one pixel clear of the
+ * border throughout, so border pixels are background.
  *
  * @param width at least {@value #MIN_SIDE}
  * @param height at least {@value #MIN_SIDE}
  * @param frames at least 2 (a Wan VAE needs {@code 4k + 1}; 9 is typical)
+ * @param smallest the smallest object side (a square's) or diameter (a ball's), in pixels
+ * @param largest the largest; it must leave room to travel a third of the frame on either axis
  */
-public record ShapesDataset(long seed, int width, int height, int frames) {
+public record ShapesDataset(
+    long seed, int width, int height, int frames, int smallest, int largest) {
   /** The smallest frame side. */
   public static final int MIN_SIDE = 64;
 
@@ -39,6 +43,32 @@ public record ShapesDataset(long seed, int width, int height, int frames) {
     if (frames < 1) {
       throw new IllegalArgumentException("shapes clips need 1 frame or more, got " + frames);
     }
+    if (smallest < 1 || smallest > largest) {
+      throw new IllegalArgumentException(
+          "shapes object sizes must be 1 or more, smallest first, got " + smallest + "-" + largest);
+    }
+    int shorter = Math.min(width, height);
+    if (shorter - largest - 2 * MARGIN < Math.ceilDiv(shorter, 3)) {
+      throw new IllegalArgumentException(
+          "a "
+              + largest
+              + "-pixel object cannot travel a third of a "
+              + width
+              + "x"
+              + height
+              + " frame");
+    }
+  }
+
+  /** The dataset with the default object sizes: a sixth to a third of the shorter side. */
+  public ShapesDataset(long seed, int width, int height, int frames) {
+    this(seed, width, height, frames, Math.min(width, height) / 6, Math.min(width, height) / 3);
+  }
+
+  /** Whether the object sizes are the default ones (a dataset id names them only otherwise). */
+  public boolean defaultSizes() {
+    int shorter = Math.min(width, height);
+    return smallest == shorter / 6 && largest == shorter / 3;
   }
 
   /** The id of clip {@code index}, as the dataset folder names it. */
@@ -64,8 +94,7 @@ public record ShapesDataset(long seed, int width, int height, int frames) {
             Shape.values()[rng.nextInt(Shape.values().length)],
             Direction.values()[rng.nextInt(Direction.values().length)],
             Background.values()[rng.nextInt(Background.values().length)]);
-    int shorter = Math.min(width, height);
-    int size = rng.between(shorter / 6, shorter / 3);
+    int size = rng.between(smallest, largest);
     Direction d = caption.direction();
     int along = d.horizontal() ? width : height;
     int across = d.horizontal() ? height : width;

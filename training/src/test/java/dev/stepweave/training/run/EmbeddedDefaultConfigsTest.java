@@ -38,7 +38,7 @@ class EmbeddedDefaultConfigsTest {
     TrainConfig dit = TrainConfigReader.read(configs.resolve("embedded-dit.yaml"));
 
     assertEquals(TrainConfig.Component.VAE, vae.component());
-    assertEquals(1, ((TrainConfig.Data.Shapes) vae.data()).frames());
+    assertEquals(1, ((TrainConfig.Data.Shapes) vae.data()).dataset().frames());
     assertTrue(vae.init().pastFramesZero());
     assertEquals(1, vae.init().config().get("scale_factor_temporal").intValue());
     assertTrue(vae.measureLatentStatistics());
@@ -47,7 +47,7 @@ class EmbeddedDefaultConfigsTest {
     int z = vae.init().config().get("z_dim").intValue();
     assertEquals(z, dit.init().config().get("in_channels").intValue());
     assertEquals(z, dit.init().config().get("out_channels").intValue());
-    assertEquals(9, ((TrainConfig.Data.Shapes) dit.data()).frames());
+    assertEquals(9, ((TrainConfig.Data.Shapes) dit.data()).dataset().frames());
   }
 
   /** Every committed config reads (the ones run on the GPU machine first met only there). */

@@ -8,6 +8,7 @@ import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import dev.stepweave.tensor.Precision;
+import dev.stepweave.training.shapes.ShapesDataset;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.List;
@@ -33,7 +34,13 @@ class TrainConfigReaderTest {
 
     assertNull(c.base()); // the embedded model
     assertEquals(TrainConfig.Component.TRANSFORMER, c.component());
-    assertEquals(new TrainConfig.Data.Shapes(4, 0, 64, 64, 9), c.data());
+    assertEquals(new TrainConfig.Data.Shapes(4, new ShapesDataset(0, 64, 64, 9)), c.data());
+    assertEquals(
+        new TrainConfig.Data.Shapes(4, new ShapesDataset(0, 64, 64, 9, 24, 40)),
+        TrainConfigReader.read(
+                write(
+                    "sizes.yaml", MINIMAL.replace("clips: 4}", "clips: 4, object_size: [24, 40]}")))
+            .data());
     assertInstanceOf(TrainConfig.Method.Full.class, c.method());
     assertEquals(1, c.batch());
     assertEquals(1, c.microBatch());
@@ -65,7 +72,7 @@ class TrainConfigReaderTest {
 
     assertEquals(base, c.base());
     assertEquals("mine", c.modelId());
-    assertEquals(new TrainConfig.Data.Shapes(8, 3, 96, 64, 5), c.data());
+    assertEquals(new TrainConfig.Data.Shapes(8, new ShapesDataset(3, 96, 64, 5)), c.data());
     assertEquals(new TrainConfig.Method.Lora(4, 8, List.of("attn1.to_q", "to_v")), c.method());
     assertEquals(2, c.microBatch());
     assertEquals(new TrainConfig.Schedule(TrainConfig.ScheduleKind.COSINE, 5), c.schedule());
@@ -185,6 +192,12 @@ class TrainConfigReaderTest {
     assertRefused(
         "component: vae\ndata: {type: shapes, clips: 2, width: 32}\nsteps: 1\noutput: o\n",
         "'data' ");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2, object_size: 20}\nsteps: 1\noutput: o\n",
+        "'data.object_size' must be [smallest, largest] in pixels, got 20");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2, object_size: [8, 50]}\nsteps: 1\noutput: o\n",
+        "'data' a 50-pixel object cannot travel a third of a 64x64 frame");
     Files.createDirectories(tmp.resolve("shards"));
     assertRefused(
         "component: vae\ndata: {type: shards, path: shards}\nsteps: 1\noutput: o\n",

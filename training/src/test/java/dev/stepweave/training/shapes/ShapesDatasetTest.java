@@ -42,7 +42,8 @@ class ShapesDatasetTest {
         new ShapesDataset[] {
           new ShapesDataset(1, 64, 64, 9),
           new ShapesDataset(2, 160, 64, 5),
-          new ShapesDataset(3, 64, 128, 17)
+          new ShapesDataset(3, 64, 128, 17),
+          new ShapesDataset(4, 64, 64, 9, 24, 40)
         }) {
       for (int i = 0; i < 500; i++) {
         ShapeMotion m = d.motion(i);
@@ -61,8 +62,7 @@ class ShapesDatasetTest {
           assertTrue(m.x16(f) >= sub && m.x16(f) + m.size() * sub <= (d.width() - 1) * sub);
           assertTrue(m.y16(f) >= sub && m.y16(f) + m.size() * sub <= (d.height() - 1) * sub);
         }
-        int shorter = Math.min(d.width(), d.height());
-        assertTrue(m.size() >= shorter / 6 && m.size() <= shorter / 3, "size " + m.size());
+        assertTrue(m.size() >= d.smallest() && m.size() <= d.largest(), "size " + m.size());
       }
     }
   }
@@ -144,6 +144,14 @@ class ShapesDatasetTest {
     assertEquals(
         "shapes clips need 1 frame or more, got 0",
         assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 0))
+            .getMessage());
+    assertEquals(
+        "shapes object sizes must be 1 or more, smallest first, got 30-20",
+        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 9, 30, 20))
+            .getMessage());
+    assertEquals(
+        "a 41-pixel object cannot travel a third of a 64x96 frame",
+        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 96, 9, 8, 41))
             .getMessage());
     assertEquals(
         "clip index must be 0 or more, got -1",
