@@ -287,14 +287,17 @@ public final class TrainConfigReader {
         known(
             n,
             "data.",
-            Set.of("type", "clips", "seed", "width", "height", "frames", "object_size"));
+            Set.of(
+                "type", "clips", "seed", "width", "height", "frames", "object_size", "min_travel"));
         int clips = positive(n, "clips", "data.", null);
         long seed = integer(n, "seed", "data.", 0L);
         int width = positive(n, "width", "data.", 64);
         int height = positive(n, "height", "data.", 64);
         int frames = positive(n, "frames", "data.", 9);
         try {
-          ShapesDataset dataset = new ShapesDataset(seed, width, height, frames);
+          ShapesDataset defaults = new ShapesDataset(seed, width, height, frames);
+          int smallest = defaults.smallest();
+          int largest = defaults.largest();
           if (n.has("object_size")) {
             JsonNode sizes = n.get("object_size");
             if (!sizes.isArray()
@@ -303,10 +306,12 @@ public final class TrainConfigReader {
                 || !sizes.get(1).canConvertToInt()) {
               throw bad("data.object_size", "must be [smallest, largest] in pixels, got " + sizes);
             }
-            dataset =
-                new ShapesDataset(
-                    seed, width, height, frames, sizes.get(0).intValue(), sizes.get(1).intValue());
+            smallest = sizes.get(0).intValue();
+            largest = sizes.get(1).intValue();
           }
+          int minTravel = n.has("min_travel") ? positive(n, "min_travel", "data.", null) : 0;
+          ShapesDataset dataset =
+              new ShapesDataset(seed, width, height, frames, smallest, largest, minTravel);
           return new TrainConfig.Data.Shapes(clips, dataset);
         } catch (IllegalArgumentException e) {
           throw bad("data", e.getMessage());

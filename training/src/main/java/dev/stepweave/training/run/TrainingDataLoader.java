@@ -247,9 +247,16 @@ final class TrainingDataLoader {
             dataset.height(),
             dataset.frames(),
             s.clips() - 1,
-            dataset.defaultSizes()
+            dataset.defaultObjects()
                 ? ""
-                : ", objects " + dataset.smallest() + "-" + dataset.largest() + " px");
+                : String.format(
+                    Locale.ROOT,
+                    ", objects %d-%d px travelling %s",
+                    dataset.smallest(),
+                    dataset.largest(),
+                    dataset.minTravel() == 0
+                        ? "a third of the frame or more"
+                        : dataset.minTravel() + " px or more"));
     return new Clips(clips, ids, captions, id, HexFormat.of().formatHex(digest.digest()));
   }
 

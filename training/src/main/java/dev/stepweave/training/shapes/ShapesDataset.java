@@ -10,18 +10,20 @@ import java.util.Locale;
  *
  * <p>Per clip, uniformly: the four attributes; the object's size, between {@code smallest} and
  * {@code largest} pixels (by default a sixth and a third of the frame's shorter side); the distance
- * it travels, from a third of the frame along its axis to as far as it fits; where along that axis
- * the path lies, and where across it the object sits. The object stays one pixel clear of the
- * border throughout, so border pixels are background.
+ * it travels, from {@code minTravel} pixels (by default, and at least, a third of the frame along
+ * its axis) to as far as it fits; where along that axis the path lies, and where across it the
+ * object sits. The object stays one pixel clear of the border throughout, so border pixels are
+ * background.
  *
  * @param width at least {@value #MIN_SIDE}
  * @param height at least {@value #MIN_SIDE}
  * @param frames at least 2 (a Wan VAE needs {@code 4k + 1}; 9 is typical)
  * @param smallest the smallest object side (a square's) or diameter (a ball's), in pixels
- * @param largest the largest; it must leave room to travel a third of the frame on either axis
+ * @param largest the largest; it must leave room to travel {@code minTravel} on either axis
+ * @param minTravel the shortest distance travelled, in pixels; 0: a third of the frame's axis
  */
 public record ShapesDataset(
-    long seed, int width, int height, int frames, int smallest, int largest) {
+    long seed, int width, int height, int frames, int smallest, int largest, int minTravel) {
   /** The smallest frame side. */
   public static final int MIN_SIDE = 64;
 
@@ -47,12 +49,23 @@ public record ShapesDataset(
       throw new IllegalArgumentException(
           "shapes object sizes must be 1 or more, smallest first, got " + smallest + "-" + largest);
     }
+    int third = Math.ceilDiv(Math.max(width, height), 3);
+    if (minTravel != 0 && minTravel < third) {
+      throw new IllegalArgumentException(
+          "shapes objects travel at least a third of the frame ("
+              + third
+              + " pixels here), got a minimum of "
+              + minTravel);
+    }
     int shorter = Math.min(width, height);
-    if (shorter - largest - 2 * MARGIN < Math.ceilDiv(shorter, 3)) {
+    int travel = minTravel == 0 ? Math.ceilDiv(shorter, 3) : minTravel;
+    if (shorter - largest - 2 * MARGIN < travel) {
       throw new IllegalArgumentException(
           "a "
               + largest
-              + "-pixel object cannot travel a third of a "
+              + "-pixel object cannot travel "
+              + (minTravel == 0 ? "a third of" : minTravel + " pixels across")
+              + " a "
               + width
               + "x"
               + height
@@ -60,15 +73,20 @@ public record ShapesDataset(
     }
   }
 
-  /** The dataset with the default object sizes: a sixth to a third of the shorter side. */
+  /**
+   * The dataset with the default objects: a sixth to a third of the shorter side, travelling at
+   * least a third of the frame.
+   */
   public ShapesDataset(long seed, int width, int height, int frames) {
-    this(seed, width, height, frames, Math.min(width, height) / 6, Math.min(width, height) / 3);
+    this(seed, width, height, frames, Math.min(width, height) / 6, Math.min(width, height) / 3, 0);
   }
 
-  /** Whether the object sizes are the default ones (a dataset id names them only otherwise). */
-  public boolean defaultSizes() {
+  /**
+   * Whether the objects are the default ones (a dataset id names their settings only otherwise).
+   */
+  public boolean defaultObjects() {
     int shorter = Math.min(width, height);
-    return smallest == shorter / 6 && largest == shorter / 3;
+    return smallest == shorter / 6 && largest == shorter / 3 && minTravel == 0;
   }
 
   /** The id of clip {@code index}, as the dataset folder names it. */
@@ -100,7 +118,8 @@ public record ShapesDataset(
     int across = d.horizontal() ? height : width;
     // Top-left positions that keep the object clear of the border, in sixteenths of a pixel.
     int room = (along - size - 2 * MARGIN) * SUB;
-    int travel = rng.between(Math.ceilDiv(along * SUB, 3), room);
+    int shortest = minTravel == 0 ? Math.ceilDiv(along * SUB, 3) : minTravel * SUB;
+    int travel = rng.between(shortest, room);
     int low = MARGIN * SUB + rng.nextInt(room - travel + 1);
     int forward = d.dx() + d.dy(); // +1 right or down, −1 left or up
     int start = forward > 0 ? low : low + travel;

@@ -36,7 +36,7 @@ class TrainConfigReaderTest {
     assertEquals(TrainConfig.Component.TRANSFORMER, c.component());
     assertEquals(new TrainConfig.Data.Shapes(4, new ShapesDataset(0, 64, 64, 9)), c.data());
     assertEquals(
-        new TrainConfig.Data.Shapes(4, new ShapesDataset(0, 64, 64, 9, 24, 40)),
+        new TrainConfig.Data.Shapes(4, new ShapesDataset(0, 64, 64, 9, 24, 40, 0)),
         TrainConfigReader.read(
                 write(
                     "sizes.yaml", MINIMAL.replace("clips: 4}", "clips: 4, object_size: [24, 40]}")))
@@ -198,6 +198,9 @@ class TrainConfigReaderTest {
     assertRefused(
         "component: vae\ndata: {type: shapes, clips: 2, object_size: [8, 50]}\nsteps: 1\noutput: o\n",
         "'data' a 50-pixel object cannot travel a third of a 64x64 frame");
+    assertRefused(
+        "component: vae\ndata: {type: shapes, clips: 2, min_travel: 0}\nsteps: 1\noutput: o\n",
+        "'data.min_travel' must be a positive integer, got 0");
     Files.createDirectories(tmp.resolve("shards"));
     assertRefused(
         "component: vae\ndata: {type: shards, path: shards}\nsteps: 1\noutput: o\n",

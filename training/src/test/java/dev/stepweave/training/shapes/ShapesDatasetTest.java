@@ -43,7 +43,8 @@ class ShapesDatasetTest {
           new ShapesDataset(1, 64, 64, 9),
           new ShapesDataset(2, 160, 64, 5),
           new ShapesDataset(3, 64, 128, 17),
-          new ShapesDataset(4, 64, 64, 9, 24, 40)
+          new ShapesDataset(4, 64, 64, 9, 24, 40, 0),
+          new ShapesDataset(5, 64, 64, 9, 16, 28, 32)
         }) {
       for (int i = 0; i < 500; i++) {
         ShapeMotion m = d.motion(i);
@@ -54,6 +55,7 @@ class ShapesDatasetTest {
             Math.abs(
                 horizontal ? m.x16(d.frames() - 1) - m.x16(0) : m.y16(d.frames() - 1) - m.y16(0));
         assertTrue(3 * travel >= along * sub, "clip " + i + " travels " + travel / 16.0);
+        assertTrue(travel >= d.minTravel() * sub, "clip " + i + " travels " + travel / 16.0);
         int sign =
             Integer.signum(horizontal ? m.endX16() - m.startX16() : m.endY16() - m.startY16());
         Direction dir = m.caption().direction();
@@ -147,11 +149,23 @@ class ShapesDatasetTest {
             .getMessage());
     assertEquals(
         "shapes object sizes must be 1 or more, smallest first, got 30-20",
-        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 9, 30, 20))
+        assertThrows(
+                IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 9, 30, 20, 0))
             .getMessage());
     assertEquals(
         "a 41-pixel object cannot travel a third of a 64x96 frame",
-        assertThrows(IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 96, 9, 8, 41))
+        assertThrows(
+                IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 96, 9, 8, 41, 0))
+            .getMessage());
+    assertEquals(
+        "shapes objects travel at least a third of the frame (22 pixels here), got a minimum of 20",
+        assertThrows(
+                IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 9, 10, 21, 20))
+            .getMessage());
+    assertEquals(
+        "a 30-pixel object cannot travel 40 pixels across a 64x64 frame",
+        assertThrows(
+                IllegalArgumentException.class, () -> new ShapesDataset(1, 64, 64, 9, 10, 30, 40))
             .getMessage());
     assertEquals(
         "clip index must be 0 or more, got -1",
