@@ -219,8 +219,33 @@ final class ElementwiseGrads {
       if (!wanted.test(x)) {
         return List.of();
       }
-      // The inverse rotation: the same tables with the sine negated.
-      return List.of(new Contribution(x, device.rope(g, cos, device.affine(sin, -1f, 0f))));
+      return List.of(new Contribution(x, unrotated(device, g, cos, sin)));
+    };
+  }
+
+  /** The inverse rotation of {@code g}: the same tables with the sine negated. */
+  static Tensor unrotated(Backend device, Tensor g, Tensor cos, Tensor sin) {
+    return device.rope(g, cos, device.affine(sin, -1f, 0f));
+  }
+
+  /**
+   * {@code x + y·gate} ({@code x + y} without a gate), as the gated residual's composition
+   * differentiates it: g to x, {@code g·gate} to y and {@code g·y} to the gate, whose broadcast the
+   * gradients sum.
+   */
+  static BackwardRule gatedResidual(Backend device, Tensor x, Tensor y, Tensor gate) {
+    return (g, wanted) -> {
+      List<Contribution> list = new ArrayList<>(3);
+      if (wanted.test(x)) {
+        list.add(new Contribution(x, g));
+      }
+      if (wanted.test(y)) {
+        list.add(new Contribution(y, gate == null ? g : device.mul(g, gate.expand(y.shape()))));
+      }
+      if (gate != null && wanted.test(gate)) {
+        list.add(new Contribution(gate.expand(y.shape()), device.mul(g, y)));
+      }
+      return list;
     };
   }
 }

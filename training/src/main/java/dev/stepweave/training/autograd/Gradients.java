@@ -59,6 +59,12 @@ public final class Gradients {
     Tensor buffer = buffers.get(target.storage());
     if (buffer == null) {
       int elements = (int) (target.storage().byteSize() / target.dtype().byteSize());
+      if (adoptable(g, view, elements)) {
+        // The first gradient of the whole storage, in a tensor of its own: it becomes the buffer,
+        // without a zeroed buffer and a copy.
+        buffers.put(target.storage(), g.reshape(elements));
+        return;
+      }
       buffer = owner.zeros(DType.F32, elements);
       buffers.put(target.storage(), buffer);
       if (view.isContiguous()) {
@@ -69,6 +75,31 @@ public final class Gradients {
       }
     }
     owner.addInto(over(buffer, view), g);
+  }
+
+  /**
+   * Whether {@code g} can be a storage's whole buffer: dense F32 over all of its own memory, that
+   * memory no other buffer's (a rule may hand one gradient to two inputs), and {@code view} the
+   * whole target storage in order. A rule's gradients are its own or its output's, which is done
+   * with, so nothing else writes into them or reads them after.
+   */
+  private boolean adoptable(Tensor g, Tensor view, int elements) {
+    if (g.dtype() != DType.F32
+        || !g.isContiguous()
+        || g.offset() != 0
+        || g.numel() != elements
+        || g.storage().byteSize() != (long) elements * Float.BYTES
+        || !view.isContiguous()
+        || view.offset() != 0
+        || view.numel() != elements) {
+      return false;
+    }
+    for (Tensor b : buffers.values()) {
+      if (b.storage() == g.storage()) {
+        return false;
+      }
+    }
+    return true;
   }
 
   /** {@code grad} on the device of {@code target}. */

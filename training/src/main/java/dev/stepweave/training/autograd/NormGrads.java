@@ -65,6 +65,21 @@ final class NormGrads {
     };
   }
 
+  /**
+   * The fused norm and rotation: the rotation's rule (it reads only the tables) chained into the
+   * norm's (it reads only the input), so nothing of the forward is recomputed.
+   */
+  static BackwardRule rmsNormRope(
+      Backend device, Tensor x, Tensor weight, float eps, Tensor cos, Tensor sin) {
+    BackwardRule norm = rmsNorm(device, x, weight, eps);
+    return (g, wanted) -> {
+      if (wanted.test(cos) || wanted.test(sin)) {
+        throw new UnsupportedOperationException("rope's cos/sin tables take no gradient");
+      }
+      return norm.apply(ElementwiseGrads.unrotated(device, g, cos, sin).reshape(x.shape()), wanted);
+    };
+  }
+
   /** The mean of each row of {@code t} (last dimension {@code n}), as {@code [..., 1]}. */
   private static Tensor mean(Backend device, Tensor t, int n) {
     return device.affine(device.sumLastDim(t), 1f / n, 0f);

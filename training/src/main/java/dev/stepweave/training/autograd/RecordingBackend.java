@@ -22,15 +22,17 @@ import java.util.function.Supplier;
  * wrapped backend's own kernel forward — on a device one kernel and one BF16 rounding, as serving
  * runs them — and are recorded as one node whose backward recomputes the SPI's composition of
  * primitives from the kept inputs and differentiates that (the CPU's fused results are that
- * composition's, bit for bit). The rest run as the SPI's defaults, composing recorded primitives:
- * {@code linearGeluTanh} because GELU's backward reads the pre-activation, which the fused kernel
- * does not keep and only the FFN's largest GEMM again could give back; {@code linearStacked} (the
- * same roundings either way), {@code linearLowRank}, {@code addLowRank} (their factors are not
- * arguments a node could name) and the load's {@code uploadStacked}. Views ({@link Tensor#reshape},
- * permute, slice, expand) are not operations at all: the tape follows gradients by storage ({@link
- * Gradients}), kept on the wrapped backend's device. Most backward rules are the wrapped backend's
- * own operations; the rest compute on the host ({@link BackwardRule#onHost}), so on a GPU they
- * download what they read.
+ * composition's, bit for bit); where the composition's rules read only the inputs ({@code
+ * rmsNormRope}, {@code gatedResidual}, a residual norm's residual) the node chains those rules
+ * instead and recomputes nothing. The rest run as the SPI's defaults, composing recorded
+ * primitives: {@code linearGeluTanh} because GELU's backward reads the pre-activation, which the
+ * fused kernel does not keep and only the FFN's largest GEMM again could give back; {@code
+ * linearStacked} (the same roundings either way), {@code linearLowRank}, {@code addLowRank} (their
+ * factors are not arguments a node could name) and the load's {@code uploadStacked}. Views ({@link
+ * Tensor#reshape}, permute, slice, expand) are not operations at all: the tape follows gradients by
+ * storage ({@link Gradients}), kept on the wrapped backend's device. Most backward rules are the
+ * wrapped backend's own operations; the rest compute on the host ({@link BackwardRule#onHost}), so
+ * on a GPU they download what they read.
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
@@ -447,10 +449,10 @@ public final class RecordingBackend implements Backend {
 
   @Override
   public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
-    return fused(
+    return record(
         "rmsNormRope",
-        () -> delegate.rmsNormRope(x, weight, eps, heads, cos, sin),
-        () -> Backend.super.rmsNormRope(x, weight, eps, heads, cos, sin),
+        delegate.rmsNormRope(x, weight, eps, heads, cos, sin),
+        () -> NormGrads.rmsNormRope(delegate, x, weight, eps, cos, sin),
         x,
         weight,
         cos,
@@ -459,10 +461,10 @@ public final class RecordingBackend implements Backend {
 
   @Override
   public Tensor gatedResidual(Tensor x, Tensor y, Tensor gate) {
-    return fused(
+    return record(
         "gatedResidual",
-        () -> delegate.gatedResidual(x, y, gate),
-        () -> Backend.super.gatedResidual(x, y, gate),
+        delegate.gatedResidual(x, y, gate),
+        () -> ElementwiseGrads.gatedResidual(delegate, x, y, gate),
         x,
         y,
         gate);
@@ -497,10 +499,10 @@ public final class RecordingBackend implements Backend {
   }
 
   private Tensor residual(ResidualNorm kernel, Tensor x, Tensor y, Tensor gate) {
-    return fused(
+    return record(
         "residual",
-        kernel::residual,
-        () -> gate == null ? add(x, y) : Backend.super.gatedResidual(x, y, gate),
+        kernel.residual(),
+        () -> ElementwiseGrads.gatedResidual(delegate, x, y, gate),
         x,
         y,
         gate);

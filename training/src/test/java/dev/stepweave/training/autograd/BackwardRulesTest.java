@@ -193,6 +193,19 @@ class BackwardRulesTest {
   }
 
   @Test
+  void oneGradientHandedToSeveralInputsStaysEachOnesOwn() {
+    // add hands its output's gradient to both inputs; the first becomes a's whole buffer, so b
+    // must get a copy before the second add's gradient is added into a's.
+    check.check(
+        "shared gradients",
+        (b, in) -> {
+          Tensor a = in.get(0);
+          return b.mul(b.add(a, in.get(1)), b.add(a, in.get(2)));
+        },
+        List.of(check.normal(3, 5), check.normal(3, 5), check.normal(3, 5)));
+  }
+
+  @Test
   void viewsBetweenOpsNeedNoRules() {
     // permute, slice, select, unsqueeze, expand and reshape of tracked tensors, one tensor read
     // through several views at once: the gradients meet in the storage.

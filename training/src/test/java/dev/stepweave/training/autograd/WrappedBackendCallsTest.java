@@ -15,12 +15,14 @@ import java.util.Map;
 import org.junit.jupiter.api.Test;
 
 /**
- * A fused operation in the training forward is the wrapped backend's own kernel — on a device one
- * kernel and one BF16 rounding, as serving runs it — and its backward differentiates the SPI's
- * composition, recomputed from the inputs: the same gradients as recording that composition
- * primitive by primitive.
+ * What the recording backend asks of the backend it wraps: a fused operation in the training
+ * forward is the wrapped backend's own kernel — on a device one kernel and one BF16 rounding, as
+ * serving runs it — and its backward gives the same gradients as recording the SPI's composition
+ * primitive by primitive, computing again only what those rules read beyond the inputs; a gradient
+ * that is the first and whole one of its tensor becomes its buffer, without a zeroed buffer and a
+ * copy.
  */
-class FusedOperationsTest {
+class WrappedBackendCallsTest {
   private final GradientCheck random = new GradientCheck(17);
 
   /** The CPU backend behind a proxy that counts each SPI call made on it, by name. */
@@ -51,7 +53,7 @@ class FusedOperationsTest {
   }
 
   @Test
-  void rmsNormRopeRunsTheKernelForwardAndItsCompositionBackward() {
+  void rmsNormRopeRunsTheKernelForwardAndItsCompositionsRulesBackward() {
     Tensor x = random.normal(2, 5, 12);
     Tensor weight = random.normal(12);
     Tensor cos = random.normal(5, 2);
@@ -66,7 +68,9 @@ class FusedOperationsTest {
     assertEquals(0, counting.calls("rmsNorm") + counting.calls("rope"), "no primitive forward");
     assertEquals(1, tape.size(), "one node");
     Gradients grads = tape.backward(out, seed);
-    assertEquals(1, counting.calls("rmsNorm"), "the backward recomputed the composition once");
+    // Its rules read only the input and the tables: nothing of the forward is computed again.
+    assertEquals(0, counting.calls("rmsNorm"), "no norm computed again");
+    assertEquals(1, counting.calls("rope"), "one inverse rotation");
 
     RecordingBackend primitives = new RecordingBackend(new CpuBackend());
     Tape reference = tapeOf(x, weight);
@@ -106,6 +110,20 @@ class FusedOperationsTest {
     assertEquals(2, counting.calls("residualLayerNorm"));
     assertArrayEquals(kernel[0].normed().toFloatArray(), evaluated.normed().toFloatArray(), 0f);
     assertEquals(2, tape.size(), "evaluation recorded nothing");
+  }
+
+  @Test
+  void aFirstWholeGradientIsKeptNotCopied() {
+    Tensor x = random.normal(4, 6);
+    Counting counting = new Counting();
+    RecordingBackend backend = new RecordingBackend(counting.backend);
+    Tape tape = tapeOf(x);
+    Tensor out = backend.recording(tape, () -> backend.silu(backend.affine(x, 2f, 1f)));
+    int zeros = counting.calls("zeros");
+    tape.backward(out, random.normal(4, 6));
+    // Each rule's result is the whole gradient of its input (the values: BackwardRulesTest).
+    assertEquals(0, counting.calls("copyInto") + counting.calls("addInto"), "no copy, no add");
+    assertEquals(zeros, counting.calls("zeros"), "no zeroed buffer");
   }
 
   private static Tape tapeOf(Tensor... leaves) {
