@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Trains the embedded default with the committed configs, in order, on a machine with no Java and
-# no network, such as the device machine:
-#   training/configs/embedded-vae-stills.yaml -> runs/embedded-vae-stills
-#   training/configs/embedded-dit.yaml        -> runs/embedded-dit
+# no network, such as the device machine (with BACKEND=cuda: the DiT's config asks for BF16):
+#   training/configs/embedded-vae-stills.yaml   -> runs/embedded-vae-stills
+#   training/configs/embedded-dit-gpu-big6.yaml -> runs/embedded-dit-gpu-big6
+# The DiT's config names no base: it trains on the VAE of the embedded checkpoint this checkout
+# ships, not on the first stage's output (training/configs/ship-embedded-default.sh copies and
+# rebuilds between the two, where Java is at hand).
 # STAGES="config …" (names under training/configs/, without .yaml) trains others instead;
 # BACKEND=cuda trains on the GPU (`stepweave train --backend cuda`), else on the CPU backend;
 # TRAIN_OPTIONS: further options of `stepweave train` (e.g. --debug); PARALLEL=1 trains every
@@ -30,7 +33,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 pack=$repo/.device-train
-read -r -a stages <<< "${STAGES:-embedded-vae-stills embedded-dit}"
+read -r -a stages <<< "${STAGES:-embedded-vae-stills embedded-dit-gpu-big6}"
 
 if [[ "${1:-}" == package ]]; then
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}

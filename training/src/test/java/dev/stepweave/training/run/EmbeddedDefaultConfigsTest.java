@@ -1,6 +1,7 @@
 package dev.stepweave.training.run;
 
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertNull;
 import static org.junit.jupiter.api.Assertions.assertTrue;
 
 import java.nio.file.Files;
@@ -11,10 +12,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The committed configs of the embedded default read strictly, and the DiT trains on the VAE run's
- * output: the VAE on stills from fresh weights, per frame (no temporal compression, causal taps on
- * earlier frames at zero, so each frame of a clip encodes as its still), measuring the latent
- * normalisation; the DiT from that run's checkpoint with the VAE's latent channels.
+ * The committed configs of the embedded default read strictly and fit together: the VAE on stills
+ * from fresh weights, per frame (no temporal compression, causal taps on earlier frames at zero, so
+ * each frame of a clip encodes as its still), measuring the latent normalisation; the DiT the
+ * default ships fresh from its init with the VAE's latent channels, starting from the embedded
+ * checkpoint (which carries that VAE once shipped; training/configs/ship-embedded-default.sh); the
+ * CPU DiT config of the earlier default from the VAE run's output.
  */
 class EmbeddedDefaultConfigsTest {
   private static final Path CONFIGS =
@@ -48,6 +51,13 @@ class EmbeddedDefaultConfigsTest {
     assertEquals(z, dit.init().config().get("in_channels").intValue());
     assertEquals(z, dit.init().config().get("out_channels").intValue());
     assertEquals(9, ((TrainConfig.Data.Shapes) dit.data()).dataset().frames());
+
+    TrainConfig shipped = TrainConfigReader.read(CONFIGS.resolve("embedded-dit-gpu-big6.yaml"));
+    assertEquals(TrainConfig.Component.TRANSFORMER, shipped.component());
+    assertNull(shipped.base()); // the embedded checkpoint
+    assertEquals(z, shipped.init().config().get("in_channels").intValue());
+    assertEquals(z, shipped.init().config().get("out_channels").intValue());
+    assertEquals(9, ((TrainConfig.Data.Shapes) shipped.data()).dataset().frames());
   }
 
   /** Every committed config reads (the ones run on the GPU machine first met only there). */

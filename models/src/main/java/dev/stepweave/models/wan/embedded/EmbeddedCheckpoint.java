@@ -27,10 +27,10 @@ import java.util.Map;
 /**
  * Writes the embedded model as a diffusers {@code WanPipeline} directory, laid out exactly as a
  * {@code Wan2.1-T2V-1.3B-Diffusers} download. The transformer and the VAE are the ones this project
- * trained ({@code training/configs/embedded-vae-stills.yaml}, then {@code embedded-dit.yaml}),
- * shipped as resources under {@value #TRAINED} and copied byte for byte; the text encoder, which
- * those runs kept frozen, is written from {@link EmbeddedConfigs} and the layouts filled by {@link
- * SeededValues}, stored as F32, beside the word-level tokenizer.
+ * trained ({@code training/configs/embedded-vae-stills.yaml}, then {@code
+ * embedded-dit-gpu-big6.yaml}), shipped as resources under {@value #TRAINED} and copied byte for
+ * byte; the text encoder, which those runs kept frozen, is written from {@link EmbeddedConfigs} and
+ * the layouts filled by {@link SeededValues}, stored as F32, beside the word-level tokenizer.
  */
 final class EmbeddedCheckpoint {
   /**

@@ -12,17 +12,18 @@ import java.util.Map;
  * The model {@code stepweave generate} uses when no model is named: a tiny text-to-video model with
  * the Wan 2.1 architecture (UMT5 text encoder, Wan DiT, Wan 2.1 VAE, UniPC flow-matching scheduler)
  * that this project trained itself on its synthetic shapes data ("a red ball moving left on a black
- * background"), at 64×64: it draws the background and the object's colour a caption asks for, not
- * yet its shape or its motion (docs/training.md has the figures).
+ * background"), at 64×64: it draws the background, the object's colour and mostly its shape a
+ * caption asks for, and one object moving, not yet in the caption's direction (docs/training.md has
+ * the figures).
  *
- * <p>Its transformer (4 layers of width 128) and VAE (4× spatial compression to 8 channels, none in
- * time: it encodes each frame as a still) were trained from fresh weights by {@code stepweave
- * train} with {@code training/configs/embedded-vae-stills.yaml} and {@code embedded-dit.yaml};
- * {@code docs/training.md} says how to reproduce them. The text encoder stayed at its seeded
- * values, which those runs trained against. It exists so the whole pipeline (tokenizer, text
- * encoder, denoising loop with classifier-free guidance, VAE decode, video writing) can be run and
- * tested anywhere, in seconds on two CPU cores, with no download. Point {@code --model} at a real
- * checkpoint for real videos.
+ * <p>Its transformer (6 layers of width 128, 1×2×2 patches) and VAE (4× spatial compression to 8
+ * channels, none in time: it encodes each frame as a still) were trained from fresh weights by
+ * {@code stepweave train} with {@code training/configs/embedded-vae-stills.yaml} (on the CPU) and
+ * {@code embedded-dit-gpu-big6.yaml} (on a GPU); {@code docs/training.md} says how to reproduce
+ * them. The text encoder stayed at its seeded values, which those runs trained against. It exists
+ * so the whole pipeline (tokenizer, text encoder, denoising loop with classifier-free guidance, VAE
+ * decode, video writing) can be run and tested anywhere, in seconds on two CPU cores, with no
+ * download. Point {@code --model} at a real checkpoint for real videos.
  *
  * <p>The checkpoint is written as a diffusers {@code WanPipeline} directory, file for file what a
  * {@code Wan2.1-T2V-1.3B-Diffusers} download holds (weights stored F32), so the ordinary loaders
@@ -33,7 +34,7 @@ public final class EmbeddedWan {
    * Version of the generated files; part of the directory name, so a change to any dimension, seed,
    * initialisation or vocabulary must bump it (old copies are then simply ignored).
    */
-  public static final String FORMAT = "wan21-embedded-v4";
+  public static final String FORMAT = "wan21-embedded-v5";
 
   /** The captions the model was trained on, as notes and help texts show them. */
   public static final String CAPTIONS =
