@@ -1,7 +1,8 @@
 // What the embedded default's probes share (CaptionProbe, FrameOrderProbe, SdEditProbe): a model on
 // two CPU threads, the held-out shapes clips (seed 99, 64x64x9) encoded as training encodes them,
 // and the DiT's conditional velocity and flow-matching loss on one of them. Not run on its own: the
-// source launcher compiles it beside the probe it is launched with.
+// source launcher compiles it beside the probe it is launched with. -Dobjects=SMALLEST,LARGEST
+// draws the clips' objects at the sizes a model trained on (data.object_size; e.g. 20,36 for v5).
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Tensor;
@@ -17,7 +18,16 @@ final class HeldOutClips implements AutoCloseable {
   final CpuBackend cpu = new CpuBackend(2);
   final WanModel model;
   final DatasetEncoder encoder;
-  private final ShapesDataset clips = new ShapesDataset(99, 64, 64, 9);
+  private final ShapesDataset clips = heldOut(System.getProperty("objects"));
+
+  private static ShapesDataset heldOut(String objects) {
+    if (objects == null) {
+      return new ShapesDataset(99, 64, 64, 9);
+    }
+    String[] sizes = objects.split(",");
+    return new ShapesDataset(
+        99, 64, 64, 9, Integer.parseInt(sizes[0].trim()), Integer.parseInt(sizes[1].trim()), 0);
+  }
 
   HeldOutClips(String modelDir) {
     model = WanModel.load(Path.of(modelDir), cpu);
