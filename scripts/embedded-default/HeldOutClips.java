@@ -1,8 +1,9 @@
 // What the embedded default's probes share (CaptionProbe, FrameOrderProbe, SdEditProbe): a model on
 // two CPU threads, the held-out shapes clips (seed 99, 64x64x9) encoded as training encodes them,
 // and the DiT's conditional velocity and flow-matching loss on one of them. Not run on its own: the
-// source launcher compiles it beside the probe it is launched with. -Dobjects=SMALLEST,LARGEST
-// draws the clips' objects at the sizes a model trained on (data.object_size; e.g. 20,36 for v5).
+// source launcher compiles it beside the probe it is launched with. -Dobjects=SMALLEST,LARGEST[,TRAVEL]
+// draws the clips' objects as a model's training data did (data.object_size and data.min_travel;
+// e.g. 20,36 for v5).
 import dev.stepweave.core.parity.TapSink;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.Tensor;
@@ -25,8 +26,9 @@ final class HeldOutClips implements AutoCloseable {
       return new ShapesDataset(99, 64, 64, 9);
     }
     String[] sizes = objects.split(",");
+    int travel = sizes.length > 2 ? Integer.parseInt(sizes[2].trim()) : 0;
     return new ShapesDataset(
-        99, 64, 64, 9, Integer.parseInt(sizes[0].trim()), Integer.parseInt(sizes[1].trim()), 0);
+        99, 64, 64, 9, Integer.parseInt(sizes[0].trim()), Integer.parseInt(sizes[1].trim()), travel);
   }
 
   HeldOutClips(String modelDir) {
