@@ -238,25 +238,7 @@ final class TrainingDataLoader {
       digest.update(sample.caption().text().getBytes(StandardCharsets.UTF_8));
       digest.update(sample.clip().bytes());
     }
-    String id =
-        String.format(
-            Locale.ROOT,
-            "shapes seed %d, %dx%d, %d frames, clips 0-%d%s",
-            dataset.seed(),
-            dataset.width(),
-            dataset.height(),
-            dataset.frames(),
-            s.clips() - 1,
-            dataset.defaultObjects()
-                ? ""
-                : String.format(
-                    Locale.ROOT,
-                    ", objects %d-%d px travelling %s",
-                    dataset.smallest(),
-                    dataset.largest(),
-                    dataset.minTravel() == 0
-                        ? "a third of the frame or more"
-                        : dataset.minTravel() + " px or more"));
+    String id = dataset.description(s.clips());
     return new Clips(clips, ids, captions, id, HexFormat.of().formatHex(digest.digest()));
   }
 

@@ -89,6 +89,31 @@ public record ShapesDataset(
     return smallest == shorter / 6 && largest == shorter / 3 && minTravel == 0;
   }
 
+  /**
+   * What a run's recipe names as its data: the first {@code clips} clips, and the objects' settings
+   * where they are not the default ones.
+   */
+  public String description(int clips) {
+    String objects =
+        defaultObjects()
+            ? ""
+            : ", objects "
+                + smallest
+                + "-"
+                + largest
+                + " px"
+                + (minTravel == 0 ? "" : " travelling " + minTravel + " px or more");
+    return String.format(
+        Locale.ROOT,
+        "shapes seed %d, %dx%d, %d frames, clips 0-%d%s",
+        seed,
+        width,
+        height,
+        frames,
+        clips - 1,
+        objects);
+  }
+
   /** The id of clip {@code index}, as the dataset folder names it. */
   public static String id(int index) {
     return String.format(Locale.ROOT, "shapes-%06d", index);

@@ -137,6 +137,20 @@ class ShapesDatasetTest {
     }
   }
 
+  /** The shipped DiT's card names its data as this does (the dataset id is part of the recipe). */
+  @Test
+  void theDescriptionNamesObjectsOnlyWhenTheyAreNotTheDefaultOnes() {
+    assertEquals(
+        "shapes seed 2, 64x64, 9 frames, clips 0-4095",
+        new ShapesDataset(2, 64, 64, 9).description(4096));
+    assertEquals(
+        "shapes seed 2, 64x64, 9 frames, clips 0-4095, objects 20-36 px",
+        new ShapesDataset(2, 64, 64, 9, 20, 36, 0).description(4096));
+    assertEquals(
+        "shapes seed 2, 64x64, 9 frames, clips 0-4095, objects 16-24 px travelling 38 px or more",
+        new ShapesDataset(2, 64, 64, 9, 16, 24, 38).description(4096));
+  }
+
   @Test
   void badSettingsAreRefusedInOneLine() {
     assertEquals(
