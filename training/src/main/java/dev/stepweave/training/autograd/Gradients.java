@@ -7,9 +7,11 @@ import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
+import java.util.Collections;
 import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 
 /**
  * Gradients kept per storage, not per tensor: a view (reshape, permute, slice, select, expand) is a
@@ -26,6 +28,8 @@ public final class Gradients {
   private final Backend device;
   private final Backend host;
   private final Map<Storage, Tensor> buffers = new IdentityHashMap<>();
+  // The buffers' own storages, so adopting a gradient asks in one lookup whether it is one already.
+  private final Set<Storage> bufferStorages = Collections.newSetFromMap(new IdentityHashMap<>());
   private final Map<Storage, DType> dtypes = new IdentityHashMap<>();
 
   /** Gradients of tensors computed by {@code device} or, on the host, by {@code host}. */
@@ -62,11 +66,11 @@ public final class Gradients {
       if (adoptable(g, view, elements)) {
         // The first gradient of the whole storage, in a tensor of its own: it becomes the buffer,
         // without a zeroed buffer and a copy.
-        buffers.put(target.storage(), g.reshape(elements));
+        keep(target, g.reshape(elements));
         return;
       }
       buffer = owner.zeros(DType.F32, elements);
-      buffers.put(target.storage(), buffer);
+      keep(target, buffer);
       if (view.isContiguous()) {
         // The first gradient into a fresh buffer, each element once: 0 + g is g, so a copy does
         // the add's work in one pass instead of three.
@@ -94,12 +98,12 @@ public final class Gradients {
         || view.numel() != elements) {
       return false;
     }
-    for (Tensor b : buffers.values()) {
-      if (b.storage() == g.storage()) {
-        return false;
-      }
-    }
-    return true;
+    return !bufferStorages.contains(g.storage());
+  }
+
+  private void keep(Tensor target, Tensor buffer) {
+    buffers.put(target.storage(), buffer);
+    bufferStorages.add(buffer.storage());
   }
 
   /** {@code grad} on the device of {@code target}. */
@@ -173,7 +177,10 @@ public final class Gradients {
   }
 
   void release(Tensor t) {
-    buffers.remove(t.storage());
+    Tensor buffer = buffers.remove(t.storage());
+    if (buffer != null) {
+      bufferStorages.remove(buffer.storage());
+    }
   }
 
   /** The buffers held now: what a backward step must keep. */

@@ -85,8 +85,7 @@ public record ShapesDataset(
    * Whether the objects are the default ones (a dataset id names their settings only otherwise).
    */
   public boolean defaultObjects() {
-    int shorter = Math.min(width, height);
-    return smallest == shorter / 6 && largest == shorter / 3 && minTravel == 0;
+    return equals(new ShapesDataset(seed, width, height, frames));
   }
 
   /**
