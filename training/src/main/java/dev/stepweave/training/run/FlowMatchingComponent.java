@@ -13,16 +13,16 @@ import java.util.Map;
 import java.util.stream.IntStream;
 
 /**
- * The transformer under the flow-matching objective: each sample noised at its own σ (uniform, then
- * shifted as the scheduler's flow shift does: {@code s·σ / (1 + (s−1)·σ)}), its caption replaced by
- * the empty prompt with the dropout probability (so guidance's unconditional branch learns too).
- * Trains every parameter, or a LoRA's factors only.
+ * The transformer under the flow-matching objective: each sample noised at its own σ ({@link
+ * NoiseLevels}: uniform, shifted as the scheduler's flow shift does, within the run's range), its
+ * caption replaced by the empty prompt with the dropout probability (so guidance's unconditional
+ * branch learns too). Trains every parameter, or a LoRA's factors only.
  */
 final class FlowMatchingComponent implements TrainedComponent {
   private TrainableTransformer model;
   private final TrainableLora lora;
   private final TrainingData.Latents data;
-  private final double flowShift;
+  private final NoiseLevels noiseLevels;
   private final double captionDropout;
 
   /**
@@ -32,12 +32,12 @@ final class FlowMatchingComponent implements TrainedComponent {
       TrainableTransformer model,
       TrainableLora lora,
       TrainingData.Latents data,
-      double flowShift,
+      NoiseLevels noiseLevels,
       double captionDropout) {
     this.model = model;
     this.lora = lora;
     this.data = data;
-    this.flowShift = flowShift;
+    this.noiseLevels = noiseLevels;
     this.captionDropout = captionDropout;
   }
 
@@ -48,7 +48,7 @@ final class FlowMatchingComponent implements TrainedComponent {
 
   @Override
   public Optimiser.Evaluation evaluate(List<Integer> samples, StepDraws draws, double share) {
-    FlowMatching.Batch batch = batch(data, samples, draws, flowShift, captionDropout);
+    FlowMatching.Batch batch = batch(data, samples, draws, noiseLevels, captionDropout);
     int n = samples.size();
     AdapterRows adapters = lora == null ? AdapterRows.NONE : lora.rows(n);
     var result =
@@ -58,14 +58,14 @@ final class FlowMatchingComponent implements TrainedComponent {
 
   /**
    * The batch of {@code samples}: per row, in this order from {@code draws}, a noise level (a
-   * uniform through the shift), whether the caption drops (a uniform below {@code captionDropout}:
-   * the negative prompt's embedding instead), and the noise.
+   * uniform through {@code noiseLevels}), whether the caption drops (a uniform below {@code
+   * captionDropout}: the negative prompt's embedding instead), and the noise.
    */
   static FlowMatching.Batch batch(
       TrainingData.Latents data,
       List<Integer> samples,
       StepDraws draws,
-      double flowShift,
+      NoiseLevels noiseLevels,
       double captionDropout) {
     int n = samples.size();
     int[] latentShape = data.samples().getFirst().latents().shape();
@@ -87,8 +87,7 @@ final class FlowMatchingComponent implements TrainedComponent {
             row -> {
               StepDraws mine = draws.ahead(row * perRow);
               LatentSample s = data.samples().get(samples.get(row));
-              double u = mine.uniform();
-              sigma[row] = (float) (flowShift * u / (1 + (flowShift - 1) * u));
+              sigma[row] = (float) noiseLevels.sigma(mine.uniform());
               boolean dropped = mine.uniform() < captionDropout;
               System.arraycopy(s.latents().toFloatArray(), 0, x0, row * latentSize, latentSize);
               System.arraycopy(mine.gaussians(latentSize), 0, noise, row * latentSize, latentSize);

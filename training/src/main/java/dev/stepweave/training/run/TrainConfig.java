@@ -24,7 +24,8 @@ import java.util.List;
  * @param adamw AdamW's betas, epsilon and decoupled weight decay
  * @param maxGradNorm the global-norm clip, 0 for none
  * @param emaDecay the EMA's decay, or NaN for none
- * @param flowShift the transformer's training σ shift (1: σ uniform)
+ * @param noiseLevels how the transformer's training draws σ: the flow shift (1: σ uniform) and the
+ *     range
  * @param captionDropout the transformer's share of samples trained on the empty prompt
  * @param measureLatentStatistics the VAE's: measure its {@code latents_mean/std} over the training
  *     clips at the end and write them into its config
@@ -53,7 +54,7 @@ public record TrainConfig(
     Adam adamw,
     double maxGradNorm,
     double emaDecay,
-    double flowShift,
+    NoiseLevels noiseLevels,
     double captionDropout,
     boolean measureLatentStatistics,
     Precision precision,
@@ -230,7 +231,7 @@ public record TrainConfig(
         adamw,
         maxGradNorm,
         emaDecay,
-        flowShift,
+        noiseLevels,
         captionDropout,
         measureLatentStatistics,
         precision,

@@ -47,6 +47,7 @@ public final class TrainConfigReader {
           "max_grad_norm",
           "ema",
           "flow_shift",
+          "sigma_range",
           "caption_dropout",
           "latent_statistics",
           "precision",
@@ -140,7 +141,7 @@ public final class TrainConfigReader {
               : "'prompts' is the data of method distill or nft");
     }
     if (fromPrompts) {
-      for (String key : List.of("init", "flow_shift", "caption_dropout")) {
+      for (String key : List.of("init", "flow_shift", "sigma_range", "caption_dropout")) {
         if (root.has(key)) {
           throw bad(
               key,
@@ -179,7 +180,7 @@ public final class TrainConfigReader {
     }
     TrainConfig.Init init = init(root, method, component);
     if (component == TrainConfig.Component.VAE) {
-      for (String key : List.of("flow_shift", "caption_dropout")) {
+      for (String key : List.of("flow_shift", "sigma_range", "caption_dropout")) {
         if (root.has(key)) {
           throw bad(key, "applies to component transformer only");
         }
@@ -213,6 +214,7 @@ public final class TrainConfigReader {
     if (!(shift > 0)) {
       throw bad("flow_shift", "must be > 0, got " + shift);
     }
+    NoiseLevels noiseLevels = noiseLevels(root, shift);
     double dropout = number(root, "caption_dropout", 0.0);
     if (dropout < 0 || dropout > 1) {
       throw bad("caption_dropout", "must lie in [0, 1], got " + dropout);
@@ -245,6 +247,9 @@ public final class TrainConfigReader {
     canonical.put("max_grad_norm", clip);
     canonical.put("ema", ema);
     canonical.put("flow_shift", shift);
+    if (!noiseLevels.whole()) { // absent where whole, so earlier runs' canonical forms still match
+      canonical.set("sigma_range", root.get("sigma_range"));
+    }
     canonical.put("caption_dropout", dropout);
     canonical.put("latent_statistics", statistics);
     canonical.put("precision", precision);
@@ -267,7 +272,7 @@ public final class TrainConfigReader {
         adam,
         clip,
         ema,
-        shift,
+        noiseLevels,
         dropout,
         statistics.equals("measure"),
         precision.equals("bf16") ? Precision.BF16 : Precision.F32,
@@ -472,6 +477,25 @@ public final class TrainConfigReader {
       }
       case null -> throw bad("method.type", "is required (full, lora, distill or nft)");
       default -> throw bad("method.type", "must be full, lora, distill or nft, got '" + type + "'");
+    }
+  }
+
+  /** {@code sigma_range: [lowest, highest]} (default [0, 1]) with the flow shift {@code shift}. */
+  private NoiseLevels noiseLevels(JsonNode root, double shift) {
+    if (!root.has("sigma_range")) {
+      return NoiseLevels.shifted(shift);
+    }
+    JsonNode range = root.get("sigma_range");
+    if (!range.isArray()
+        || range.size() != 2
+        || !range.get(0).isNumber()
+        || !range.get(1).isNumber()) {
+      throw bad("sigma_range", "must be [lowest, highest] noise levels, got " + range);
+    }
+    try {
+      return new NoiseLevels(shift, range.get(0).doubleValue(), range.get(1).doubleValue());
+    } catch (IllegalArgumentException e) {
+      throw bad("sigma_range", e.getMessage());
     }
   }
 

@@ -217,7 +217,7 @@ public final class TrainingRun {
                       model,
                       lora,
                       (TrainingData.Latents) data,
-                      config.flowShift(),
+                      config.noiseLevels(),
                       config.captionDropout());
             };
       } else {

@@ -46,7 +46,8 @@ class FlowMatchingBatchTest {
     StepDraws parallel = new StepDraws(7, 11);
     StepDraws inOrder = new StepDraws(7, 11);
     for (int microBatch = 0; microBatch < 2; microBatch++) {
-      FlowMatching.Batch got = FlowMatchingComponent.batch(data, rows, parallel, SHIFT, DROPOUT);
+      FlowMatching.Batch got =
+          FlowMatchingComponent.batch(data, rows, parallel, NoiseLevels.shifted(SHIFT), DROPOUT);
       int n = rows.size();
       float[] sigma = new float[n];
       List<Float> x0 = new ArrayList<>(), noise = new ArrayList<>(), context = new ArrayList<>();

@@ -66,7 +66,7 @@ class TrainConfigReaderTest {
          "steps": 20, "batch": 4, "micro_batch": 2, "learning_rate": 0.002,
          "schedule": {"type": "cosine", "warmup": 5}, "adamw": {"beta1": 0.8, "beta2": 0.99, "eps": 1e-6},
          "weight_decay": 0.1, "max_grad_norm": 0, "ema": 0.99, "flow_shift": 3.0,
-         "caption_dropout": 0.1, "precision": "bf16", "seed": 9, "checkpoint_every": 5, "output": "o"}
+         "sigma_range": [0.85, 1.0], "caption_dropout": 0.1, "precision": "bf16", "seed": 9, "checkpoint_every": 5, "output": "o"}
         """;
     TrainConfig c = TrainConfigReader.read(write("run.json", json));
 
@@ -79,7 +79,8 @@ class TrainConfigReaderTest {
     assertEquals(new TrainConfig.Adam(0.8, 0.99, 1e-6, 0.1), c.adamw());
     assertEquals(0.0, c.maxGradNorm());
     assertEquals(0.99, c.emaDecay());
-    assertEquals(3.0, c.flowShift());
+    assertEquals(new NoiseLevels(3.0, 0.85, 1.0), c.noiseLevels());
+    assertEquals("[0.85,1.0]", c.canonical().get("sigma_range").toString());
     assertEquals(0.1, c.captionDropout());
     assertEquals(Precision.BF16, c.precision());
     assertEquals(9, c.seed());
@@ -164,6 +165,9 @@ class TrainConfigReaderTest {
         "checkpoint_every: 0|'checkpoint_every' must be a positive integer, got 0",
         "keep_checkpoints: 0|'keep_checkpoints' must be a positive integer, got 0",
         "flow_shift: 0|'flow_shift' must be > 0, got 0.0",
+        "sigma_range: 0.8|'sigma_range' must be [lowest, highest] noise levels, got 0.8",
+        "sigma_range: [0.9, 0.8]|'sigma_range' the σ range must satisfy 0 ≤ lowest < highest ≤ 1, got [0.9, 0.8]",
+        "sigma_range: [0.5, 1.5]|'sigma_range' the σ range must satisfy 0 ≤ lowest < highest ≤ 1, got [0.5, 1.5]",
         "latent_statistics: measure|'latent_statistics' applies to component vae only",
       })
   void refusesABadValueNamingItsKey(String extra, String expected) throws Exception {
