@@ -16,25 +16,13 @@ final class Downsample implements CausalLayer {
   private static final int[] BOTTOM_RIGHT_PAD = {0, 1, 0, 1};
 
   private final Backend backend;
-  private final Tensor spatialWeight;
-  private final Tensor spatialBias;
-  private final CausalConv3d timeConv;
-  private final int slot;
+  private final ResampleConvs convs;
   private final ConvolutionPrecision precision;
 
-  private Downsample(
-      Backend backend,
-      Tensor spatialWeight,
-      Tensor spatialBias,
-      CausalConv3d timeConv,
-      int slot,
-      ConvolutionPrecision precision) {
+  private Downsample(Backend backend, ResampleConvs convs, ConvolutionPrecision precision) {
     this.backend = backend;
+    this.convs = convs;
     this.precision = precision;
-    this.spatialWeight = spatialWeight;
-    this.spatialBias = spatialBias;
-    this.timeConv = timeConv;
-    this.slot = slot;
   }
 
   /** Loads {@code resample.1} and, when {@code temporal}, {@code time_conv}. */
@@ -44,22 +32,18 @@ final class Downsample implements CausalLayer {
       boolean temporal,
       CacheSlots slots,
       ConvolutionPrecision precision) {
-    Weights conv = weights.scope("resample.1");
-    Tensor w = conv.take("weight", channels, channels, 3, 3).unsqueeze(2);
-    Tensor b = conv.take("bias", channels);
-    if (!temporal) {
-      return new Downsample(weights.backend(), w, b, null, -1, precision);
-    }
-    CausalConv3d time =
-        CausalConv3d.load(
-            weights.scope("time_conv"),
+    ResampleConvs convs =
+        ResampleConvs.load(
+            weights,
             channels,
             channels,
-            new int[] {3, 1, 1},
+            temporal,
+            channels,
             new int[] {2, 1, 1},
             NO_PADDING,
+            slots,
             precision);
-    return new Downsample(weights.backend(), w, b, time, slots.allocate(), precision);
+    return new Downsample(weights.backend(), convs, precision);
   }
 
   @Override
@@ -67,20 +51,29 @@ final class Downsample implements CausalLayer {
     Tensor padded = backend.pad(precision.asInput(backend, x), BOTTOM_RIGHT_PAD, 0f);
     Tensor y =
         precision.convolve(
-            backend, padded, spatialWeight, spatialBias, SPATIAL_STRIDE, NO_PADDING, x.dtype());
-    if (timeConv == null) {
+            backend,
+            padded,
+            convs.spatialWeight(),
+            convs.spatialBias(),
+            SPATIAL_STRIDE,
+            NO_PADDING,
+            x.dtype());
+    if (convs.time() == null) {
       return y;
     }
     // The first chunk (one frame) passes unchanged; later chunks are convolved together with the
     // last frame of the chunk before, which is all that is ever remembered here.
     // The new tail replaces the previous one only after it is read: a replaced tail is freed.
-    Tensor previous = cache.tail(slot);
+    Tensor previous = cache.tail(convs.slot());
     Tensor out =
         previous == null
             ? y
-            : timeConv.apply(
-                Frames.concat(backend, List.of(Frames.recalled(backend, previous, y), y)), null);
-    cache.setTail(slot, Frames.kept(backend, Frames.last(y, 1)));
+            : convs
+                .time()
+                .apply(
+                    Frames.concat(backend, List.of(Frames.recalled(backend, previous, y), y)),
+                    null);
+    cache.setTail(convs.slot(), Frames.kept(backend, Frames.last(y, 1)));
     return out;
   }
 }

@@ -16,25 +16,13 @@ final class Upsample implements CausalLayer {
   private static final int[] SAME_PADDING_2D = {0, 1, 1};
 
   private final Backend backend;
-  private final Tensor spatialWeight;
-  private final Tensor spatialBias;
-  private final CausalConv3d timeConv;
-  private final int slot;
+  private final ResampleConvs convs;
   private final ConvolutionPrecision precision;
 
-  private Upsample(
-      Backend backend,
-      Tensor spatialWeight,
-      Tensor spatialBias,
-      CausalConv3d timeConv,
-      int slot,
-      ConvolutionPrecision precision) {
+  private Upsample(Backend backend, ResampleConvs convs, ConvolutionPrecision precision) {
     this.backend = backend;
+    this.convs = convs;
     this.precision = precision;
-    this.spatialWeight = spatialWeight;
-    this.spatialBias = spatialBias;
-    this.timeConv = timeConv;
-    this.slot = slot;
   }
 
   /**
@@ -48,31 +36,33 @@ final class Upsample implements CausalLayer {
       boolean temporal,
       CacheSlots slots,
       ConvolutionPrecision precision) {
-    Weights conv = weights.scope("resample.1");
-    Tensor w = conv.take("weight", outChannels, channels, 3, 3).unsqueeze(2);
-    Tensor b = conv.take("bias", outChannels);
-    if (!temporal) {
-      return new Upsample(weights.backend(), w, b, null, -1, precision);
-    }
-    CausalConv3d time =
-        CausalConv3d.load(
-            weights.scope("time_conv"),
+    ResampleConvs convs =
+        ResampleConvs.load(
+            weights,
             channels,
+            outChannels,
+            temporal,
             2 * channels,
-            new int[] {3, 1, 1},
             UNIT_STRIDE,
             new int[] {1, 0, 0},
+            slots,
             precision);
-    return new Upsample(weights.backend(), w, b, time, slots.allocate(), precision);
+    return new Upsample(weights.backend(), convs, precision);
   }
 
   @Override
   public Tensor apply(Tensor x, CausalCache cache) {
-    Tensor y = timeConv == null ? x : doubleFrames(x, cache);
+    Tensor y = convs.time() == null ? x : doubleFrames(x, cache);
     // Converted before the doubling, which copies: a quarter of the values to convert.
     Tensor up = backend.upsampleNearest2d(precision.asInput(backend, y), 2, 2);
     return precision.convolve(
-        backend, up, spatialWeight, spatialBias, UNIT_STRIDE, SAME_PADDING_2D, x.dtype());
+        backend,
+        up,
+        convs.spatialWeight(),
+        convs.spatialBias(),
+        UNIT_STRIDE,
+        SAME_PADDING_2D,
+        x.dtype());
   }
 
   /**
@@ -80,7 +70,7 @@ final class Upsample implements CausalLayer {
    * cache is {@code cache}: the chunk it will let through without doubling time.
    */
   boolean awaitsFirstChunk(CausalCache cache) {
-    return timeConv != null && !cache.firstChunkPassed(slot);
+    return convs.time() != null && !cache.firstChunkPassed(convs.slot());
   }
 
   /**
@@ -88,17 +78,17 @@ final class Upsample implements CausalLayer {
    * chunk on, frames are doubled, the first time with zeros as the remembered past.
    */
   private Tensor doubleFrames(Tensor x, CausalCache cache) {
-    if (!cache.firstChunkPassed(slot)) {
-      cache.markFirstChunkPassed(slot);
+    if (!cache.firstChunkPassed(convs.slot())) {
+      cache.markFirstChunkPassed(convs.slot());
       return x;
     }
-    Tensor remembered = cache.tail(slot);
+    Tensor remembered = cache.tail(convs.slot());
     Tensor keep =
         remembered == null && Frames.count(x) < Frames.CACHED
             ? Frames.kept(backend, Frames.concat(backend, List.of(Frames.zeros(backend, x, 1), x)))
             : Frames.tail(backend, x, remembered);
-    Tensor pairs = backend.contiguous(timeConv.apply(x, remembered));
-    cache.setTail(slot, keep);
+    Tensor pairs = backend.contiguous(convs.time().apply(x, remembered));
+    cache.setTail(convs.slot(), keep);
     int b = x.dim(0);
     int c = x.dim(1);
     int t = x.dim(2);
