@@ -20,6 +20,7 @@ import java.util.List;
 import java.util.Locale;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Predicate;
 import java.util.stream.Collectors;
 
 /**
@@ -304,15 +305,14 @@ public final class TrainConfigReader {
           int smallest = defaults.smallest();
           int largest = defaults.largest();
           if (n.has("object_size")) {
-            JsonNode sizes = n.get("object_size");
-            if (!sizes.isArray()
-                || sizes.size() != 2
-                || !sizes.get(0).canConvertToInt()
-                || !sizes.get(1).canConvertToInt()) {
-              throw bad("data.object_size", "must be [smallest, largest] in pixels, got " + sizes);
-            }
-            smallest = sizes.get(0).intValue();
-            largest = sizes.get(1).intValue();
+            JsonNode[] sizes =
+                pair(
+                    n.get("object_size"),
+                    "data.object_size",
+                    JsonNode::canConvertToInt,
+                    "[smallest, largest] in pixels");
+            smallest = sizes[0].intValue();
+            largest = sizes[1].intValue();
           }
           int minTravel = n.has("min_travel") ? positive(n, "min_travel", "data.", null) : 0;
           ShapesDataset dataset =
@@ -485,18 +485,31 @@ public final class TrainConfigReader {
     if (!root.has("sigma_range")) {
       return NoiseLevels.shifted(shift);
     }
-    JsonNode range = root.get("sigma_range");
-    if (!range.isArray()
-        || range.size() != 2
-        || !range.get(0).isNumber()
-        || !range.get(1).isNumber()) {
-      throw bad("sigma_range", "must be [lowest, highest] noise levels, got " + range);
-    }
+    JsonNode[] range =
+        pair(
+            root.get("sigma_range"),
+            "sigma_range",
+            JsonNode::isNumber,
+            "[lowest, highest] noise levels");
     try {
-      return new NoiseLevels(shift, range.get(0).doubleValue(), range.get(1).doubleValue());
+      return new NoiseLevels(shift, range[0].doubleValue(), range[1].doubleValue());
     } catch (IllegalArgumentException e) {
       throw bad("sigma_range", e.getMessage());
     }
+  }
+
+  /**
+   * {@code node}'s two elements, each of which {@code element} accepts, or a one-line error naming
+   * {@code key} and what it {@code mustBe}.
+   */
+  private JsonNode[] pair(JsonNode node, String key, Predicate<JsonNode> element, String mustBe) {
+    if (!node.isArray()
+        || node.size() != 2
+        || !element.test(node.get(0))
+        || !element.test(node.get(1))) {
+      throw bad(key, "must be " + mustBe + ", got " + node);
+    }
+    return new JsonNode[] {node.get(0), node.get(1)};
   }
 
   private TrainConfig.Init init(
