@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # Trains the embedded default with the committed configs, in order, on a machine with no Java and
-# no network, such as the device machine (with BACKEND=cuda: the DiT's config asks for BF16):
+# no network, such as the device machine (with BACKEND=cuda: the DiTs' configs ask for BF16):
 #   training/configs/embedded-vae-stills.yaml   -> runs/embedded-vae-stills
 #   training/configs/embedded-dit-gpu-big6.yaml -> runs/embedded-dit-gpu-big6
-# The DiT's config names no base: it trains on the VAE of the embedded checkpoint this checkout
+#   training/configs/embedded-dit-gpu-hi8.yaml  -> runs/embedded-dit-gpu-hi8
+# The DiTs' configs name no base: they train on the VAE of the embedded checkpoint this checkout
 # ships, not on the first stage's output (training/configs/ship-embedded-default.sh copies and
 # rebuilds between the two, where Java is at hand).
 # STAGES="config …" (names under training/configs/, without .yaml) trains others instead;
@@ -33,7 +34,7 @@
 set -euo pipefail
 repo=$(cd "$(dirname "$0")/../.." && pwd)
 pack=$repo/.device-train
-read -r -a stages <<< "${STAGES:-embedded-vae-stills embedded-dit-gpu-big6}"
+read -r -a stages <<< "${STAGES:-embedded-vae-stills embedded-dit-gpu-big6 embedded-dit-gpu-hi8}"
 
 if [[ "${1:-}" == package ]]; then
   export JAVA_HOME=${JAVA_HOME:-/usr/lib/jvm/temurin-25-jdk-amd64}

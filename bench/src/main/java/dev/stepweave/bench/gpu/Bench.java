@@ -358,9 +358,10 @@ public final class Bench {
    * small} (1.3B widths, 2 layers), {@code 1.3b}, {@code 14b} (Wan2.1 T2V), {@code i2v-14b} (Wan2.1
    * I2V 14B: 36 input channels, CLIP ViT-H image states of width 1280), {@code ti2v-5b} (Wan2.2
    * TI2V 5B: 24 heads, 48 latent channels; its per-token timesteps are an input, not a field), and
-   * {@code embedded-gpu}: the embedded default's DiT (its shipped {@code transformer/config.json},
-   * which the device's package leaves out: six layers at 1×2×2 patches since format v5; four layers
-   * before, in the figures measured until run 33).
+   * {@code embedded-gpu}: the embedded default's low-noise DiT (its shipped {@code
+   * transformer_2/config.json} since format v6, {@code transformer/config.json} in v5, which the
+   * device's package leaves out: six layers at 1×2×2 patches since format v5; four layers before,
+   * in the figures measured until run 33).
    */
   static WanTransformerConfig config(String size) {
     boolean big = size.endsWith("14b");

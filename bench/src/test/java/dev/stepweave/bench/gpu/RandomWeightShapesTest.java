@@ -25,10 +25,10 @@ class RandomWeightShapesTest {
     assertMatches(dir, WanDitShapes.of(WanTransformerConfig.read(dir.resolve("config.json"))));
   }
 
-  /** TrainStepBench's embedded DiT is the shipped one. */
+  /** TrainStepBench's embedded DiT is the shipped low-noise expert (the larger share of steps). */
   @Test
   void theEmbeddedConfigIsTheShippedOne() throws Exception {
-    String resource = "/dev/stepweave/models/wan/embedded/trained/transformer/config.json";
+    String resource = "/dev/stepweave/models/wan/embedded/trained/transformer_2/config.json";
     try (InputStream in = EmbeddedWan.class.getResourceAsStream(resource)) {
       ObjectNode shipped = (ObjectNode) new ObjectMapper().readTree(in);
       assertEquals(WanTransformerConfig.fromJson(shipped), Bench.config("embedded-gpu"));

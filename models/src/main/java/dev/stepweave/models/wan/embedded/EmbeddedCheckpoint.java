@@ -25,12 +25,15 @@ import java.util.List;
 import java.util.Map;
 
 /**
- * Writes the embedded model as a diffusers {@code WanPipeline} directory, laid out exactly as a
- * {@code Wan2.1-T2V-1.3B-Diffusers} download. The transformer and the VAE are the ones this project
- * trained ({@code training/configs/embedded-vae-stills.yaml}, then {@code
- * embedded-dit-gpu-big6.yaml}), shipped as resources under {@value #TRAINED} and copied byte for
- * byte; the text encoder, which those runs kept frozen, is written from {@link EmbeddedConfigs} and
- * the layouts filled by {@link SeededValues}, stored as F32, beside the word-level tokenizer.
+ * Writes the embedded model as a diffusers {@code WanPipeline} directory, laid out as a Wan 2.2
+ * two-expert download ({@code transformer} for the high-noise steps, {@code transformer_2} for the
+ * rest, switched at {@code boundary_ratio}) with Wan 2.1's VAE and scheduler. The two transformers
+ * and the VAE are the ones this project trained ({@code training/configs/embedded-vae-stills.yaml},
+ * then {@code embedded-dit-gpu-big6.yaml} for {@code transformer_2} and {@code
+ * embedded-dit-gpu-hi8.yaml} for {@code transformer}), shipped as resources under {@value #TRAINED}
+ * and copied byte for byte; the text encoder, which those runs kept frozen, is written from {@link
+ * EmbeddedConfigs} and the layouts filled by {@link SeededValues}, stored as F32, beside the
+ * word-level tokenizer.
  */
 final class EmbeddedCheckpoint {
   /**
@@ -43,7 +46,8 @@ final class EmbeddedCheckpoint {
   static final String TRAINED = "trained/";
 
   /** The components trained here; their config and weights files are shipped verbatim. */
-  private static final List<String> TRAINED_COMPONENTS = List.of("transformer", "vae");
+  private static final List<String> TRAINED_COMPONENTS =
+      List.of("transformer", "transformer_2", "vae");
 
   private static final List<String> TRAINED_FILES =
       List.of("config.json", "diffusion_pytorch_model.safetensors");
@@ -85,12 +89,13 @@ final class EmbeddedCheckpoint {
 
   /**
    * The card: imported components, small defaults, and the recipe of the training run that made the
-   * transformer (the last stage; its card names the data, the parent weights and the config's
-   * hash), its provenance extended by the VAE stage's.
+   * high-noise transformer (the last stage; its card names the data, the parent weights and the
+   * config's hash), its provenance extended by the other two stages'.
    */
   private static void writeCard(Path dir) {
     ModelCard imported = WanCards.importDiffusers(DiffusersDirectory.open(dir));
     RecipeSpec transformer = trainedRecipe("transformer-card.json");
+    RecipeSpec lowNoise = trainedRecipe("transformer_2-card.json");
     RecipeSpec vae = trainedRecipe("vae-card.json");
     RecipeSpec recipe =
         new RecipeSpec(
@@ -98,8 +103,12 @@ final class EmbeddedCheckpoint {
             transformer.parents(),
             "stepweave embedded "
                 + EmbeddedWan.FORMAT
-                + ": trained here from fresh weights; transformer: "
+                + ": trained here from fresh weights; transformer (t >= "
+                + Math.round(EmbeddedConfigs.BOUNDARY_RATIO * 1000)
+                + ", sigma 0.85-1): "
                 + transformer.provenance()
+                + "; transformer_2 (the other steps): "
+                + lowNoise.provenance()
                 + "; vae: "
                 + vae.provenance(),
             null,

@@ -16,19 +16,28 @@ final class EmbeddedConfigs {
 
   static final int TEXT_DIM = 32;
 
+  /**
+   * Where the two transformers take turns, as a share of the 1000 training timesteps: {@code
+   * transformer} (the high-noise expert) runs the steps at t ≥ 875 and {@code transformer_2} the
+   * rest, as a Wan 2.2 {@code boundary_ratio} says. At the default 8 steps with flow shift 3 that
+   * is the first three (σ 1.00, 0.95, 0.90), where a generation places the object and sets which
+   * way it moves; the expert was trained at σ 0.85–1 only.
+   */
+  static final double BOUNDARY_RATIO = 0.875;
+
   private EmbeddedConfigs() {}
 
   static ObjectNode modelIndex() {
     ObjectNode n = JSON.objectNode();
     n.put("_class_name", "WanPipeline");
     n.put("_diffusers_version", DIFFUSERS_VERSION);
-    n.putNull("boundary_ratio");
+    n.put("boundary_ratio", BOUNDARY_RATIO);
     n.put("expand_timesteps", false);
     n.set("scheduler", pair("diffusers", "UniPCMultistepScheduler"));
     n.set("text_encoder", pair("transformers", "UMT5EncoderModel"));
     n.set("tokenizer", pair("transformers", "TokenizersBackend"));
     n.set("transformer", pair("diffusers", "WanTransformer3DModel"));
-    n.set("transformer_2", JSON.arrayNode().addNull().addNull());
+    n.set("transformer_2", pair("diffusers", "WanTransformer3DModel"));
     n.set("vae", pair("diffusers", "AutoencoderKLWan"));
     return n;
   }

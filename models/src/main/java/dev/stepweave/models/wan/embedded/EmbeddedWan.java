@@ -10,31 +10,33 @@ import java.util.Map;
 
 /**
  * The model {@code stepweave generate} uses when no model is named: a tiny text-to-video model with
- * the Wan 2.1 architecture (UMT5 text encoder, Wan DiT, Wan 2.1 VAE, UniPC flow-matching scheduler)
- * that this project trained itself on its synthetic shapes data ("a red ball moving left on a black
- * background"), at 64×64: it draws the background, the object's colour and mostly its shape a
- * caption asks for, and one object moving, not yet in the caption's direction (docs/training.md has
- * the figures).
+ * the Wan architecture (UMT5 text encoder, two Wan DiT experts as in Wan 2.2, the Wan 2.1 VAE,
+ * UniPC flow-matching scheduler) that this project trained itself on its synthetic shapes data ("a
+ * red ball moving left on a black background"), at 64×64: it draws the background, the object's
+ * colour and shape and the direction a caption asks for (docs/training.md has the figures).
  *
- * <p>Its transformer (6 layers of width 128, 1×2×2 patches) and VAE (4× spatial compression to 8
- * channels, none in time: it encodes each frame as a still) were trained from fresh weights by
- * {@code stepweave train} with {@code training/configs/embedded-vae-stills.yaml} (on the CPU) and
- * {@code embedded-dit-gpu-big6.yaml} (on a GPU); {@code docs/training.md} says how to reproduce
- * them. The text encoder stayed at its seeded values, which those runs trained against. It exists
- * so the whole pipeline (tokenizer, text encoder, denoising loop with classifier-free guidance, VAE
- * decode, video writing) can be run and tested anywhere, in seconds on two CPU cores, with no
- * download. Point {@code --model} at a real checkpoint for real videos.
+ * <p>Its high-noise transformer (8 layers of width 128, trained at σ 0.85–1 only, for the steps at
+ * t ≥ 875, where a generation places the object and sets its direction), its low-noise transformer
+ * (6 layers, for the rest) and its VAE (4× spatial compression to 8 channels, none in time: it
+ * encodes each frame as a still) were trained from fresh weights by {@code stepweave train} with
+ * {@code training/configs/embedded-vae-stills.yaml} (on the CPU), {@code
+ * embedded-dit-gpu-big6.yaml} and {@code embedded-dit-gpu-hi8.yaml} (on a GPU); {@code
+ * docs/training.md} says how to reproduce them. The text encoder stayed at its seeded values, which
+ * those runs trained against. It exists so the whole pipeline (tokenizer, text encoder, denoising
+ * loop with classifier-free guidance and an expert switch, VAE decode, video writing) can be run
+ * and tested anywhere, in seconds on two CPU cores, with no download. Point {@code --model} at a
+ * real checkpoint for real videos.
  *
  * <p>The checkpoint is written as a diffusers {@code WanPipeline} directory, file for file what a
- * {@code Wan2.1-T2V-1.3B-Diffusers} download holds (weights stored F32), so the ordinary loaders
- * read it. Its bytes are the same on every machine.
+ * two-expert Wan download holds (weights stored F32), so the ordinary loaders read it. Its bytes
+ * are the same on every machine.
  */
 public final class EmbeddedWan {
   /**
    * Version of the generated files; part of the directory name, so a change to any dimension, seed,
    * initialisation or vocabulary must bump it (old copies are then simply ignored).
    */
-  public static final String FORMAT = "wan21-embedded-v5";
+  public static final String FORMAT = "wan21-embedded-v6";
 
   /** The captions the model was trained on, as notes and help texts show them. */
   public static final String CAPTIONS =
@@ -53,9 +55,10 @@ public final class EmbeddedWan {
 
   /**
    * Request settings: the size and length the model was trained at (64×64, 9 frames, played at 8
-   * fps) and the sampling chosen by judging its generations (8 UniPC steps, guidance 3: 0.615 of
-   * the attributes right on 24 random captions, against 0.583 at guidance 5 and 0.625 at 16 steps;
-   * docs/training.md). Load the model with {@link #MAX_SEQUENCE_LENGTH} too.
+   * fps) and the sampling chosen by judging its generations (8 UniPC steps, guidance 3: 0.979 of
+   * the attributes right on 24 random captions; 0.990 at guidance 5, 0.979 at 6 and at 16 steps,
+   * all within one attribute of 96; docs/training.md). Load the model with {@link
+   * #MAX_SEQUENCE_LENGTH} too.
    */
   public static final GenerationDefaults DEFAULTS = new GenerationDefaults(64, 64, 9, 8, 8, 3.0);
 

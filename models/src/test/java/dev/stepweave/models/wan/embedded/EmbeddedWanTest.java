@@ -41,6 +41,8 @@ class EmbeddedWanTest {
           "tokenizer/tokenizer_config.json",
           "transformer/config.json",
           "transformer/diffusion_pytorch_model.safetensors",
+          "transformer_2/config.json",
+          "transformer_2/diffusion_pytorch_model.safetensors",
           "vae/config.json",
           "vae/diffusion_pytorch_model.safetensors");
 
@@ -57,17 +59,22 @@ class EmbeddedWanTest {
     JsonNode index = json(dir.resolve("model_index.json"));
     assertEquals("WanPipeline", index.get("_class_name").asText());
     assertEquals("UMT5EncoderModel", index.get("text_encoder").get(1).asText());
+    // Two experts, as a Wan 2.2 download names them: the high-noise one first.
+    assertEquals("WanTransformer3DModel", index.get("transformer_2").get(1).asText());
+    assertEquals(EmbeddedConfigs.BOUNDARY_RATIO, index.get("boundary_ratio").doubleValue());
     ModelCard card = CardJson.read(dir.resolve("card.json"));
     assertEquals(EmbeddedWan.MODEL_ID, card.modelId());
     assertEquals(EmbeddedWan.DEFAULTS, card.defaults());
     // The recipe is the training run's: its data and parent weights recorded, its provenance naming
-    // both trained components.
+    // the three trained components.
     assertEquals("full", card.recipe().method());
     assertTrue(card.recipe().data() != null && card.recipe().parentWeights() != null);
+    String provenance = card.recipe().provenance();
     assertTrue(
-        card.recipe().provenance().contains("transformer: stepweave train")
-            && card.recipe().provenance().contains("vae: stepweave train"),
-        card.recipe().provenance());
+        provenance.contains("transformer (t >= 875, sigma 0.85-1): stepweave train")
+            && provenance.contains("transformer_2 (the other steps): stepweave train")
+            && provenance.contains("vae: stepweave train"),
+        provenance);
   }
 
   @Test
@@ -82,11 +89,14 @@ class EmbeddedWanTest {
     Path dir = EmbeddedWan.ensure(tmp);
     JsonNode vocab = json(dir.resolve("tokenizer/tokenizer.json")).get("model").get("vocab");
     JsonNode encoder = json(dir.resolve("text_encoder/config.json"));
-    JsonNode transformer = json(dir.resolve("transformer/config.json"));
 
     assertTrue(vocab.size() > 2500, "a few thousand words, got " + vocab.size());
     assertEquals(vocab.size(), encoder.get("vocab_size").intValue());
-    assertEquals(encoder.get("d_model").intValue(), transformer.get("text_dim").intValue());
+    for (String expert : List.of("transformer", "transformer_2")) {
+      JsonNode transformer = json(dir.resolve(expert + "/config.json"));
+      assertEquals(
+          encoder.get("d_model").intValue(), transformer.get("text_dim").intValue(), expert);
+    }
     assertEquals(0, vocab.get("<pad>").intValue());
     assertEquals(1, vocab.get("</s>").intValue());
     assertEquals(2, vocab.get("<unk>").intValue());
