@@ -10,11 +10,14 @@ import dev.stepweave.core.runtime.Engine;
 import dev.stepweave.core.runtime.EngineConfig;
 import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
+import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Optional;
+import java.util.Set;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
 import org.junit.jupiter.api.Test;
@@ -69,11 +72,26 @@ class BatchConsistencyGpuTest {
 
   @Test
   void interleavedAndBatchedRequestsGiveTheirSerialFramesBitForBit() throws Exception {
-    WanModel model = WanModel.load(TINY, Gpu.bf16());
+    CudaBackend gpu = Gpu.bf16();
+    WanModel model = WanModel.load(TINY, gpu);
     EngineConfig unbatched = EngineConfig.builder().maxBatchSize(1).maxBatchMillis(1).build();
     List<Tensor> serial = run(model, unbatched, false);
+    Set<String> serialPaths = paths(gpu);
     List<Tensor> interleaved = run(model, unbatched, true);
     List<Tensor> batched = run(model, EngineConfig.defaults(), true);
+    // Every plan, those the serial runs had not met marked: where a batch could differ.
+    System.out.println("  GEMM and convolution plans (+: first met batched):");
+    paths(gpu).forEach(l -> System.out.println((serialPaths.contains(l) ? "     " : "    +") + l));
+    // The tiny DiT's attentions (12 tokens of 2 heads of 16, text of 512) at each batch the runs
+    // met: an engine other than the batch-1 item's is a batch that can differ.
+    for (int batch : new int[] {1, 2, 4, 6}) {
+      for (int keys : new int[] {12, 512}) {
+        Tensor q = gpu.upload(Tensor.zeros(DType.F32, batch, 12, 2, 16), DType.BF16);
+        Tensor kv = gpu.upload(Tensor.zeros(DType.F32, batch, keys, 2, 16), DType.BF16);
+        System.out.printf(
+            "  attention batch %d, %d keys: %s%n", batch, keys, gpu.attentionPath(q, kv, kv));
+      }
+    }
     for (int i = 0; i < serial.size(); i++) {
       float[] expected = serial.get(i).toFloatArray();
       assertArrayEquals(expected, interleaved.get(i).toFloatArray(), "interleaved request " + i);
@@ -82,5 +100,13 @@ class BatchConsistencyGpuTest {
           i, RelativeL2.of(batched.get(i), serial.get(i)));
       assertArrayEquals(expected, batched.get(i).toFloatArray(), "batched request " + i);
     }
+  }
+
+  /** Every GEMM and convolution plan the backend holds, one line each. */
+  private static Set<String> paths(CudaBackend gpu) {
+    Set<String> out = new LinkedHashSet<>();
+    out.addAll(gpu.gemmPaths().lines().map(l -> "gemm " + l).toList());
+    out.addAll(gpu.conv3dPaths().lines().map(l -> "conv " + l).toList());
+    return out;
   }
 }
