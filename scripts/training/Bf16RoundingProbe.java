@@ -117,6 +117,24 @@ public class Bf16RoundingProbe {
   /** Whether attention runs as flash.cu's forward does: P rounded to BF16 for its product with V. */
   static boolean flashForward;
 
+  /**
+   * One query row's exp(scale q·kⱼ − max) into {@code e} (keys j of one batch item and head: key j
+   * at {@code ((keyRow0 + j·heads)·d)}), returning their sum.
+   */
+  static float exponentials(float[] qv, float[] kv, int qi, int keyRow0, int heads, int d, float scale, float[] e) {
+    float max = Float.NEGATIVE_INFINITY;
+    for (int j = 0; j < e.length; j++) {
+      int kj = (keyRow0 + j * heads) * d;
+      float dot = 0;
+      for (int c = 0; c < d; c++) dot += qv[qi + c] * kv[kj + c];
+      e[j] = dot * scale;
+      max = Math.max(max, e[j]);
+    }
+    float sum = 0;
+    for (int j = 0; j < e.length; j++) { e[j] = (float) Math.exp(e[j] - max); sum += e[j]; }
+    return sum;
+  }
+
   /** q [B, Lq, H, D], k and v [B, Lk, H, D]: softmax(scale q kᵀ) v with P rounded for P·V. */
   static Tensor flashAttention(Tensor q, Tensor k, Tensor v, float scale) {
     int b = q.dim(0), lq = q.dim(1), h = q.dim(2), d = q.dim(3), lk = k.dim(1);
@@ -127,20 +145,10 @@ public class Bf16RoundingProbe {
       for (int head = 0; head < h; head++)
         for (int i = 0; i < lq; i++) {
           int qi = ((n * lq + i) * h + head) * d;
-          float max = Float.NEGATIVE_INFINITY;
-          for (int j = 0; j < lk; j++) {
-            int kj = ((n * lk + j) * h + head) * d;
-            float dot = 0;
-            for (int c = 0; c < d; c++) dot += qv[qi + c] * kv[kj + c];
-            s[j] = dot * scale;
-            max = Math.max(max, s[j]);
-          }
-          float sum = 0;
+          float sum = exponentials(qv, kv, qi, n * lk * h + head, h, d, scale, s);
           float[] acc = new float[d];
           for (int j = 0; j < lk; j++) {
-            float pj = (float) Math.exp(s[j] - max);
-            sum += pj;
-            float pr = bf16(pj);
+            float pr = bf16(s[j]);
             int vj = ((n * lk + j) * h + head) * d;
             for (int c = 0; c < d; c++) acc[c] += pr * vv[vj + c];
           }
@@ -167,16 +175,7 @@ public class Bf16RoundingProbe {
       for (int head = 0; head < h; head++)
         for (int i = 0; i < lq; i++) {
           int qi = ((n * lq + i) * h + head) * d;
-          float max = Float.NEGATIVE_INFINITY;
-          for (int j = 0; j < lk; j++) {
-            int kj = ((n * lk + j) * h + head) * d;
-            float dot = 0;
-            for (int c = 0; c < d; c++) dot += qv[qi + c] * kv[kj + c];
-            p[j] = dot * scale;
-            max = Math.max(max, p[j]);
-          }
-          float sum = 0;
-          for (int j = 0; j < lk; j++) { p[j] = (float) Math.exp(p[j] - max); sum += p[j]; }
+          float sum = exponentials(qv, kv, qi, n * lk * h + head, h, d, scale, p);
           float dTerm = 0;
           for (int j = 0; j < lk; j++) {
             p[j] /= sum;
@@ -251,7 +250,7 @@ public class Bf16RoundingProbe {
     for (int b = 0; b < 2; b++) for (String l : List.of("to_q", "to_k")) qk.add("blocks." + b + ".attn1." + l + ".weight");
     Predicate<Object[]> byWeight = args -> keepIds.contains(id((Tensor) args[1]));
     Map<String, Object[]> variants = new LinkedHashMap<>();
-    variants.put("every result rounded", new Object[] {Set.<String>of(), Set.<String>of()});
+    variants.put("the BF16 mode's forward roundings", new Object[] {Set.<String>of(), Set.<String>of()});
     variants.put("self-attention q/k projections F32", new Object[] {qk, Set.<String>of()});
     variants.put("attention outputs F32", new Object[] {Set.<String>of(), Set.of("attention")});
     variants.put("norm outputs F32 (rmsNormRope, layer norms)", new Object[] {Set.<String>of(),
