@@ -81,7 +81,16 @@ public class Bf16RoundingProbe {
               if (rounding && name.equals("upload") && args[1] == DType.BF16) {
                 return tagged(CPU.upload((Tensor) args[0], DType.F32));
               }
-              boolean bf16 = rounding && args != null && Arrays.stream(args).anyMatch(Bf16RoundingProbe::isBf16);
+              // The CUDA backend's dtype rules: an elementwise binary op is BF16 only when both its
+              // operands are, a matmul's result is F32, the rest follow their BF16 input.
+              boolean both = Set.of("binary", "add", "sub", "mul", "div", "matmul").contains(name);
+              boolean bf16 =
+                  rounding
+                      && args != null
+                      && (both
+                          ? Arrays.stream(args).filter(x -> x instanceof Tensor).allMatch(Bf16RoundingProbe::isBf16)
+                          : Arrays.stream(args).anyMatch(Bf16RoundingProbe::isBf16));
+              if (name.equals("matmul")) bf16 = false;
               if (rounding && name.equals("conv3d") && args.length == 6 && args[5] == DType.BF16) {
                 bf16 = true;
                 args = args.clone();
@@ -157,6 +166,9 @@ public class Bf16RoundingProbe {
     return Tensor.of(out, b, lq, h, d);
   }
 
+  /** Whether the backward's operations follow the BF16 mode's dtype rules too (else exact). */
+  static boolean backwardRules;
+
   /** Whether the attention backward runs as flash.cu's does (below). */
   static boolean flashBackward;
 
@@ -222,7 +234,7 @@ public class Bf16RoundingProbe {
           model.lossAndGradientsAt(
               noised.xt(), noised.timestep(), batch.context(), model.parameters(), AdapterRows.NONE,
               prediction -> {
-                rounding = false; // the loss and the backward in F32
+                rounding = backwardRules; // the backward exact, or by the same dtype rules
                 return FlowMatching.meanSquaredError(recording, prediction, noised.target());
               });
       rounding = false;
@@ -261,7 +273,10 @@ public class Bf16RoundingProbe {
     variants.put("flash forward and backward", new Object[] {Set.<String>of(), Set.<String>of()});
     variants.put("flash forward and backward, attention outputs F32", new Object[] {Set.<String>of(), Set.of("attention")});
     variants.put("flash forward and backward, q/k projections F32", new Object[] {qk, Set.<String>of()});
+    variants.put("flash forward and backward, dtype rules in the backward", new Object[] {Set.<String>of(), Set.<String>of()});
+    variants.put("flash forward and backward, dtype rules in the backward, q/k projections F32", new Object[] {qk, Set.<String>of()});
     for (var v : variants.entrySet()) {
+      backwardRules = v.getKey().contains("dtype rules in the backward");
       flashForward = v.getKey().startsWith("flash");
       flashBackward = v.getKey().startsWith("flash forward and backward");
       @SuppressWarnings("unchecked") Set<String> weights = (Set<String>) v.getValue()[0];
