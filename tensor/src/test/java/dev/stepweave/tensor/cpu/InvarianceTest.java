@@ -3,6 +3,7 @@ package dev.stepweave.tensor.cpu;
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Tensor;
 import java.util.List;
 import java.util.SplittableRandom;
@@ -37,6 +38,40 @@ class InvarianceTest {
           alone,
           out.select(0, 5 - batch[0]).toFloatArray(),
           "row 5 within rows [" + batch[0] + ", " + batch[1] + ")");
+    }
+  }
+
+  /**
+   * The default low-rank update computes the rows that share their updates together; each row must
+   * still be the bits of that row alone (as the serving engine's mixed LoRA batches require).
+   */
+  @Test
+  void lowRankRowsSharingUpdatesGetTheBitsTheyGetAlone() {
+    CpuBackend cpu = new CpuBackend(2);
+    int length = 9, in = 40, out = 24;
+    LowRank a = new LowRank(random(4, in), random(out, 4), 0.5f);
+    LowRank b = new LowRank(random(8, in), random(out, 8), 2f);
+    // Runs of one adapter, none, both, and a lone row at the end.
+    List<List<LowRank>> rows =
+        List.of(
+            List.of(a),
+            List.of(a),
+            List.of(a),
+            List.of(),
+            List.of(a, b),
+            List.of(a, b),
+            List.of(b));
+    Tensor x = random(rows.size(), length, in);
+    Tensor y = random(rows.size(), length, out);
+    Tensor all = cpu.addLowRank(y, x, rows);
+    for (int r = 0; r < rows.size(); r++) {
+      Tensor alone =
+          cpu.addLowRank(
+              Tensor.of(y.slice(0, r, r + 1).toFloatArray(), 1, length, out),
+              x.slice(0, r, r + 1),
+              List.of(rows.get(r)));
+      float[] want = rows.get(r).isEmpty() ? y.select(0, r).toFloatArray() : alone.toFloatArray();
+      assertArrayEquals(want, all.select(0, r).toFloatArray(), "row " + r);
     }
   }
 
