@@ -12,6 +12,7 @@ import dev.stepweave.core.runtime.RequestHandle;
 import dev.stepweave.models.wan.WanModel;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Tensor;
+import dev.stepweave.tensor.io.RandomWeights;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -86,8 +87,10 @@ class BatchConsistencyGpuTest {
     // met: an engine other than the batch-1 item's is a batch that can differ.
     for (int batch : new int[] {1, 2, 4, 6}) {
       for (int keys : new int[] {12, 512}) {
-        Tensor q = gpu.upload(Tensor.zeros(DType.F32, batch, 12, 2, 16), DType.BF16);
-        Tensor kv = gpu.upload(Tensor.zeros(DType.F32, batch, keys, 2, 16), DType.BF16);
+        Tensor q = gpu.upload(RandomWeights.uniform(batch, 1f, batch, 12, 2, 16), DType.BF16);
+        Tensor kv = gpu.upload(RandomWeights.uniform(keys, 1f, batch, keys, 2, 16), DType.BF16);
+        // A batch's first run settles its plan (checked against its items alone).
+        gpu.attention(q, kv, kv, null, 0.25f);
         System.out.printf(
             "  attention batch %d, %d keys: %s%n", batch, keys, gpu.attentionPath(q, kv, kv));
       }

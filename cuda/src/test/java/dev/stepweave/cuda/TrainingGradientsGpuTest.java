@@ -20,6 +20,7 @@ import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.parity.TrainingParity;
 import dev.stepweave.training.wan.FlowMatchingTrainer;
+import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
@@ -113,6 +114,52 @@ class TrainingGradientsGpuTest {
       }
     }
     assertTrue(failures.isEmpty(), String.join("; ", failures));
+  }
+
+  /**
+   * A LoRA's step on the GPU as {@code stepweave train --backend cuda} with method {@code lora}
+   * takes it: the checkpoint's adapter A attached at strength 1 (its factors the only parameters,
+   * the base frozen), each factor's gradient recorded over the device — the adapters' low-rank
+   * updates through the backend's {@code addLowRank}, runs of rows sharing an adapter as one
+   * product — against the same on the CPU, in both precisions: relative L2 ≤ 1e-2 per factor.
+   */
+  @Test
+  void aLorasFactorGradientsOnTheGpuMatchTheCpus() {
+    LossAndGradients want = loraGradients(new RecordingBackend(CPU, ActivationCheckpointing.OFF));
+    List<String> over = new ArrayList<>();
+    for (CudaBackend gpu : new CudaBackend[] {Gpu.backend(), Gpu.bf16()}) {
+      LossAndGradients got =
+          loraGradients(new RecordingBackend(gpu, CPU, ActivationCheckpointing.OFF));
+      assertEquals(want.gradients().keySet(), got.gradients().keySet());
+      double worst = 0;
+      String worstName = "";
+      for (Map.Entry<String, Tensor> e : want.gradients().entrySet()) {
+        double err = RelativeL2.of(gpu.download(got.gradients().get(e.getKey())), e.getValue());
+        if (err > 1e-2) {
+          over.add(String.format("%s %s %.2e", gpu.precision(), e.getKey(), err));
+        }
+        if (err > worst) {
+          worst = err;
+          worstName = e.getKey();
+        }
+      }
+      System.out.printf(
+          "  LoRA factor gradients %s: loss %.6f (CPU %.6f), %d factors, worst rel L2 %.2e (%s)%n",
+          gpu.precision(), got.loss(), want.loss(), got.gradients().size(), worst, worstName);
+      assertTrue(Math.abs(got.loss() - want.loss()) <= 1e-2 * Math.abs(want.loss()));
+    }
+    assertTrue(over.isEmpty(), "over 1e-2: " + over);
+  }
+
+  /** The tiny DiT on {@code backend} with adapter A's factors as its only parameters. */
+  private static LossAndGradients loraGradients(RecordingBackend backend) {
+    try (TensorSource weights = COMPONENT.openWeights()) {
+      TrainableTransformer model = TrainableTransformer.load(CONFIG, weights, backend);
+      Path adapter = GOLDEN.resolve("wan21-lora-tiny/loras/adapter_a_diffusers.safetensors");
+      try (TrainableLora lora = TrainableLora.load(model, adapter, 1f)) {
+        return model.lossAndGradients(BATCH, lora.factors(), lora.rows(BATCH.x0().dim(0)));
+      }
+    }
   }
 
   /**

@@ -95,9 +95,26 @@ public final class CudnnAttention implements AutoCloseable {
 
   /**
    * A key's outcome: a plan and what it is, or null and why cuDNN was not used; {@code untimed}
-   * holds the plans the key's first run times (empty once chosen).
+   * holds the plans the key's first run times (empty once chosen). A batch's choice may instead run
+   * {@code perItem} (true: each item alone, as its own key chooses), or hold its batch-1 item's
+   * engine in {@code plan} still to be {@code checked} against the items run alone at its first
+   * run.
    */
-  private record Choice(Plan plan, Variant variant, String description, List<Plan> untimed) {}
+  private record Choice(
+      Plan plan,
+      Variant variant,
+      String description,
+      List<Plan> untimed,
+      boolean perItem,
+      boolean checked) {
+    Choice(Plan plan, Variant variant, String description, List<Plan> untimed) {
+      this(plan, variant, description, untimed, false, true);
+    }
+
+    static Choice perItem(String description) {
+      return new Choice(null, null, description, List.of(), true, true);
+    }
+  }
 
   private final DeviceTensors tensors;
   private final CudnnRuntime cudnn;
@@ -121,7 +138,11 @@ public final class CudnnAttention implements AutoCloseable {
     Tensor qh = tensors.onDevice(q), kh = tensors.onDevice(k), vh = tensors.onDevice(v);
     Key key = key(qh, kh, vh);
     Choice choice = choiceFor(key, qh, kh, vh, scale);
-    Tensor out = choice.plan() == null ? null : run(key, choice, qh, kh, vh, scale);
+    Tensor out = null;
+    if (choice.plan() != null || choice.perItem()) {
+      out = tensors.empty(DType.BF16, b, lq, h, dv);
+      run(key, choice, qh, kh, vh, out, scale);
+    }
     // Uploads and conversions go back once the work reading them is issued (stream order).
     tensors.releaseDerived(qh, q);
     tensors.releaseDerived(kh, k);
@@ -143,9 +164,21 @@ public final class CudnnAttention implements AutoCloseable {
     return description;
   }
 
-  private Tensor run(Key key, Choice choice, Tensor q, Tensor k, Tensor v, float scale) {
+  /** Runs {@code choice} of {@code key} on device q, k, v into the BF16 {@code out}. */
+  private void run(Key key, Choice choice, Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
+    if (!choice.checked() && tensors.context().isCapturing()) {
+      // The check runs the batch twice, which a recording graph would keep: items alone instead.
+      choice.plan().owned().close();
+      choice =
+          Choice.perItem(
+              "each item alone (its batch-1 item's engine unchecked: " + UNTIMED_IN_GRAPH + ")");
+      choices.put(key, choice);
+    }
+    if (choice.perItem()) {
+      runItems(q, k, v, out, scale);
+      return;
+    }
     Tensor qb = bf16(q), kb = bf16(k), vb = bf16(v);
-    Tensor out = tensors.empty(DType.BF16, q.dim(0), q.dim(1), q.dim(2), v.dim(3));
     long wsBytes = choice.plan().workspaceBytes();
     for (Plan p : choice.untimed()) {
       wsBytes = Math.max(wsBytes, p.workspaceBytes());
@@ -154,11 +187,61 @@ public final class CudnnAttention implements AutoCloseable {
     Plan plan =
         choice.untimed().isEmpty() ? choice.plan() : tune(key, choice, ws, qb, kb, vb, out, scale);
     execute(plan, ws, qb, kb, vb, out, scale);
+    if (!choice.checked()) {
+      check(key, choice, qb, kb, vb, out, scale);
+    }
     tensors.releaseDerived(ws, out);
     tensors.releaseDerived(qb, q);
     tensors.releaseDerived(kb, k);
     tensors.releaseDerived(vb, v);
-    return out;
+  }
+
+  /** Each item of the batch as its own batch-1 key runs it, into its rows of {@code out}. */
+  private void runItems(Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
+    for (int i = 0; i < q.dim(0); i++) {
+      Tensor qi = q.slice(0, i, i + 1), ki = k.slice(0, i, i + 1), vi = v.slice(0, i, i + 1);
+      Key itemKey = key(qi, ki, vi);
+      Choice item = choiceFor(itemKey, qi, ki, vi, scale);
+      if (item.plan() == null) {
+        throw new IllegalStateException(
+            "cuDNN took a batch's items but not item " + i + " alone: " + item.description());
+      }
+      run(itemKey, item, qi, ki, vi, out.slice(0, i, i + 1), scale);
+    }
+  }
+
+  /**
+   * Settles a batch's choice at its first run: the batched plan (its batch-1 item's engine) where
+   * every item of {@code out} holds the bits the item gets alone, else each item alone — an
+   * engine's configuration at another batch size may split and sum the keys otherwise, so a test of
+   * the output, not the engine's index, decides.
+   */
+  private void check(
+      Key key, Choice choice, Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
+    Tensor alone = tensors.empty(DType.BF16, out.shape());
+    runItems(q, k, v, alone, scale);
+    Tensor batched = tensors.downloadRaw(out), items = tensors.downloadRaw(alone);
+    boolean same =
+        MemorySegment.mismatch(
+                batched.segment(), 0, batched.byteSize(), items.segment(), 0, items.byteSize())
+            == -1;
+    if (same) {
+      choices.put(
+          key,
+          settled(
+              choice, choice.plan(), "its batch-1 item's engine, each item's bits checked alone"));
+    } else {
+      // The download synchronised: nothing queued still reads the batched plan.
+      choice.plan().owned().close();
+      choices.put(
+          key,
+          Choice.perItem(
+              "each item alone: batched, its batch-1 item's engine "
+                  + choice.plan().engine()
+                  + " gave other bits than the items alone"));
+      tensors.copy(alone, out);
+    }
+    tensors.release(alone);
   }
 
   /** The plan key of device tensors q, k, v as {@link #bf16} will pass them. */
@@ -229,10 +312,11 @@ public final class CudnnAttention implements AutoCloseable {
 
   /**
    * A batch's choice: the engine its first item's shape runs (settled first, by timing on that
-   * item), so each item's output is the same bits in a batch of any size — a flash-attention engine
-   * computes every (item, head) on its own, in an order its configuration fixes, where another
-   * engine would sum in another. Falls back to the batch's own choice where its heuristics do not
-   * offer that engine, and says so in the description.
+   * item), checked at the batch's first run to give each item the bits it gets alone ({@link
+   * #check}) — a flash-attention engine computes every (item, head) on its own, in an order its
+   * configuration fixes, where another engine would sum in another. Where the batch's heuristics do
+   * not offer that engine, each item runs alone; where cuDNN does not take the item, neither the
+   * batch (the caller's kernel runs both).
    */
   private Choice chooseAsItem(Key key, Tensor q, Tensor k, Tensor v, float scale) {
     Key itemKey = key.item();
@@ -254,47 +338,43 @@ public final class CudnnAttention implements AutoCloseable {
         item = choices.get(itemKey);
       }
     }
-    String engine = item.plan() == null ? "?" : item.plan().engine();
-    if (!engine.equals("?")) {
-      CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
-      try {
-        CudnnDescriptor graph =
-            item.variant() == Variant.UNIFIED
-                ? unifiedGraph(owned, cudnn.handle(), key)
-                : compositeGraph(owned, cudnn.handle(), key);
-        List<Plan> plans =
-            CudnnRuntime.candidates(
-                    owned,
-                    graph,
-                    TUNED_CONFIGS,
-                    Long.MAX_VALUE,
-                    Set.of(),
-                    new ArrayList<>(),
-                    item.variant().label)
-                .plans();
-        for (Plan plan : plans) {
-          if (plan.engine().equals(engine)) {
-            return new Choice(
-                plan,
-                item.variant(),
-                describe(item.variant(), plan, "its batch-1 item's engine, batch-invariant"),
-                List.of());
-          }
-        }
-      } catch (CudaException e) {
-        // Below: the batch chooses for itself.
-      }
-      owned.close();
+    if (item.plan() == null) {
+      return new Choice(null, null, item.description(), List.of());
     }
-    Choice own = choose(key);
-    return new Choice(
-        own.plan(),
-        own.variant(),
-        "not batch-invariant (engine "
-            + engine
-            + " of its batch-1 item not offered): "
-            + own.description(),
-        own.untimed());
+    String engine = item.plan().engine();
+    CudnnDescriptors owned = new CudnnDescriptors(cudnn.api());
+    try {
+      CudnnDescriptor graph =
+          item.variant() == Variant.UNIFIED
+              ? unifiedGraph(owned, cudnn.handle(), key)
+              : compositeGraph(owned, cudnn.handle(), key);
+      List<Plan> plans =
+          CudnnRuntime.candidates(
+                  owned,
+                  graph,
+                  TUNED_CONFIGS,
+                  Long.MAX_VALUE,
+                  Set.of(),
+                  new ArrayList<>(),
+                  item.variant().label)
+              .plans();
+      for (Plan plan : plans) {
+        if (plan.engine().equals(engine)) {
+          return new Choice(
+              plan,
+              item.variant(),
+              describe(item.variant(), plan, "its batch-1 item's engine, checked at the first run"),
+              List.of(),
+              false,
+              false);
+        }
+      }
+    } catch (CudaException e) {
+      // Below: each item alone.
+    }
+    owned.close();
+    return Choice.perItem(
+        "each item alone (engine " + engine + " of its batch-1 item not offered at this batch)");
   }
 
   /**
