@@ -18,11 +18,13 @@ import java.util.regex.Pattern;
  * {@code lora_adapter_metadata}) and the original Wan one ({@code
  * diffusion_model.blocks.N.self_attn.q.lora_down.weight}, {@code lora_up.weight}, a scalar {@code
  * alpha}). The factors are named as {@link dev.stepweave.training.wan.TrainableLora} names them:
- * {@code <layer>.lora_A.weight} (down) and {@code <layer>.lora_B.weight} (up).
+ * {@code <layer>.lora_A.weight} (down) and {@code <layer>.lora_B.weight} (up). Public for {@link
+ * #writeInitial} and {@link #DEFAULT_TARGETS}: a fresh LoRA run's starting adapter, for code that
+ * takes that run's steps outside {@link TrainingRun} (a benchmark, a test).
  */
-final class LoraFiles {
+public final class LoraFiles {
   /** Layers adapted when a config names no targets: every attention projection. */
-  static final List<String> DEFAULT_TARGETS = List.of("to_q", "to_k", "to_v", "to_out.0");
+  public static final List<String> DEFAULT_TARGETS = List.of("to_q", "to_k", "to_v", "to_out.0");
 
   private static final String DOWN = ".lora_A.weight";
   private static final String UP = ".lora_B.weight";
@@ -72,6 +74,24 @@ final class LoraFiles {
       }
     }
     return out;
+  }
+
+  /**
+   * Writes the adapter a fresh LoRA run of {@code method} starts from to {@code file}, as {@code
+   * stepweave train} does ({@code lora-init.safetensors}): the {@link #initial} factors of the
+   * method's targets (every attention projection when it names none) at its rank, drawn from {@code
+   * seed}, in the diffusers layout with the method's alpha — what {@link
+   * dev.stepweave.training.wan.TrainableLora#load} reads.
+   *
+   * @param layers the transformer's adaptable layers ({@code WanTransformer.adaptableLayers})
+   * @return {@code file}
+   * @throws IllegalArgumentException when a target matches no layer
+   */
+  public static Path writeInitial(
+      Path file, Map<String, LinearShape> layers, TrainConfig.Method.Lora method, long seed) {
+    Map<String, Tensor> factors = initial(layers, method.targets(), method.rank(), seed);
+    writeDiffusers(file, factors, method.rank(), method.alpha(), TrainedOutputs.ADAPTER_RECIPE);
+    return file;
   }
 
   /** Writes the diffusers/PEFT layout. */

@@ -465,16 +465,12 @@ public final class TrainingRun {
 
   /** A fresh LoRA's initial file, {@code out/lora-init.safetensors}. */
   private Path initialLora(TrainableTransformer model, TrainConfig.Method.Lora m, Path out) {
-    Map<String, Tensor> factors;
     try {
-      factors =
-          LoraFiles.initial(model.model().adaptableLayers(), m.targets(), m.rank(), config.seed());
+      return LoraFiles.writeInitial(
+          out.resolve("lora-init.safetensors"), model.model().adaptableLayers(), m, config.seed());
     } catch (IllegalArgumentException e) {
       throw new TrainConfigException(e.getMessage());
     }
-    Path file = out.resolve("lora-init.safetensors");
-    LoraFiles.writeDiffusers(file, factors, m.rank(), m.alpha(), TrainedOutputs.ADAPTER_RECIPE);
-    return file;
   }
 
   /** Writes saved values into the trainable tensors, in place. */
