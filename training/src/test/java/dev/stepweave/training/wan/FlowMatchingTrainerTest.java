@@ -59,10 +59,9 @@ class FlowMatchingTrainerTest {
               model, checkpoint.resolve("loras/adapter_a_diffusers.safetensors"), 1f)) {
         Map<String, float[]> factors = copy(lora.parameters());
         FlowMatchingTrainer trainer =
-            new FlowMatchingTrainer(
+            FlowMatchingTrainer.lora(
                 model,
-                lora.parameters(),
-                lora::rows,
+                lora,
                 new Optimiser.Settings(
                     new LearningRate.Constant(1e-2),
                     AdamW.Settings.torchDefaults(),

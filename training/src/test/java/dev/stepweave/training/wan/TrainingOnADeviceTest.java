@@ -2,6 +2,7 @@ package dev.stepweave.training.wan;
 
 import static org.junit.jupiter.api.Assertions.assertArrayEquals;
 import static org.junit.jupiter.api.Assertions.assertEquals;
+import static org.junit.jupiter.api.Assertions.assertFalse;
 import static org.junit.jupiter.api.Assertions.assertSame;
 import static org.junit.jupiter.api.Assertions.assertThrows;
 import static org.junit.jupiter.api.Assertions.assertTrue;
@@ -26,6 +27,8 @@ import dev.stepweave.training.optim.GradientClipping;
 import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
 import dev.stepweave.training.parity.TrainingParity;
+import dev.stepweave.training.run.LoraFiles;
+import dev.stepweave.training.run.TrainConfig;
 import dev.stepweave.training.wan.TrainableTransformer.LossAndGradients;
 import java.nio.file.Path;
 import java.util.Arrays;
@@ -33,6 +36,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The training plane's device path, in CI: the tiny DiT recorded over {@link StandInDevice} (the
@@ -381,5 +385,83 @@ class TrainingOnADeviceTest {
         return out;
       }
     }
+  }
+
+  /**
+   * A fresh LoRA as {@code stepweave train} starts one ({@link LoraFiles#writeInitial}: rank 4 on
+   * every attention projection, the up factors zero) stepped by {@link FlowMatchingTrainer#lora} on
+   * the device, with and without per-block checkpointing: each step's loss and every factor after
+   * three steps the CPU's bit for bit; after each step the factors the model computes with equal
+   * their F32 masters, the loss and the gradient norm finite and the norm above zero; every factor
+   * moved and every base weight untouched. A trainer that differentiated the masters instead of the
+   * factors, or did not push the masters into the factors, leaves the device's factors where they
+   * started (no clipping here: the device's norm is F32, {@link
+   * #clippingOnTheDeviceIsTheHostsWithinF32}).
+   */
+  @Test
+  void aFreshLoraStepsOnTheDeviceAsOnTheCpuAndTrainsOnlyItsFactors(@TempDir Path dir) {
+    for (ActivationCheckpointing checkpointing : ActivationCheckpointing.values()) {
+      Map<String, float[]> want =
+          afterFreshLoraSteps(new RecordingBackend(CPU, checkpointing), dir);
+      Map<String, float[]> got =
+          afterFreshLoraSteps(new RecordingBackend(new StandInDevice(), CPU, checkpointing), dir);
+      assertEquals(want.keySet(), got.keySet());
+      want.forEach((name, w) -> assertArrayEquals(w, got.get(name), checkpointing + " " + name));
+    }
+  }
+
+  /** Each step's loss (under "loss") and every LoRA master after three trainer steps. */
+  private static Map<String, float[]> afterFreshLoraSteps(RecordingBackend backend, Path dir) {
+    FlowMatching.Batch batch = batch();
+    Optimiser.Settings settings =
+        new Optimiser.Settings(
+            new LearningRate.Constant(1e-2), AdamW.Settings.torchDefaults(), 0, Double.NaN);
+    try (TensorSource weights = COMPONENT.openWeights()) {
+      TrainableTransformer model = load(weights, backend);
+      Map<String, float[]> base = onHost(backend, model.parameters());
+      Path file =
+          LoraFiles.writeInitial(
+              dir.resolve("lora-init.safetensors"),
+              model.model().adaptableLayers(),
+              new TrainConfig.Method.Lora(4, 4, List.of()),
+              7);
+      Map<String, float[]> out = new TreeMap<>();
+      try (TrainableLora lora = TrainableLora.load(model, file, 1f)) {
+        Map<String, float[]> initial = onHost(backend, lora.parameters());
+        // Two blocks, two attentions each, q, k, v and out: a down and an up factor each.
+        assertEquals(2 * 2 * 4 * 2, initial.size(), initial.keySet().toString());
+        FlowMatchingTrainer trainer = FlowMatchingTrainer.lora(model, lora, settings);
+        float[] losses = new float[3];
+        for (int step = 0; step < losses.length; step++) {
+          Optimiser.Step s = trainer.step(List.of(batch));
+          losses[step] = (float) s.loss();
+          assertTrue(Float.isFinite(losses[step]), "loss " + s.loss());
+          assertTrue(
+              Double.isFinite(s.gradientNorm()) && s.gradientNorm() > 0,
+              "gradient norm " + s.gradientNorm());
+          Map<String, float[]> factors = onHost(backend, lora.factors());
+          onHost(backend, lora.parameters())
+              .forEach(
+                  (name, m) ->
+                      assertArrayEquals(m, factors.get(name), name + " follows its master"));
+        }
+        onHost(backend, lora.parameters())
+            .forEach(
+                (name, m) -> {
+                  assertFalse(Arrays.equals(initial.get(name), m), name + " was trained");
+                  out.put(name, m);
+                });
+        out.put("loss", losses);
+      }
+      onHost(backend, model.parameters())
+          .forEach((name, p) -> assertArrayEquals(base.get(name), p, 0f, name + " frozen"));
+      return out;
+    }
+  }
+
+  private static Map<String, float[]> onHost(Backend backend, Map<String, Tensor> tensors) {
+    Map<String, float[]> out = new TreeMap<>();
+    tensors.forEach((name, t) -> out.put(name, backend.download(t).toFloatArray()));
+    return out;
   }
 }
