@@ -15,8 +15,15 @@ import dev.stepweave.training.objective.FlowMatching;
 import dev.stepweave.training.optim.AdamW;
 import dev.stepweave.training.optim.LearningRate;
 import dev.stepweave.training.optim.Optimiser;
+import dev.stepweave.training.run.LoraFiles;
+import dev.stepweave.training.run.TrainConfig;
 import dev.stepweave.training.wan.FlowMatchingTrainer;
+import dev.stepweave.training.wan.TrainableLora;
 import dev.stepweave.training.wan.TrainableTransformer;
+import java.io.IOException;
+import java.io.UncheckedIOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -25,20 +32,36 @@ import java.util.Map;
  * Where the training plane stands on the GPU (issue 16's item 7, not its target yet): one
  * flow-matching forward and backward of a random-weight DiT of {@link Bench#config} {@code size}
  * (default {@code 1.3b}) at latent {@code [1, 16, F, H, W]} (default 9×32×32: 2 304 tokens, the
- * issue's first shape), text 512×4096, every parameter differentiated, recorded over the CUDA
- * backend in {@code precision} (F32 or BF16) with F32 parameters. It times the forward and the
- * backward (every rule the DiT needs runs on the device, every parameter's gradient left there),
- * then a whole step as {@code stepweave train --backend cuda} takes it: that, the gradient clipped
- * by its global norm and AdamW over the F32 parameters in place, all on the device. CUDA-event
- * medians of {@code iterations} after a warm-up.
+ * issue's first shape), text 512×4096, recorded over the CUDA backend in {@code precision} (F32 or
+ * BF16) with F32 parameters. It times the forward and the backward (every rule the DiT needs runs
+ * on the device, every trainable tensor's gradient left there), then a whole step as {@code
+ * stepweave train --backend cuda} takes it: that, the gradient clipped by its global norm and AdamW
+ * over the F32 trainable tensors in place, all on the device. CUDA-event medians of {@code
+ * iterations} after a warm-up.
+ *
+ * <p>What trains: every parameter (a full fine-tune), or with {@code loraR} a fresh LoRA of rank R
+ * as {@code stepweave train}'s {@code lora} method starts one with its defaults ({@link
+ * LoraFiles#writeInitial}: alpha R, every attention projection of both attentions — {@code to_q},
+ * {@code to_k}, {@code to_v}, {@code to_out.0}), stepped as that run steps it ({@link
+ * FlowMatchingTrainer#lora}): the base weights frozen and not differentiated, the backward
+ * differentiating the adapter's factors alone, clipping and AdamW over their F32 masters, the
+ * factors updated from them after each step.
  *
  * <p>Arguments: {@code [size] [precision] [[B,]F,H,W or [Bx]FxHxW] [iterations] [checkpointing:
- * off|per-block] [profile]}; {@code profile} prints one step op by op instead of the timings. Size
- * {@code embedded-gpu} ({@link Bench#config}) runs with text of {@link
- * EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens, e.g. at {@code 256x9x16x16}: a latent of batch B
- * (default 1), every row at noise level 0.5.
+ * off|per-block] [loraR] [profile]} (the last two in either order, e.g. {@code lora16}); {@code
+ * profile} prints one step op by op instead of the timings. Size {@code embedded-gpu} ({@link
+ * Bench#config}) runs with text of {@link EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens, e.g. at {@code
+ * 256x9x16x16}: a latent of batch B (default 1), every row at noise level 0.5.
  */
 public final class TrainStepBench {
+  /**
+   * The optimiser as `stepweave train` takes it: clipping at norm 1, AdamW (torch's defaults), no
+   * EMA.
+   */
+  private static final Optimiser.Settings SETTINGS =
+      new Optimiser.Settings(
+          new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN);
+
   private TrainStepBench() {}
 
   public static void main(String[] args) {
@@ -53,7 +76,18 @@ public final class TrainStepBench {
         args.length > 4 && args[4].equals("per-block")
             ? ActivationCheckpointing.PER_CHAIN_STEP
             : ActivationCheckpointing.OFF;
-    boolean profiled = args.length > 5 && args[5].equals("profile");
+    boolean profiled = false;
+    int loraRank = 0; // a full fine-tune
+    for (int i = 5; i < args.length; i++) {
+      if (args[i].equals("profile")) {
+        profiled = true;
+      } else if (args[i].matches("lora[1-9][0-9]*")) {
+        loraRank = Integer.parseInt(args[i].substring("lora".length()));
+      } else {
+        throw new IllegalArgumentException(
+            "argument " + (i + 1) + ": 'profile' or 'loraR' (e.g. lora16), not '" + args[i] + "'");
+      }
+    }
     CudaBackend gpu = Bench.openOrExit(precision);
     OpProfile profile = profiled ? OpProfile.over(gpu) : null;
     WanTransformerConfig cfg = Bench.config(size);
@@ -71,6 +105,21 @@ public final class TrainStepBench {
     System.out.printf(
         "  loaded %s (%,d parameters, F32) in %.1f s%n",
         size, count, (System.nanoTime() - t0) / 1e9);
+    TrainableLora lora = loraRank > 0 ? freshLora(model, loraRank) : null;
+    // " LoRA rank R (N trainable parameters)" in the rows, nothing for a full fine-tune.
+    String method = "";
+    if (lora != null) {
+      long trainable = lora.parameters().values().stream().mapToLong(Tensor::numel).sum();
+      method = String.format(" LoRA rank %d (%,d trainable parameters)", loraRank, trainable);
+      System.out.printf(
+          "  LoRA rank %d, alpha %d, on %s of every block's attentions: %d factors, %,d F32"
+              + " parameters%n",
+          loraRank,
+          loraRank,
+          String.join(", ", LoraFiles.DEFAULT_TARGETS),
+          lora.parameters().size(),
+          trainable);
+    }
     int f = Integer.parseInt(fhw[0]), h = Integer.parseInt(fhw[1]), w = Integer.parseInt(fhw[2]);
     FlowMatching.Batch batch =
         new FlowMatching.Batch(
@@ -79,21 +128,24 @@ public final class TrainStepBench {
             Tensor.of(sigmas(rows), rows),
             RandomWeights.uniform(3, 1f, rows, textLength, cfg.textDim()));
     if (profiled) {
-      profileOneStep(profile, model, batch, size + " " + precision);
+      profileOneStep(profile, trainer(model, lora), batch, size + " " + precision + method);
       return;
     }
+    Map<String, Tensor> differentiated = lora == null ? parameters : lora.factors();
+    AdapterRows adapters = lora == null ? AdapterRows.NONE : lora.rows(rows);
     gpu.resetPeaks();
     float[] loss = new float[1];
     float ms =
         Bench.median(
             gpu,
             iterations,
-            () -> loss[0] = model.lossAndGradients(batch, parameters, AdapterRows.NONE).loss());
+            () -> loss[0] = model.lossAndGradients(batch, differentiated, adapters).loss());
     System.out.printf(
-        "ROW training forward+backward %s %s latent [%d,%d,%d,%d,%d] (%d tokens a row), checkpointing"
-            + " %s | %.1f ms (median of %d), loss %.4f | peak live %.1f GB%n",
+        "ROW training forward+backward %s %s%s latent [%d,%d,%d,%d,%d] (%d tokens a row),"
+            + " checkpointing %s | %.1f ms (median of %d), loss %.4f | peak live %.1f GB%n",
         size,
         precision,
+        method,
         rows,
         cfg.inChannels(),
         f,
@@ -106,14 +158,39 @@ public final class TrainStepBench {
         loss[0],
         gpu.peakLiveBytes() / 1e9);
     // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
-    // norm clipping, AdamW over the parameters in place) on the device.
-    FlowMatchingTrainer trainer = trainer(model);
+    // norm clipping, AdamW over the trainable tensors in place; a LoRA's factors from their
+    // masters)
+    // on the device.
+    FlowMatchingTrainer trainer = trainer(model, lora);
     gpu.resetPeaks();
     float stepMs = Bench.median(gpu, iterations, () -> trainer.step(List.of(batch)));
     System.out.printf(
-        "ROW training step %s %s (forward, backward, clipping, AdamW; all on the device),"
+        "ROW training step %s %s%s (forward, backward, clipping, AdamW; all on the device),"
             + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
-        size, precision, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
+        size, precision, method, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
+  }
+
+  /**
+   * A fresh LoRA of {@code rank} on {@code model}, as {@code stepweave train}'s {@code lora} method
+   * starts one with its defaults (alpha = rank, {@link LoraFiles#DEFAULT_TARGETS}): its initial
+   * file written to a temporary folder and loaded onto the model's backend.
+   */
+  private static TrainableLora freshLora(TrainableTransformer model, int rank) {
+    try {
+      Path dir = Files.createTempDirectory("train-step-bench-lora");
+      Path file =
+          LoraFiles.writeInitial(
+              dir.resolve("lora-init.safetensors"),
+              model.model().adaptableLayers(),
+              new TrainConfig.Method.Lora(rank, rank, List.of()),
+              0);
+      TrainableLora lora = TrainableLora.load(model, file, 1f);
+      Files.delete(file);
+      Files.delete(dir);
+      return lora;
+    } catch (IOException e) {
+      throw new UncheckedIOException(e);
+    }
   }
 
   /** Each row's noise level: 0.5. */
@@ -129,8 +206,7 @@ public final class TrainStepBench {
    * backward rules' device ops among them; host rules show as the gap to the step's wall time).
    */
   private static void profileOneStep(
-      OpProfile profile, TrainableTransformer model, FlowMatching.Batch batch, String title) {
-    FlowMatchingTrainer trainer = trainer(model);
+      OpProfile profile, FlowMatchingTrainer trainer, FlowMatching.Batch batch, String title) {
     Runnable step = () -> trainer.step(List.of(batch));
     step.run();
     profile.reset();
@@ -141,15 +217,12 @@ public final class TrainStepBench {
   }
 
   /**
-   * Steps as `stepweave train` takes them, on the model's backend: clipping at norm 1, AdamW
-   * (torch's defaults), no EMA.
+   * Steps on the model's backend: of every parameter, or with {@code lora} of its factors alone,
+   * the base frozen.
    */
-  private static FlowMatchingTrainer trainer(TrainableTransformer model) {
-    return new FlowMatchingTrainer(
-        model,
-        model.parameters(),
-        n -> AdapterRows.NONE,
-        new Optimiser.Settings(
-            new LearningRate.Constant(1e-5), AdamW.Settings.torchDefaults(), 1.0, Double.NaN));
+  private static FlowMatchingTrainer trainer(TrainableTransformer model, TrainableLora lora) {
+    return lora == null
+        ? new FlowMatchingTrainer(model, model.parameters(), n -> AdapterRows.NONE, SETTINGS)
+        : FlowMatchingTrainer.lora(model, lora, SETTINGS);
   }
 }
