@@ -4,13 +4,14 @@
 # `stepweave` CLI, the cuda module's test classes — the "gpu" group, GpuSuite — and the bench
 # module's GPU benchmark mains of dev.stepweave.bench.gpu), a jlink'd Java 25 runtime, run.sh and,
 # when the diffusers source is given, diffusers.tar.xz for the whole-generation reference
-# (wan_pipeline.py).
+# (wan_pipeline.py) and PyTorch's training step (train_reference.py). The Python scripts
+# (scripts/device/*.py: reference.py, train_reference.py, which imports it, …) go beside run.sh.
 # Usage: package.sh [DEST] [DIFFUSERS_SRC]   (DIFFUSERS_SRC: a checkout's src/ folder)
 # The CLI travels without what only `stepweave serve` and the embedded default need (the HTTP
 # server's and the job stores' libraries, the default's trained weights: PIPELINE and SERVE run
 # random-weight checkpoints) and the runtime without the desktop, HTTP and SQL modules — enough
 # for `generate`, `bench generate` and `bench serve`. DEVICE_CLI=0 leaves the CLI out altogether:
-# enough for TESTS, BENCH, MAINS, ROLLOUT and REFERENCE, not for PIPELINE or SERVE.
+# enough for TESTS, BENCH, MAINS, ROLLOUT, REFERENCE and TRAIN_REFERENCE, not for PIPELINE or SERVE.
 # Then call the device tool's `run` with carry [".device"] and command `bash .device/run.sh`.
 # The tool carries the work tree with it, 64 MiB at most: the tracked files are ~43 MB and this
 # package ~24 MB with diffusers, so move trained/ (12 MB; nothing on the device reads it) out of the

@@ -14,6 +14,13 @@
 #                                                 rank-32 LoRA, beside MAINS="LoraBench"; vae22:
 #                                                 diffusers' AutoencoderKLWan decode at 720p×121,
 #                                                 needs .device/diffusers.tar.xz)
+#   TRAIN_REFERENCE="F,H,W[,ckpt] …"              scripts/device/train_reference.py step: PyTorch's
+#                                                 1.3B training step (diffusers' DiT, bf16 autocast,
+#                                                 fp32 masters, fused AdamW; `ckpt`: its gradient
+#                                                 checkpointing), one model for the shapes in order,
+#                                                 beside MAINS="TrainStepBench:…" (e.g. "9,32,32
+#                                                 21,60,104,ckpt"; needs .device/diffusers.tar.xz;
+#                                                 TRAIN_REFERENCE_TIMEOUT, 300 s)
 #   PIPELINE="WxH:FRAMES:STEPS …"                  whole generations on a random-weight 1.3B-config
 #                                                 checkpoint (wan_pipeline.py make): diffusers'
 #                                                 WanPipeline (needs .device/diffusers.tar.xz), then
@@ -108,6 +115,18 @@ if [ "${REFERENCE:-none}" != none ]; then
     timeout "${REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/reference.py" $REFERENCE
     echo "reference exit: $?"
   } 2>&1 | tee "$out/reference.log"
+fi
+
+if [ -n "${TRAIN_REFERENCE:-}" ]; then
+  {
+    echo "$header"
+    unpack_diffusers
+    [ -f "$here/diffusers.tar.xz" ] || echo "no diffusers.tar.xz beside run.sh (package.sh DEST DIFFUSERS_SRC)"
+    # Unquoted: TRAIN_REFERENCE is a list of shapes, each one argument.
+    # shellcheck disable=SC2086
+    timeout "${TRAIN_REFERENCE_TIMEOUT:-300}" /opt/torch/.venv/bin/python "$here/train_reference.py" step $TRAIN_REFERENCE
+    echo "train reference exit: $?"
+  } 2>&1 | tee "$out/train-reference.log"
 fi
 
 # The random-weight 1.3B-config checkpoint PIPELINE, ROLLOUT and SERVE run on, made once (needs diffusers).
