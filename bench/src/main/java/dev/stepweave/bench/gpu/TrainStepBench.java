@@ -5,6 +5,7 @@ import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Precision;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.cpu.CpuBackend;
@@ -27,6 +28,7 @@ import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
+import java.util.function.Function;
 
 /**
  * Where the training plane stands on the GPU (issue 16's item 7, not its target yet): one
@@ -48,10 +50,11 @@ import java.util.Map;
  * factors updated from them after each step.
  *
  * <p>Arguments: {@code [size] [precision] [[B,]F,H,W or [Bx]FxHxW] [iterations] [checkpointing:
- * off|per-block] [loraR] [profile]} (the last two in either order, e.g. {@code lora16}); {@code
- * profile} prints one step op by op instead of the timings. Size {@code embedded-gpu} ({@link
- * Bench#config}) runs with text of {@link EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens, e.g. at {@code
- * 256x9x16x16}: a latent of batch B (default 1), every row at noise level 0.5.
+ * off|per-block] [loraR] [profile] [graph]} (the last three in any order, e.g. {@code lora16});
+ * {@code profile} prints one step op by op instead of the timings; {@code graph} also times the
+ * forward and backward recorded as one CUDA graph ({@link #graphed}). Size {@code embedded-gpu}
+ * ({@link Bench#config}) runs with text of {@link EmbeddedWan#MAX_SEQUENCE_LENGTH} tokens, e.g. at
+ * {@code 256x9x16x16}: a latent of batch B (default 1), every row at noise level 0.5.
  */
 public final class TrainStepBench {
   /**
@@ -77,15 +80,22 @@ public final class TrainStepBench {
             ? ActivationCheckpointing.PER_CHAIN_STEP
             : ActivationCheckpointing.OFF;
     boolean profiled = false;
+    boolean graphed = false;
     int loraRank = 0; // a full fine-tune
     for (int i = 5; i < args.length; i++) {
       if (args[i].equals("profile")) {
         profiled = true;
+      } else if (args[i].equals("graph")) {
+        graphed = true;
       } else if (args[i].matches("lora[1-9][0-9]*")) {
         loraRank = Integer.parseInt(args[i].substring("lora".length()));
       } else {
         throw new IllegalArgumentException(
-            "argument " + (i + 1) + ": 'profile' or 'loraR' (e.g. lora16), not '" + args[i] + "'");
+            "argument "
+                + (i + 1)
+                + ": 'profile', 'graph' or 'loraR' (e.g. lora16), not '"
+                + args[i]
+                + "'");
       }
     }
     CudaBackend gpu = Bench.openOrExit(precision);
@@ -157,10 +167,12 @@ public final class TrainStepBench {
         iterations,
         loss[0],
         gpu.peakLiveBytes() / 1e9);
+    if (graphed) {
+      graphed(gpu, model, batch, differentiated, adapters);
+    }
     // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
     // norm clipping, AdamW over the trainable tensors in place; a LoRA's factors from their
-    // masters)
-    // on the device.
+    // masters) on the device.
     FlowMatchingTrainer trainer = trainer(model, lora);
     gpu.resetPeaks();
     float stepMs = Bench.median(gpu, iterations, () -> trainer.step(List.of(batch)));
@@ -168,6 +180,58 @@ public final class TrainStepBench {
         "ROW training step %s %s%s (forward, backward, clipping, AdamW; all on the device),"
             + " checkpointing %s | %.1f ms (median of %d) | peak live %.1f GB%n",
         size, precision, method, checkpointing, stepMs, iterations, gpu.peakLiveBytes() / 1e9);
+  }
+
+  /**
+   * The forward and backward recorded as one CUDA graph ({@link CudaBackend#replayable}, the
+   * batch's tensors as its static inputs, the loss its output) and replayed: against the eager
+   * figure, how much of the step is the host issuing its operations rather than the device's work.
+   * Six calls, each one's CUDA-event time printed: the eager warm-up and the recording, the first
+   * replay, the eager run the graph cache compares it with, then three by its decision. A recording
+   * that fails prints why (the operation a graph cannot hold) and the bench goes on.
+   */
+  private static void graphed(
+      CudaBackend gpu,
+      TrainableTransformer model,
+      FlowMatching.Batch batch,
+      Map<String, Tensor> differentiated,
+      AdapterRows adapters) {
+    List<Tensor> inputs =
+        List.of(
+            gpu.upload(batch.x0(), DType.F32),
+            gpu.upload(batch.noise(), DType.F32),
+            gpu.upload(batch.sigma(), DType.F32),
+            gpu.upload(batch.context(), DType.F32));
+    GraphKey key =
+        GraphKey.of(
+            "train-step-bench",
+            "transformer",
+            "train",
+            "FORWARD_BACKWARD",
+            "bf16",
+            "single",
+            inputs);
+    Function<List<Tensor>, Tensor> body =
+        in ->
+            model
+                .evaluate(
+                    new FlowMatching.Batch(in.get(0), in.get(1), in.get(2), in.get(3)),
+                    differentiated,
+                    adapters)
+                .loss();
+    try {
+      for (int call = 1; call <= 6; call++) {
+        Tensor[] loss = new Tensor[1];
+        float ms = gpu.context().time(() -> loss[0] = gpu.replayable(key, inputs, body));
+        System.out.printf(
+            "  forward+backward as a CUDA graph, call %d: %.1f ms, loss %.6f (%s)%n",
+            call, ms, gpu.download(loss[0]).getFloat(0), gpu.graphStats());
+      }
+      System.out.println("  graph against eager: " + gpu.graphComparisons());
+    } catch (RuntimeException e) {
+      System.out.println("  forward+backward as a CUDA graph: not recorded: " + e);
+    }
+    gpu.clearGraphs();
   }
 
   /**

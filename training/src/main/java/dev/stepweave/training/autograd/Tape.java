@@ -1,6 +1,8 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Storage;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
@@ -191,6 +193,10 @@ public final class Tape {
     if (scalar.numel() != 1) {
       throw new IllegalArgumentException(
           "backward without a seed needs a one-element output, not " + scalar);
+    }
+    if (backend != null && scalar.device().kind() != Device.Kind.CPU) {
+      // Made where the loss is: a host seed would be an upload, which a recording graph refuses.
+      return backward(scalar, backend.affine(backend.zeros(DType.F32, scalar.shape()), 0f, 1f));
     }
     return backward(scalar, new float[] {1f});
   }

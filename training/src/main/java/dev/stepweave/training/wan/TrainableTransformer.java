@@ -115,6 +115,40 @@ public final class TrainableTransformer {
       Map<String, Tensor> trainable,
       AdapterRows adapters,
       java.util.function.UnaryOperator<Tensor> loss) {
+    Evaluation e = evaluate(xt, timestep, context, trainable, adapters, loss);
+    return new LossAndGradients(
+        e.operations(),
+        xt,
+        e.prediction(),
+        backend.download(e.loss()).getFloat(0),
+        e.gradients(),
+        e.inputGradient());
+  }
+
+  /**
+   * {@link #lossAndGradients} without reading anything back: the loss stays a {@code [1]} tensor of
+   * the backend, so a device can record the whole evaluation as one graph (nothing in it waits on
+   * the host).
+   */
+  public Evaluation evaluate(
+      FlowMatching.Batch batch, Map<String, Tensor> trainable, AdapterRows adapters) {
+    FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
+    return evaluate(
+        noised.xt(),
+        noised.timestep(),
+        batch.context(),
+        trainable,
+        adapters,
+        prediction -> FlowMatching.meanSquaredError(backend, prediction, noised.target()));
+  }
+
+  private Evaluation evaluate(
+      Tensor xt,
+      Tensor timestep,
+      Tensor context,
+      Map<String, Tensor> trainable,
+      AdapterRows adapters,
+      java.util.function.UnaryOperator<Tensor> loss) {
     Tape tape = new Tape();
     weights.track(tape, trainable);
     tape.track(xt);
@@ -129,14 +163,21 @@ public final class TrainableTransformer {
             });
     int operations = tape.size();
     Gradients grads = tape.backward(value);
-    return new LossAndGradients(
+    return new Evaluation(
         operations,
-        xt,
         prediction[0],
-        backend.download(value).getFloat(0),
+        value,
         weights.gradientsOf(grads, trainable, false),
         grads.of(xt));
   }
+
+  /** What {@link #evaluate} computed, on the backend: {@link LossAndGradients} before its read. */
+  public record Evaluation(
+      int operations,
+      Tensor prediction,
+      Tensor loss,
+      Map<String, Tensor> gradients,
+      Tensor inputGradient) {}
 
   /**
    * What a flow-matching step computed.
