@@ -92,14 +92,7 @@ public final class TrainableTransformer {
    */
   public LossAndGradients lossAndGradients(
       FlowMatching.Batch batch, Map<String, Tensor> trainable, AdapterRows adapters) {
-    FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
-    return lossAndGradientsAt(
-        noised.xt(),
-        noised.timestep(),
-        batch.context(),
-        trainable,
-        adapters,
-        prediction -> FlowMatching.meanSquaredError(backend, prediction, noised.target()));
+    return read(evaluate(batch, trainable, adapters));
   }
 
   /**
@@ -115,10 +108,14 @@ public final class TrainableTransformer {
       Map<String, Tensor> trainable,
       AdapterRows adapters,
       java.util.function.UnaryOperator<Tensor> loss) {
-    Evaluation e = evaluate(xt, timestep, context, trainable, adapters, loss);
+    return read(evaluate(xt, timestep, context, trainable, adapters, loss));
+  }
+
+  /** {@code e} with its loss read from the backend. */
+  private LossAndGradients read(Evaluation e) {
     return new LossAndGradients(
         e.operations(),
-        xt,
+        e.xt(),
         e.prediction(),
         backend.download(e.loss()).getFloat(0),
         e.gradients(),
@@ -165,6 +162,7 @@ public final class TrainableTransformer {
     Gradients grads = tape.backward(value);
     return new Evaluation(
         operations,
+        xt,
         prediction[0],
         value,
         weights.gradientsOf(grads, trainable, false),
@@ -174,6 +172,7 @@ public final class TrainableTransformer {
   /** What {@link #evaluate} computed, on the backend: {@link LossAndGradients} before its read. */
   public record Evaluation(
       int operations,
+      Tensor xt,
       Tensor prediction,
       Tensor loss,
       Map<String, Tensor> gradients,
