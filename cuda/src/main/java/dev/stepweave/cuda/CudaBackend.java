@@ -638,15 +638,18 @@ public final class CudaBackend implements Backend, AutoCloseable {
    */
   @Override
   public void addInto(Tensor target, Tensor value) {
-    requireHere(target, value);
+    requireHere(target, value, false);
     tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
     ops.convolution().overwritten(target.storage());
   }
 
-  /** The strided copy, after an upload when the value is on the host. */
+  /**
+   * The strided copy, after an upload when the value is on the host; into a BF16 target (a LoRA's
+   * factors the BF16 mode computes with) the copy rounds.
+   */
   @Override
   public void copyInto(Tensor target, Tensor value) {
-    requireHere(target, value);
+    requireHere(target, value, true);
     tensors.copy(tensors.onDevice(value), target);
     ops.convolution().overwritten(target.storage());
   }
@@ -667,8 +670,8 @@ public final class CudaBackend implements Backend, AutoCloseable {
     ops.convolution().overwritten(parameter.storage());
   }
 
-  private void requireHere(Tensor target, Tensor value) {
-    Backend.requireInPlaceTarget(target, value);
+  private void requireHere(Tensor target, Tensor value, boolean bf16Target) {
+    Backend.requireInPlaceTarget(target, value, bf16Target);
     if (!tensors.isHere(target)) {
       throw new IllegalArgumentException("in place: target " + target + " is not on " + device());
     }

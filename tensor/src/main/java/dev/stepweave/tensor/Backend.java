@@ -668,7 +668,8 @@ public interface Backend {
    * Writes {@code value} (the shape of {@code target}, any strides, either side of the host/device
    * line) into the elements of {@code target}, an F32 view of a buffer this backend made, with the
    * same conditions as {@link #addInto}: the training plane's copy of a checkpoint's weights or of
-   * F32 masters into the tensors a device computes with.
+   * F32 masters into the tensors a device computes with. A device that computes in BF16 also takes
+   * a BF16 target (its copy of F32 masters, e.g. a LoRA's factors), the value rounded to nearest.
    */
   void copyInto(Tensor target, Tensor value);
 
@@ -711,6 +712,14 @@ public interface Backend {
 
   /** The checks every {@link #addInto} and {@link #copyInto} makes first. */
   static void requireInPlaceTarget(Tensor target, Tensor value) {
+    requireInPlaceTarget(target, value, false);
+  }
+
+  /**
+   * {@link #requireInPlaceTarget(Tensor, Tensor)}, a BF16 target allowed too where {@code bf16}: a
+   * device's BF16 copy of F32 masters it computes with ({@link #copyInto} rounds the value once).
+   */
+  static void requireInPlaceTarget(Tensor target, Tensor value, boolean bf16) {
     if (!Arrays.equals(target.shape(), value.shape())) {
       throw new IllegalArgumentException(
           "in place: a value of shape "
@@ -718,8 +727,9 @@ public interface Backend {
               + " for a target of shape "
               + Arrays.toString(target.shape()));
     }
-    if (target.dtype() != DType.F32) {
-      throw new IllegalArgumentException("in place needs an F32 target, not " + target);
+    if (target.dtype() != DType.F32 && !(bf16 && target.dtype() == DType.BF16)) {
+      throw new IllegalArgumentException(
+          "in place needs an F32" + (bf16 ? " or BF16" : "") + " target, not " + target);
     }
     for (int d = 0; d < target.rank(); d++) {
       if (target.stride(d) == 0 && target.dim(d) > 1) {
