@@ -230,6 +230,11 @@ public final class TrainStepBench {
       System.out.println("  graph against eager: " + gpu.graphComparisons());
     } catch (RuntimeException e) {
       System.out.println("  forward+backward as a CUDA graph: not recorded: " + e);
+      // Where the body did what a graph cannot hold: the project's frames, innermost first.
+      java.util.Arrays.stream(e.getStackTrace())
+          .filter(f -> f.getClassName().startsWith("dev.stepweave"))
+          .limit(20)
+          .forEach(f -> System.out.println("    at " + f));
     }
     gpu.clearGraphs();
   }
