@@ -6,6 +6,7 @@ import dev.stepweave.models.wan.transformer.BlockHooks;
 import dev.stepweave.models.wan.transformer.WanTransformer;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
 import dev.stepweave.tensor.Backend;
+import dev.stepweave.tensor.Device;
 import dev.stepweave.tensor.Tensor;
 import dev.stepweave.tensor.io.TensorSource;
 import dev.stepweave.training.autograd.Gradients;
@@ -111,15 +112,18 @@ public final class TrainableTransformer {
     return read(evaluate(xt, timestep, context, trainable, adapters, loss));
   }
 
-  /** {@code e} with its loss read from the backend. */
+  /** {@code e} with its loss and its input's gradient read from the backend. */
   private LossAndGradients read(Evaluation e) {
+    Tensor inputGradient = e.inputGradient();
     return new LossAndGradients(
         e.operations(),
         e.xt(),
         e.prediction(),
         backend.download(e.loss()).getFloat(0),
         e.gradients(),
-        e.inputGradient());
+        inputGradient.device().kind() == Device.Kind.CPU
+            ? inputGradient
+            : backend.download(inputGradient));
   }
 
   /**
@@ -166,10 +170,13 @@ public final class TrainableTransformer {
         prediction[0],
         value,
         weights.gradientsOf(grads, trainable, false),
-        grads.of(xt));
+        grads.at(xt));
   }
 
-  /** What {@link #evaluate} computed, on the backend: {@link LossAndGradients} before its read. */
+  /**
+   * What {@link #evaluate} computed, on the backend: {@link LossAndGradients} before its read (the
+   * input's gradient may view the step's buffer: read it, do not write into it).
+   */
   public record Evaluation(
       int operations,
       Tensor xt,

@@ -35,6 +35,7 @@ public final class StandInDevice implements Backend {
   // What the open steps of a step memory allocated, innermost last.
   private final Deque<List<Storage>> steps = new ArrayDeque<>();
   private long poisonedBytes;
+  private final List<IllegalStateException> transfers = new ArrayList<>();
 
   @Override
   public Device device() {
@@ -145,12 +146,26 @@ public final class StandInDevice implements Backend {
 
   @Override
   public Tensor upload(Tensor t, DType dtype) {
+    if (t.device().kind() == Device.Kind.CPU) {
+      transfers.add(new IllegalStateException("an upload of " + t));
+    }
     return device(cpu.upload(host(t), dtype));
   }
 
   @Override
   public Tensor download(Tensor t) {
+    transfers.add(new IllegalStateException("a download of " + t));
     return cpu.upload(host(t), t.dtype().isFloating() ? DType.F32 : t.dtype());
+  }
+
+  /**
+   * Every upload of a host tensor and every download since the last call, each as an exception
+   * whose stack says who made it (a device graph could record none of them), and forgets them.
+   */
+  public List<IllegalStateException> transfers() {
+    List<IllegalStateException> out = List.copyOf(transfers);
+    transfers.clear();
+    return out;
   }
 
   @Override

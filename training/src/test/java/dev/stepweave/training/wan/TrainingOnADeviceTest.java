@@ -119,6 +119,55 @@ class TrainingOnADeviceTest {
             .contains("is not on"));
   }
 
+  /**
+   * A flow-matching evaluation whose batch is already on the device moves nothing between host and
+   * device — no download, no upload of a host tensor — so a GPU can record it as one CUDA graph
+   * (TrainStepBench's {@code graph}; run 37 found a download inside); the first transfer's stack
+   * says which rule made it. Both checkpointing modes; the loss read afterwards.
+   */
+  @Test
+  void anEvaluationOnTheDeviceMovesNothingBetweenHostAndDevice() {
+    FlowMatching.Batch host = batch();
+    for (ActivationCheckpointing checkpointing : ActivationCheckpointing.values()) {
+      StandInDevice device = new StandInDevice();
+      try (TensorSource weights = COMPONENT.openWeights()) {
+        TrainableTransformer model =
+            load(weights, new RecordingBackend(device, CPU, checkpointing));
+        FlowMatching.Batch batch =
+            new FlowMatching.Batch(
+                device.upload(host.x0(), DType.F32),
+                device.upload(host.noise(), DType.F32),
+                device.upload(host.sigma(), DType.F32),
+                device.upload(host.context(), DType.F32));
+        // A first evaluation makes what a device keeps from its first call (a graph's warm-up).
+        model.evaluate(batch, model.parameters(), AdapterRows.NONE);
+        device.transfers();
+        TrainableTransformer.Evaluation e =
+            model.evaluate(batch, model.parameters(), AdapterRows.NONE);
+        List<IllegalStateException> moved = device.transfers();
+        assertTrue(
+            moved.isEmpty(),
+            checkpointing
+                + ": "
+                + moved.size()
+                + " transfers, the first "
+                + (moved.isEmpty() ? "" : where(moved.getFirst())));
+        assertTrue(Float.isFinite(device.download(e.loss()).getFloat(0)));
+      }
+    }
+  }
+
+  /** {@code e}'s message and the project's frames of its stack, innermost first. */
+  private static String where(Exception e) {
+    return e.getMessage()
+        + " at "
+        + java.util.Arrays.stream(e.getStackTrace())
+            .filter(f -> f.getClassName().startsWith("dev.stepweave"))
+            .limit(12)
+            .map(StackTraceElement::toString)
+            .toList();
+  }
+
   @Test
   void aStepOnTheDeviceIsTheCpusStep() {
     FlowMatching.Batch batch = batch();
