@@ -139,7 +139,9 @@ public final class CudnnAttention implements AutoCloseable {
     Key key = key(qh, kh, vh);
     Choice choice = choiceFor(key, qh, kh, vh, scale);
     Tensor out = null;
-    if (choice.plan() != null || choice.perItem()) {
+    boolean itemsAlone = choice.perItem() || !choice.checked();
+    if ((choice.plan() != null || choice.perItem())
+        && (!itemsAlone || itemsTaken(qh, kh, vh, scale))) {
       out = tensors.empty(DType.BF16, b, lq, h, dv);
       run(key, choice, qh, kh, vh, out, scale);
     }
@@ -196,17 +198,36 @@ public final class CudnnAttention implements AutoCloseable {
     tensors.releaseDerived(vb, v);
   }
 
-  /** Each item of the batch as its own batch-1 key runs it, into its rows of {@code out}. */
+  /**
+   * Whether cuDNN takes each item alone (an item's view may be less aligned than the first's, and
+   * its own key may be refused): else the caller's kernel runs the batch, as it runs such an item.
+   */
+  private boolean itemsTaken(Tensor q, Tensor k, Tensor v, float scale) {
+    for (int i = 0; i < q.dim(0); i++) {
+      Tensor qi = q.slice(0, i, i + 1), ki = k.slice(0, i, i + 1), vi = v.slice(0, i, i + 1);
+      if (choiceFor(key(qi, ki, vi), qi, ki, vi, scale).plan() == null) {
+        return false;
+      }
+    }
+    return true;
+  }
+
+  /**
+   * Each item of the batch as its own batch-1 key runs it, into its rows of {@code out} ({@link
+   * #itemsTaken} said each has a plan).
+   */
   private void runItems(Tensor q, Tensor k, Tensor v, Tensor out, float scale) {
     for (int i = 0; i < q.dim(0); i++) {
       Tensor qi = q.slice(0, i, i + 1), ki = k.slice(0, i, i + 1), vi = v.slice(0, i, i + 1);
       Key itemKey = key(qi, ki, vi);
-      Choice item = choiceFor(itemKey, qi, ki, vi, scale);
-      if (item.plan() == null) {
-        throw new IllegalStateException(
-            "cuDNN took a batch's items but not item " + i + " alone: " + item.description());
-      }
-      run(itemKey, item, qi, ki, vi, out.slice(0, i, i + 1), scale);
+      run(
+          itemKey,
+          choiceFor(itemKey, qi, ki, vi, scale),
+          qi,
+          ki,
+          vi,
+          out.slice(0, i, i + 1),
+          scale);
     }
   }
 
