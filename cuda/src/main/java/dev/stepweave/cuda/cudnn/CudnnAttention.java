@@ -190,7 +190,8 @@ public final class CudnnAttention implements AutoCloseable {
         choice.untimed().isEmpty() ? choice.plan() : tune(key, choice, ws, qb, kb, vb, out, scale);
     execute(plan, ws, qb, kb, vb, out, scale);
     if (!choice.checked()) {
-      check(key, choice, qb, kb, vb, out, scale);
+      // The items alone from the views the batch was given, as their keys were checked.
+      check(key, choice, q, k, v, out, scale);
     }
     tensors.releaseDerived(ws, out);
     tensors.releaseDerived(qb, q);
