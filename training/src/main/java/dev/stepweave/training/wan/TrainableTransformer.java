@@ -109,7 +109,7 @@ public final class TrainableTransformer {
       Map<String, Tensor> trainable,
       AdapterRows adapters,
       java.util.function.UnaryOperator<Tensor> loss) {
-    return read(evaluate(xt, timestep, context, trainable, adapters, loss));
+    return read(evaluate(xt, trainable, forwardAt(timestep, context, adapters), loss));
   }
 
   /** {@code e} with its loss and its input's gradient read from the backend. */
@@ -136,19 +136,22 @@ public final class TrainableTransformer {
     FlowMatching.Noised noised = FlowMatching.noised(backend, batch);
     return evaluate(
         noised.xt(),
-        noised.timestep(),
-        batch.context(),
         trainable,
-        adapters,
+        forwardAt(noised.timestep(), batch.context(), adapters),
         prediction -> FlowMatching.meanSquaredError(backend, prediction, noised.target()));
   }
 
+  /** The serving forward of an input at {@code timestep} under {@code context}, untapped. */
+  private java.util.function.UnaryOperator<Tensor> forwardAt(
+      Tensor timestep, Tensor context, AdapterRows adapters) {
+    return x -> model.forward(x, timestep, context, TapSink.NONE, BlockHooks.NONE, adapters);
+  }
+
+  /** {@code loss(forward(xt))} recorded, and its backward to {@code trainable} and {@code xt}. */
   private Evaluation evaluate(
       Tensor xt,
-      Tensor timestep,
-      Tensor context,
       Map<String, Tensor> trainable,
-      AdapterRows adapters,
+      java.util.function.UnaryOperator<Tensor> forward,
       java.util.function.UnaryOperator<Tensor> loss) {
     Tape tape = new Tape();
     weights.track(tape, trainable);
@@ -158,8 +161,7 @@ public final class TrainableTransformer {
         backend.recording(
             tape,
             () -> {
-              prediction[0] =
-                  model.forward(xt, timestep, context, TapSink.NONE, BlockHooks.NONE, adapters);
+              prediction[0] = forward.apply(xt);
               return loss.apply(prediction[0]);
             });
     int operations = tape.size();
