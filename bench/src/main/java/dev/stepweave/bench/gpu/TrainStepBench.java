@@ -168,7 +168,7 @@ public final class TrainStepBench {
         loss[0],
         gpu.peakLiveBytes() / 1e9);
     if (graphed) {
-      graphed(gpu, model, batch, differentiated, adapters);
+      graphed(gpu, precision, model, batch, differentiated, adapters);
     }
     // What `stepweave train --backend cuda` runs per step: the same, then the optimiser (the global
     // norm clipping, AdamW over the trainable tensors in place; a LoRA's factors from their
@@ -192,6 +192,7 @@ public final class TrainStepBench {
    */
   private static void graphed(
       CudaBackend gpu,
+      Precision precision,
       TrainableTransformer model,
       FlowMatching.Batch batch,
       Map<String, Tensor> differentiated,
@@ -208,7 +209,7 @@ public final class TrainStepBench {
             "transformer",
             "train",
             "FORWARD_BACKWARD",
-            "bf16",
+            precision.name().toLowerCase(java.util.Locale.ROOT),
             "single",
             inputs);
     Function<List<Tensor>, Tensor> body =
@@ -231,7 +232,7 @@ public final class TrainStepBench {
     } catch (RuntimeException e) {
       System.out.println("  forward+backward as a CUDA graph: not recorded: " + e);
       // Where the body did what a graph cannot hold: the project's frames, innermost first.
-      java.util.Arrays.stream(e.getStackTrace())
+      Arrays.stream(e.getStackTrace())
           .filter(f -> f.getClassName().startsWith("dev.stepweave"))
           .limit(20)
           .forEach(f -> System.out.println("    at " + f));
