@@ -654,20 +654,49 @@ public final class CudaBackend implements Backend, AutoCloseable {
     ops.convolution().overwritten(target.storage());
   }
 
-  /**
-   * One grid-stride kernel over the four operands ({@code adamw_f32}); the gradient is uploaded
-   * first when it is on the host.
-   */
+  /** {@link #adamw(List, float, AdamWStep)} of one parameter. */
   @Override
   public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
-    Backend.requireAdamWOperands(parameter, gradient, m, v);
-    for (Tensor t : new Tensor[] {parameter, m, v}) {
-      if (!tensors.isHere(t)) {
-        throw new IllegalArgumentException("AdamW: " + t + " is not on " + device());
+    adamw(List.of(new AdamWTensors(parameter, gradient, m, v)), 1f, step);
+  }
+
+  /**
+   * A launch per 48 parameters ({@code adamw_multi_f32}, {@link
+   * dev.stepweave.cuda.ops.MultiTensorOps}); a gradient on the host is uploaded first.
+   */
+  @Override
+  public void adamw(List<AdamWTensors> all, float gradientScale, AdamWStep step) {
+    List<AdamWTensors> here = new ArrayList<>(all.size());
+    for (AdamWTensors t : all) {
+      Backend.requireAdamWOperands(t.parameter(), t.gradient(), t.m(), t.v());
+      for (Tensor x : new Tensor[] {t.parameter(), t.m(), t.v()}) {
+        if (!tensors.isHere(x)) {
+          throw new IllegalArgumentException("AdamW: " + x + " is not on " + device());
+        }
       }
+      here.add(new AdamWTensors(t.parameter(), tensors.onDevice(t.gradient()), t.m(), t.v()));
     }
-    ops.elementwise().adamw(parameter, tensors.onDevice(gradient), m, v, step);
-    ops.convolution().overwritten(parameter.storage());
+    ops.multiTensor().adamw(here, gradientScale, step);
+    for (AdamWTensors t : all) {
+      ops.convolution().overwritten(t.parameter().storage());
+    }
+  }
+
+  /** A few launches for all of them ({@link dev.stepweave.cuda.ops.MultiTensorOps}). */
+  @Override
+  public Tensor sumsOfSquares(List<Tensor> all) {
+    if (all.isEmpty()) {
+      throw new IllegalArgumentException("sums of squares of no tensors");
+    }
+    List<Tensor> dense = new ArrayList<>(all.size());
+    for (Tensor t : all) {
+      dense.add(tensors.f32(t));
+    }
+    Tensor out = ops.multiTensor().sumsOfSquares(dense);
+    for (int i = 0; i < all.size(); i++) {
+      tensors.releaseDerived(dense.get(i), all.get(i));
+    }
+    return out;
   }
 
   private void requireHere(Tensor target, Tensor value, boolean bf16Target) {

@@ -687,6 +687,45 @@ public interface Backend {
   void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step);
 
   /**
+   * {@link #adamw} of several parameters with one step's scalars, each gradient first multiplied by
+   * {@code gradientScale} in float (1 leaves it as is): a global-norm clipping's coefficient folded
+   * into the step rather than a pass over every gradient of its own. A device backend runs a whole
+   * model's parameters in a few launches instead of one per tensor. This default is that loop,
+   * scaling with {@link #affine}.
+   */
+  default void adamw(List<AdamWTensors> tensors, float gradientScale, AdamWStep step) {
+    for (AdamWTensors t : tensors) {
+      Tensor g = gradientScale == 1f ? t.gradient() : affine(t.gradient(), gradientScale, 0f);
+      adamw(t.parameter(), g, t.m(), t.v(), step);
+    }
+  }
+
+  /** One parameter's operands of a multi-tensor {@link #adamw(List, float, AdamWStep)}. */
+  record AdamWTensors(Tensor parameter, Tensor gradient, Tensor m, Tensor v) {}
+
+  /**
+   * Σ x² of each of {@code tensors} (F32, this backend's), as one F32 {@code [n]} tensor of this
+   * backend in their order (at least one): a global gradient norm's parts, read back in one
+   * download. This default sums each tensor's rows (its first dimension), then those row sums, each
+   * tensor's squares dying as soon as they are summed; a device backend sums every tensor in a few
+   * launches.
+   */
+  default Tensor sumsOfSquares(List<Tensor> tensors) {
+    List<Tensor> sums = new java.util.ArrayList<>(tensors.size());
+    for (Tensor t : tensors) {
+      sums.add(
+          scoped(
+              () -> {
+                int rows = t.rank() >= 2 ? t.dim(0) : 1;
+                int columns = Math.toIntExact(t.numel() / rows);
+                Tensor perRow = sumLastDim(mul(t, t).reshape(rows, columns));
+                return sumLastDim(perRow.reshape(1, rows)).reshape(1);
+              }));
+    }
+    return concat(sums, 0);
+  }
+
+  /**
    * The scalars of one {@link #adamw} step, computed once per step as torch does (in double,
    * rounded to float): {@code shrink = 1 − lr·λ}, {@code stepSize = lr / (1−β₁ᵗ)}, {@code bias2Sqrt
    * = √(1−β₂ᵗ)}.

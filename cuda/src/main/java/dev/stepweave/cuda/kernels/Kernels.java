@@ -70,6 +70,11 @@ public final class Kernels {
     launch.run(context.stream(), (int) Math.max(blocks, 1), 1, 1, THREADS, 0);
   }
 
+  /** Runs a kernel of {@code blocks} blocks of the elementwise kernels' width. */
+  public void blocks(Launch launch, int blocks) {
+    launch.run(context.stream(), blocks, 1, 1, THREADS, 0);
+  }
+
   /** Runs a one-block-per-row kernel. */
   public void rows(Launch launch, long rows, int rowLength) {
     // Many small blocks beat few wide ones: a 1024-thread block spends its time in the

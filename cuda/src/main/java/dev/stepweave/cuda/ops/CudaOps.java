@@ -21,6 +21,7 @@ public final class CudaOps implements AutoCloseable {
   private final ConvolutionOps convolution;
   private final MovementOps movement;
   private final LowRankOps lowRank;
+  private final MultiTensorOps multiTensor;
 
   public CudaOps(DeviceTensors tensors, Gemm gemm, Precision precision) {
     Operands operands = new Operands(tensors, precision);
@@ -32,6 +33,7 @@ public final class CudaOps implements AutoCloseable {
     this.convolution = new ConvolutionOps(operands, gemm, cudnnRuntime);
     this.movement = new MovementOps(operands);
     this.lowRank = new LowRankOps(operands, gemm, matrix, elementwise);
+    this.multiTensor = new MultiTensorOps(operands);
   }
 
   public ElementwiseOps elementwise() {
@@ -60,6 +62,10 @@ public final class CudaOps implements AutoCloseable {
 
   public LowRankOps lowRank() {
     return lowRank;
+  }
+
+  public MultiTensorOps multiTensor() {
+    return multiTensor;
   }
 
   @Override

@@ -73,20 +73,6 @@ public final class ElementwiseOps {
     return out;
   }
 
-  /** {@link Backend#adamw} of operands on this device, checked by the caller. */
-  public void adamw(Tensor p, Tensor g, Tensor m, Tensor v, Backend.AdamWStep s) {
-    long n = p.numel();
-    if (n == 0) {
-      return;
-    }
-    try (Launch l = kernels.launch("elementwise.cu", "adamw_f32")) {
-      l.ptr(addr(p)).ptr(addr(g)).ptr(addr(m)).ptr(addr(v)).i64(n);
-      l.f32(s.shrink()).f32(s.stepSize()).f32(s.beta1Complement()).f32(s.beta2());
-      l.f32(s.beta2Complement()).f32(s.bias2Sqrt()).f32(s.eps());
-      kernels.elementwise(l, n);
-    }
-  }
-
   public Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
     int[] shape = OpShapes.broadcast(a.shape(), b.shape());
     Tensor mixed = mixed(a, b, shape, op);

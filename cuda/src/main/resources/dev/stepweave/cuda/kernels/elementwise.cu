@@ -190,20 +190,91 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
 ELEMENTWISE(f32, float)
 ELEMENTWISE(bf16, bf16_t)
 
-// One AdamW step in place (Backend.adamw): every operation rounded to float on its own (the _rn
-// intrinsics, so the compiler fuses no multiply-add), in the order the CPU's loop runs them — the
-// CPU's bits.
-extern "C" __global__ void adamw_f32(float* p, const float* g, float* m, float* v, i64 n,
-                                     float shrink, float stepSize, float b1c, float b2, float b2c,
-                                     float bias2Sqrt, float eps) {
-  GRID_STRIDE(i, n) {
-    float gi = g[i];
-    float value = __fmul_rn(p[i], shrink);
-    float mi = __fadd_rn(m[i], __fmul_rn(b1c, __fsub_rn(gi, m[i])));
-    float vi = __fadd_rn(__fmul_rn(v[i], b2), __fmul_rn(__fmul_rn(b2c, gi), gi));
-    float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bias2Sqrt), eps);
-    p[i] = __fsub_rn(value, __fmul_rn(stepSize, __fdiv_rn(mi, denom)));
-    m[i] = mi;
-    v[i] = vi;
+// One element of an AdamW step in place (Backend.adamw): every operation rounded to float on its
+// own (the _rn intrinsics, so the compiler fuses no multiply-add), in the order the CPU's loop runs
+// them — the CPU's bits.
+__device__ __forceinline__ void adamw_element(float* p, float gi, float* m, float* v, i64 i,
+                                              float shrink, float stepSize, float b1c, float b2,
+                                              float b2c, float bias2Sqrt, float eps) {
+  float value = __fmul_rn(p[i], shrink);
+  float mi = __fadd_rn(m[i], __fmul_rn(b1c, __fsub_rn(gi, m[i])));
+  float vi = __fadd_rn(__fmul_rn(v[i], b2), __fmul_rn(__fmul_rn(b2c, gi), gi));
+  float denom = __fadd_rn(__fdiv_rn(__fsqrt_rn(vi), bias2Sqrt), eps);
+  p[i] = __fsub_rn(value, __fmul_rn(stepSize, __fdiv_rn(mi, denom)));
+  m[i] = mi;
+  v[i] = vi;
+}
+
+// Multi-tensor launches: a table of up to MULTI_TENSORS tensors passed by value (every thread reads
+// one constant bank), each cut into MULTI_CHUNK-element chunks, one block a chunk; first[t] is the
+// block that starts tensor t and first[count] the grid's size.
+#define MULTI_TENSORS 48
+#define MULTI_CHUNK 4096
+
+struct AdamWTable {
+  float* p[MULTI_TENSORS];
+  const float* g[MULTI_TENSORS];
+  float* m[MULTI_TENSORS];
+  float* v[MULTI_TENSORS];
+  i64 n[MULTI_TENSORS];
+  int first[MULTI_TENSORS + 1];
+  int count;
+};
+
+struct SquaresTable {
+  const float* x[MULTI_TENSORS];
+  i64 n[MULTI_TENSORS];
+  int first[MULTI_TENSORS + 1];
+  int count;
+};
+
+// The tensor whose chunks block b falls in: the last t with first[t] <= b (tensors without
+// elements start where the next one does, so they are never chosen).
+__device__ __forceinline__ int multi_tensor_of(const int* first, int count, int b) {
+  int lo = 0, hi = count - 1;
+  while (lo < hi) {
+    int mid = (lo + hi + 1) >> 1;
+    if (first[mid] <= b) lo = mid; else hi = mid - 1;
   }
+  return lo;
+}
+
+// Backend.adamw of a table's tensors, each gradient element first multiplied by gradScale (a
+// clipping's coefficient; 1 changes no bit).
+extern "C" __global__ void adamw_multi_f32(AdamWTable t, float gradScale, float shrink,
+                                           float stepSize, float b1c, float b2, float b2c,
+                                           float bias2Sqrt, float eps) {
+  int k = multi_tensor_of(t.first, t.count, blockIdx.x);
+  i64 start = (i64)(blockIdx.x - t.first[k]) * MULTI_CHUNK;
+  i64 end = min(t.n[k], start + MULTI_CHUNK);
+  const float* g = t.g[k];
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    adamw_element(t.p[k], __fmul_rn(g[i], gradScale), t.m[k], t.v[k], i, shrink, stepSize, b1c,
+                  b2, b2c, bias2Sqrt, eps);
+  }
+}
+
+// Σ x² of each chunk of a table's tensors, in double, into partials[block] (Backend.sumsOfSquares'
+// first pass; the order of every sum is fixed, so the result is the same each run).
+extern "C" __global__ void squares_partial_f32(SquaresTable t, double* partials) {
+  int k = multi_tensor_of(t.first, t.count, blockIdx.x);
+  i64 start = (i64)(blockIdx.x - t.first[k]) * MULTI_CHUNK;
+  i64 end = min(t.n[k], start + MULTI_CHUNK);
+  const float* x = t.x[k];
+  double s = 0;
+  for (i64 i = start + threadIdx.x; i < end; i += blockDim.x) {
+    double xi = x[i];
+    s += xi * xi;
+  }
+  s = block_sum(s);
+  if (threadIdx.x == 0) partials[blockIdx.x] = s;
+}
+
+// The second pass: block k sums tensor k's partials in order and writes out[k] as float.
+extern "C" __global__ void squares_total_f32(SquaresTable t, const double* partials, float* out) {
+  int k = blockIdx.x;
+  double s = 0;
+  for (int b = t.first[k] + threadIdx.x; b < t.first[k + 1]; b += blockDim.x) s += partials[b];
+  s = block_sum(s);
+  if (threadIdx.x == 0) out[k] = (float)s;
 }

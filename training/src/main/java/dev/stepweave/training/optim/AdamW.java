@@ -124,6 +124,20 @@ public final class AdamW {
    * @param parameters contiguous F32 tensors the backend made, updated in place
    */
   public void step(Map<String, Tensor> parameters, Map<String, Tensor> gradients, double lr) {
+    step(parameters, gradients, lr, 1);
+  }
+
+  /**
+   * {@link #step(Map, Map, double)} with every gradient multiplied by {@code gradientScale} first
+   * (a clipping's {@link GradientClipping#coefficient}): host gradients in double, each element
+   * rounded once, as torch's clipping on the CPU; a device's within its AdamW launches, in float.
+   * All of a device's parameters go to its backend in one call.
+   */
+  public void step(
+      Map<String, Tensor> parameters,
+      Map<String, Tensor> gradients,
+      double lr,
+      double gradientScale) {
     steps++;
     Backend.AdamWStep step =
         new Backend.AdamWStep(
@@ -134,6 +148,8 @@ public final class AdamW {
             (float) (1 - settings.beta2()),
             (float) Math.sqrt(1 - Math.pow(settings.beta2(), steps)),
             (float) settings.eps());
+    List<Backend.AdamWTensors> scaledOnHost = new ArrayList<>();
+    List<Backend.AdamWTensors> scaledThere = new ArrayList<>();
     parameters.forEach(
         (name, p) -> {
           Tensor g = gradients.get(name);
@@ -147,8 +163,20 @@ public final class AdamW {
           int n = Math.toIntExact(p.numel());
           Tensor m = firstMoments.computeIfAbsent(name, k -> backend.zeros(DType.F32, n));
           Tensor v = secondMoments.computeIfAbsent(name, k -> backend.zeros(DType.F32, n));
-          backend.adamw(p, contiguousF32(g), m, v, step);
+          if (GradientClipping.onHost(g)) {
+            Tensor scaled =
+                gradientScale == 1 ? g : GradientClipping.scaledOnHost(g, gradientScale);
+            scaledOnHost.add(new Backend.AdamWTensors(p, contiguousF32(scaled), m, v));
+          } else {
+            scaledThere.add(new Backend.AdamWTensors(p, contiguousF32(g), m, v));
+          }
         });
+    if (!scaledOnHost.isEmpty()) {
+      backend.adamw(scaledOnHost, 1f, step);
+    }
+    if (!scaledThere.isEmpty()) {
+      backend.adamw(scaledThere, (float) gradientScale, step);
+    }
   }
 
   private Tensor contiguousF32(Tensor g) {

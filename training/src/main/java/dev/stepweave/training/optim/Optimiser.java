@@ -135,17 +135,11 @@ public final class Optimiser {
    * @param loss the batch's loss, reported with the step
    */
   public Step step(Map<String, Tensor> trainable, Map<String, Tensor> gradients, double loss) {
-    double norm;
-    if (settings.maxGradNorm() > 0) {
-      GradientClipping.Clipped clipped =
-          GradientClipping.byGlobalNorm(gradients, settings.maxGradNorm(), backend);
-      gradients = clipped.gradients();
-      norm = clipped.totalNorm();
-    } else {
-      norm = GradientClipping.globalNorm(gradients, backend);
-    }
+    double norm = GradientClipping.globalNorm(gradients, backend);
+    double coefficient =
+        settings.maxGradNorm() > 0 ? GradientClipping.coefficient(norm, settings.maxGradNorm()) : 1;
     double lr = settings.schedule().at(steps);
-    adamw.step(trainable, gradients, lr);
+    adamw.step(trainable, gradients, lr, coefficient);
     if (ema != null) {
       ema.update(trainable);
     }

@@ -305,9 +305,10 @@ class TrainingOnADeviceTest {
 
   /**
    * Clipping by the global norm with the gradients on the device: the norm (an F32 sum of squares
-   * per tensor there) and every clipped element within F32 rounding of the host's double-precision
-   * clipping of the same gradients (the DiT's reference gradients, clipped to a tenth of their
-   * norm).
+   * per tensor there) within F32 rounding of the host's double-precision norm of the same gradients
+   * (the DiT's reference gradients), and an AdamW step clipped to a tenth of that norm (the scaling
+   * folded into the device's step, in float) moving every parameter as the host's step does (its
+   * gradients scaled in double first) within F32 rounding.
    */
   @Test
   void clippingOnTheDeviceIsTheHostsWithinF32() {
@@ -325,18 +326,26 @@ class TrainingOnADeviceTest {
       }
     }
     double norm = GradientClipping.globalNorm(host, CPU);
-    GradientClipping.Clipped want = GradientClipping.byGlobalNorm(host, norm / 10, CPU);
-    GradientClipping.Clipped got = GradientClipping.byGlobalNorm(there, norm / 10, device);
-    assertEquals(want.totalNorm(), got.totalNorm(), 1e-6 * want.totalNorm());
-    want.gradients()
-        .forEach(
-            (name, g) -> {
-              float[] w = g.toFloatArray();
-              float[] d = device.download(got.gradients().get(name)).toFloatArray();
-              for (int i = 0; i < w.length; i++) {
-                assertEquals(w[i], d[i], 1e-6 * Math.abs(w[i]) + 1e-30, name + "[" + i + "]");
-              }
-            });
+    assertEquals(norm, GradientClipping.globalNorm(there, device), 1e-6 * norm);
+    double coefficient = GradientClipping.coefficient(norm, norm / 10);
+    Map<String, Tensor> onHost = new TreeMap<>(), onDevice = new TreeMap<>();
+    host.forEach(
+        (name, g) -> {
+          Tensor p = Tensor.of(new float[(int) g.numel()], (int) g.numel());
+          onHost.put(name, p);
+          onDevice.put(name, device.upload(p, DType.F32));
+        });
+    AdamW.Settings settings = new AdamW.Settings(0.9, 0.99, 1e-8, 0);
+    new AdamW(settings).step(onHost, host, 1e-3, coefficient);
+    new AdamW(settings, device).step(onDevice, there, 1e-3, coefficient);
+    onHost.forEach(
+        (name, p) -> {
+          float[] w = p.toFloatArray();
+          float[] d = device.download(onDevice.get(name)).toFloatArray();
+          for (int i = 0; i < w.length; i++) {
+            assertEquals(w[i], d[i], 1e-6 * Math.abs(w[i]) + 1e-30, name + "[" + i + "]");
+          }
+        });
   }
 
   /**
