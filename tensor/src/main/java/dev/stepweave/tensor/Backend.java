@@ -654,6 +654,20 @@ public interface Backend {
   Tensor sumLastDim(Tensor x);
 
   /**
+   * {@code x [outer, rows, inner]} summed over its middle dimension, {@code [outer, inner]}: a
+   * bias's gradient (the rows of a linear's output gradient), a broadcast operand's (the tokens of
+   * a modulation's). This default moves the rows last (a transposed copy) and sums them with {@link
+   * #sumLastDim}, the order every CPU run has summed in; a device may multiply by a row of ones
+   * instead, one pass in its GEMM.
+   */
+  default Tensor sumMiddle(Tensor x) {
+    if (x.rank() != 3) {
+      throw new IllegalArgumentException("sumMiddle takes [outer, rows, inner], not " + x);
+    }
+    return sumLastDim(contiguous(x.permute(0, 2, 1))).reshape(x.dim(0), x.dim(2));
+  }
+
+  /**
    * Adds {@code value} (the shape of {@code target}, any strides) into the elements of {@code
    * target}, an F32 view of a buffer this backend made: one of the SPI's two in-place operations,
    * for the training plane, which accumulates gradients per storage through the views that read it.

@@ -300,6 +300,11 @@ public final class DeviceAllocator {
    * Like {@link #allocate} but never collected by the open scope: for caches whose entries outlive
    * the scope they are made in, and come back only through the cleaner.
    */
+  /** Whether a graph records on this thread now (its blocks come from that graph's pool). */
+  public synchronized boolean capturing() {
+    return capturingThread == Thread.currentThread();
+  }
+
   public Storage allocateUnscoped(long bytes) {
     return allocate(bytes, false);
   }

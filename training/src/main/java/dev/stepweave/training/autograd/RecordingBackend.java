@@ -418,6 +418,27 @@ public final class RecordingBackend implements Backend {
     delegate.adamw(parameter, gradient, m, v, step);
   }
 
+  /** The wrapped backend's (an optimiser's launches for many tensors), as {@link #adamw}. */
+  @Override
+  public void adamw(List<AdamWTensors> tensors, float gradientScale, AdamWStep step) {
+    delegate.adamw(tensors, gradientScale, step);
+  }
+
+  /**
+   * The wrapped backend's outside a recording (a clipping's norm); inside one, the SPI's
+   * composition of recorded operations.
+   */
+  @Override
+  public Tensor sumsOfSquares(List<Tensor> tensors) {
+    return tape == null ? delegate.sumsOfSquares(tensors) : Backend.super.sumsOfSquares(tensors);
+  }
+
+  /** As {@link #sumsOfSquares}: a backward rule's sum runs on the wrapped backend. */
+  @Override
+  public Tensor sumMiddle(Tensor x) {
+    return tape == null ? delegate.sumMiddle(x) : Backend.super.sumMiddle(x);
+  }
+
   @Override
   public void addInto(Tensor target, Tensor value) {
     delegate.addInto(target, value);
