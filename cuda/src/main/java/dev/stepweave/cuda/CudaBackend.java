@@ -516,6 +516,45 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   @Override
+  public Tensor geluTanhBackward(Tensor g, Tensor x) {
+    return ops.elementwise().geluTanhBackward(g, x);
+  }
+
+  /** One row pass (dx and g·x̂), then the rows' sums by {@link #sumMiddle}. */
+  @Override
+  public NormGradients layerNormBackward(
+      Tensor g,
+      Tensor x,
+      Tensor weight,
+      Tensor bias,
+      float eps,
+      boolean wantInput,
+      boolean wantWeight,
+      boolean wantBias) {
+    boolean weightGradient = weight != null && wantWeight;
+    Tensor[] pass = ops.norms().normBackward(false, g, x, weight, eps, wantInput, weightGradient);
+    return new NormGradients(
+        pass[0],
+        weightGradient ? rowSums(pass[1]) : null,
+        bias != null && wantBias ? rowSums(tensors.f32(g)) : null);
+  }
+
+  /** As {@link #layerNormBackward}. */
+  @Override
+  public NormGradients rmsNormBackward(
+      Tensor g, Tensor x, Tensor weight, float eps, boolean wantInput, boolean wantWeight) {
+    boolean weightGradient = weight != null && wantWeight;
+    Tensor[] pass = ops.norms().normBackward(true, g, x, weight, eps, wantInput, weightGradient);
+    return new NormGradients(pass[0], weightGradient ? rowSums(pass[1]) : null, null);
+  }
+
+  /** A contiguous tensor summed over all its rows (its last dimension kept): {@code [n]}. */
+  private Tensor rowSums(Tensor t) {
+    int n = t.dim(-1);
+    return sumMiddle(t.reshape(1, (int) (t.numel() / n), n)).reshape(n);
+  }
+
+  @Override
   public Tensor l2Normalize(Tensor x, int dim, float eps) {
     return ops.norms().l2Normalize(x, dim, eps);
   }
@@ -661,14 +700,16 @@ public final class CudaBackend implements Backend, AutoCloseable {
   }
 
   /**
-   * The target's current values plus {@code value}, written back through the target's strides: two
-   * kernels this backend already has (the broadcasting add, the strided copy) instead of a
-   * scatter-add of its own — gradient accumulation is not on the serving path.
+   * The target's current values plus {@code value}: one packed add over a dense F32 target and
+   * value of one shape (a gradient buffer's common case), else written back through the target's
+   * strides by two kernels this backend already has (the broadcasting add, the strided copy).
    */
   @Override
   public void addInto(Tensor target, Tensor value) {
     requireHere(target, value, false);
-    tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
+    if (!ops.elementwise().addInPlace(target, value)) {
+      tensors.copy(ops.elementwise().binary(target, value, BinaryOp.ADD), target);
+    }
     ops.convolution().overwritten(target.storage());
   }
 

@@ -383,6 +383,83 @@ public interface Backend {
   Tensor rmsNorm(Tensor x, Tensor weight, float eps);
 
   /**
+   * The gradients of a norm over the last dimension ({@link #layerNormBackward}, {@link
+   * #rmsNormBackward}), F32, each null where it was not asked for (or the norm has no such
+   * parameter): the input's (x's shape) and the weight's and bias's ({@code [n]}, sums over the
+   * rows).
+   */
+  record NormGradients(Tensor input, Tensor weight, Tensor bias) {}
+
+  /**
+   * {@link #layerNorm}'s backward from its output's gradient {@code g} (F32, x's shape), the row
+   * statistics recomputed from {@code x}: with x̂ = (x − μ)·r and ĝ = g·w, {@code dx = r·(ĝ −
+   * mean(ĝ) − x̂·mean(ĝ·x̂))}, {@code dw = Σ g·x̂}, {@code db = Σ g} (sums over the rows). This
+   * default composes the SPI's operations (the host's bits); a device computes the row terms in one
+   * pass.
+   */
+  default NormGradients layerNormBackward(
+      Tensor g,
+      Tensor x,
+      Tensor weight,
+      Tensor bias,
+      float eps,
+      boolean wantInput,
+      boolean wantWeight,
+      boolean wantBias) {
+    int n = x.dim(-1);
+    Tensor centred = sub(x, rowMeans(x, n));
+    Tensor r = rsqrt(rowMeans(unary(centred, UnaryOp.SQUARE), n), eps);
+    Tensor xhat = mul(centred, r);
+    Tensor dx = null;
+    if (wantInput) {
+      Tensor gh = weight == null ? g : mul(g, weight);
+      Tensor inner = sub(sub(gh, rowMeans(gh, n)), mul(xhat, rowMeans(mul(gh, xhat), n)));
+      dx = mul(inner, r);
+    }
+    return new NormGradients(
+        dx,
+        weight != null && wantWeight ? columnSums(mul(g, xhat), n) : null,
+        bias != null && wantBias ? columnSums(g, n) : null);
+  }
+
+  /**
+   * {@link #rmsNorm}'s backward from its output's gradient {@code g} (F32, x's shape): with r =
+   * 1/√(mean(x²) + eps) and ĝ = g·w, {@code dx = r·ĝ − x·r³·mean(ĝ·x)}, {@code dw = Σ g·x·r}. This
+   * default composes the SPI's operations (the host's bits); a device computes the row terms in one
+   * pass.
+   */
+  default NormGradients rmsNormBackward(
+      Tensor g, Tensor x, Tensor weight, float eps, boolean wantInput, boolean wantWeight) {
+    int n = x.dim(-1);
+    Tensor r = rsqrt(rowMeans(unary(x, UnaryOp.SQUARE), n), eps);
+    Tensor dx = null;
+    if (wantInput) {
+      Tensor gh = weight == null ? g : mul(g, weight);
+      Tensor cubed = mul(unary(r, UnaryOp.SQUARE), r);
+      Tensor along = mul(x, mul(cubed, rowMeans(mul(gh, x), n)));
+      dx = sub(mul(gh, r), along);
+    }
+    return new NormGradients(
+        dx, weight != null && wantWeight ? columnSums(mul(g, mul(x, r)), n) : null, null);
+  }
+
+  /** The mean of each row of {@code t} (last dimension {@code n}), as {@code [..., 1]}. */
+  private Tensor rowMeans(Tensor t, int n) {
+    return affine(sumLastDim(t), 1f / n, 0f);
+  }
+
+  /** {@code 1/√(v + eps)}. */
+  private Tensor rsqrt(Tensor v, float eps) {
+    return unary(affine(v, 1f, eps), UnaryOp.RSQRT);
+  }
+
+  /** The sum over every row of {@code t} (last dimension {@code n}): {@code [n]}. */
+  private Tensor columnSums(Tensor t, int n) {
+    Tensor dense = t.isContiguous() ? t : contiguous(t);
+    return sumMiddle(dense.reshape(1, (int) (t.numel() / n), n)).reshape(n);
+  }
+
+  /**
    * {@code x / max(‖x‖₂, eps)} along {@code dim} (PyTorch's {@code F.normalize}), used by the Wan
    * VAE's channel RMS norm.
    */
@@ -395,6 +472,22 @@ public interface Backend {
 
   /** GELU, exact (erf) or the tanh approximation. */
   Tensor gelu(Tensor x, boolean tanhApproximation);
+
+  /**
+   * The tanh GELU's backward, F32 of x's shape, from its output's gradient {@code g} (F32): with
+   * {@code t = tanh(k·(x + c·x³))} (k = √(2/π), c = 0.044715), {@code g·(½(1 + t) + x·(1 − t²)·(½k
+   * + 3/2·c·k·x²))}. This default composes the SPI's elementwise operations (the host's bits); a
+   * device computes it in one pass.
+   */
+  default Tensor geluTanhBackward(Tensor g, Tensor x) {
+    float k = (float) Math.sqrt(2 / Math.PI);
+    float c = 0.044715f;
+    Tensor x2 = unary(x, UnaryOp.SQUARE);
+    Tensor t = unary(affine(mul(x, affine(x2, c, 1f)), k, 0f), UnaryOp.TANH);
+    Tensor slope =
+        mul(mul(x, affine(unary(t, UnaryOp.SQUARE), -1f, 1f)), affine(x2, 1.5f * c * k, 0.5f * k));
+    return mul(g, add(affine(t, 0.5f, 0.5f), slope));
+  }
 
   Tensor silu(Tensor x);
 

@@ -73,6 +73,54 @@ public final class ElementwiseOps {
     return out;
   }
 
+  /** {@link Backend#geluTanhBackward} in one pass (F32 math, F32 out). */
+  public Tensor geluTanhBackward(Tensor g, Tensor x) {
+    if (!Arrays.equals(g.shape(), x.shape())) {
+      throw new IllegalArgumentException("GELU's gradient " + g + " for its input " + x);
+    }
+    Tensor gd = tensors.f32(g), xd = operands.activation(x);
+    Tensor dx = tensors.empty(DType.F32, x.shape());
+    long n = dx.numel();
+    if (n > 0) {
+      try (Launch l =
+          kernels.launch(
+              "elementwise.cu", "gelu_tanh_backward_" + DeviceTensors.code(xd.dtype()))) {
+        l.ptr(addr(gd)).ptr(addr(xd)).ptr(addr(dx)).i64(n);
+        l.f32((float) Math.sqrt(2 / Math.PI)).f32(0.044715f);
+        kernels.elementwise(l, n);
+      }
+    }
+    tensors.releaseDerived(gd, g);
+    tensors.releaseDerived(xd, x);
+    return dx;
+  }
+
+  /**
+   * {@code target += value} in one packed pass, written over target (each element is read before it
+   * is written, by the same thread): where both are dense F32 of one shape. False, launching
+   * nothing, otherwise.
+   */
+  public boolean addInPlace(Tensor target, Tensor value) {
+    Tensor v = tensors.onDevice(value);
+    long n = target.numel();
+    if (target.dtype() != DType.F32
+        || v.dtype() != DType.F32
+        || !target.isContiguous()
+        || !v.isContiguous()
+        || !Arrays.equals(target.shape(), v.shape())
+        || n == 0
+        || !packable(n, target, v, target)) {
+      return false;
+    }
+    try (Launch l = kernels.launch("elementwise.cu", "binary_packed_f32")) {
+      l.ptr(addr(target)).ptr(addr(v)).ptr(addr(target)).i64(n);
+      l.i32(Backend.BinaryOp.ADD.ordinal());
+      kernels.elementwise(l, n / pack(target));
+    }
+    tensors.releaseDerived(v, value);
+    return true;
+  }
+
   public Tensor binary(Tensor a, Tensor b, Backend.BinaryOp op) {
     int[] shape = OpShapes.broadcast(a.shape(), b.shape());
     Tensor mixed = mixed(a, b, shape, op);

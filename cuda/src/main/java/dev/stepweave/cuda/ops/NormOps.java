@@ -171,6 +171,44 @@ public final class NormOps {
     return out;
   }
 
+  /**
+   * The row pass of a norm's backward (norms.cu's {@code layer_norm_backward} or {@code
+   * rms_norm_backward}, by {@code rms}): from the output's gradient {@code g}, {@code dx} where
+   * {@code wantInput} and {@code g·x̂} (the weight's gradient before its sum over the rows) where
+   * {@code wantScaled}, both F32 of x's shape; either entry null when not wanted.
+   */
+  public Tensor[] normBackward(
+      boolean rms,
+      Tensor g,
+      Tensor x,
+      Tensor weight,
+      float eps,
+      boolean wantInput,
+      boolean wantScaled) {
+    int n = x.dim(-1);
+    if (!java.util.Arrays.equals(g.shape(), x.shape())) {
+      throw new IllegalArgumentException("a norm's gradient " + g + " for its input " + x);
+    }
+    Tensor w = optionalRowParam(weight, n, "norm weight");
+    Tensor xd = operands.activation(x), gd = tensors.f32(g);
+    Tensor dx = wantInput ? tensors.empty(DType.F32, x.shape()) : null;
+    Tensor gx = wantScaled ? tensors.empty(DType.F32, x.shape()) : null;
+    if (rows(x) > 0 && (wantInput || wantScaled)) {
+      String kernel =
+          (rms ? "rms_norm_backward_" : "layer_norm_backward_") + DeviceTensors.code(xd.dtype());
+      try (Launch l = kernels.launch("norms.cu", kernel)) {
+        l.ptr(addr(xd)).ptr(addr(gd)).ptr(addr(w)).ptr(addr(dx)).ptr(addr(gx)).i32(n).f32(eps);
+        kernels.rows(l, rows(x), n);
+      }
+    }
+    tensors.releaseDerived(xd, x);
+    tensors.releaseDerived(gd, g);
+    if (weight != null) {
+      tensors.releaseDerived(w, weight);
+    }
+    return new Tensor[] {dx, gx};
+  }
+
   /** rmsNorm over {@code [B, L, H·D]} rows, then RoPE per head, in one pass (norms.cu). */
   public Tensor rmsNormRope(Tensor x, Tensor weight, float eps, int heads, Tensor cos, Tensor sin) {
     OpShapes.rmsNormRope(x, heads, cos, sin);

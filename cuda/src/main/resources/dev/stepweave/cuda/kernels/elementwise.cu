@@ -190,6 +190,28 @@ __device__ void gated_residual(const T* x, const T* y, const float* gate, T* out
 ELEMENTWISE(f32, float)
 ELEMENTWISE(bf16, bf16_t)
 
+// The tanh GELU's backward (Backend.geluTanhBackward): t = tanh(k·(x + c·x³)),
+// dx = g·(½(1 + t) + x·(1 − t²)·(½k + 3/2·c·k·x²)), in float, one pass.
+template <typename T>
+__device__ void gelu_tanh_backward(const float* g, const T* x, float* dx, i64 n, float k,
+                                   float c) {
+  GRID_STRIDE(i, n) {
+    float xi = load_f(x + i);
+    float x2 = xi * xi;
+    float t = tanhf(k * xi * (1.0f + c * x2));
+    float slope = xi * (1.0f - t * t) * (0.5f * k + 1.5f * c * k * x2);
+    dx[i] = g[i] * (0.5f * t + 0.5f + slope);
+  }
+}
+extern "C" __global__ void gelu_tanh_backward_f32(const float* g, const float* x, float* dx, i64 n,
+                                                  float k, float c) {
+  gelu_tanh_backward<float>(g, x, dx, n, k, c);
+}
+extern "C" __global__ void gelu_tanh_backward_bf16(const float* g, const bf16_t* x, float* dx,
+                                                   i64 n, float k, float c) {
+  gelu_tanh_backward<bf16_t>(g, x, dx, n, k, c);
+}
+
 // One element of an AdamW step in place (Backend.adamw): every operation rounded to float on its
 // own (the _rn intrinsics, so the compiler fuses no multiply-add), in the order the CPU's loop runs
 // them — the CPU's bits.

@@ -232,6 +232,82 @@ __device__ void rms_norm_rope(const T* x, const float* w, const float* cs, const
 NORMS(f32, float)
 NORMS(bf16, bf16_t)
 
+// The backward of a norm over the last dimension, one block per row (Backend.layerNormBackward,
+// rmsNormBackward): x (T) and the output's gradient g (F32) of row blockIdx.x give dx (F32) where
+// dx is given and g·x̂ — the weight's gradient before its sum over the rows — where gx is given.
+// The row statistics are recomputed from x, and every sum is in double.
+
+// LayerNorm: x̂ = (x − μ)·r, ĝ = g·w (w may be null), dx = r·(ĝ − mean(ĝ) − x̂·mean(ĝ·x̂)).
+template <typename T>
+__device__ void layer_norm_backward(const T* x, const float* g, const float* w, float* dx,
+                                    float* gx, int n, float eps) {
+  i64 at = (i64)blockIdx.x * n;
+  x += at;
+  g += at;
+  double s = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) s += load_f(x + i);
+  float mean = (float)(block_sum(s) / n);
+  double q = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    double c = load_f(x + i) - mean;
+    q += c * c;
+  }
+  float r = (float)(1.0 / sqrt(block_sum(q) / n + (double)eps));
+  double sg = 0, sgx = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float gh = w ? g[i] * w[i] : g[i];
+    sg += gh;
+    sgx += (double)gh * ((load_f(x + i) - mean) * r);
+  }
+  block_sum2(sg, sgx);
+  float meanG = (float)(sg / n), meanGx = (float)(sgx / n);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float xhat = (load_f(x + i) - mean) * r;
+    if (dx) {
+      float gh = w ? g[i] * w[i] : g[i];
+      dx[at + i] = r * (gh - meanG - xhat * meanGx);
+    }
+    if (gx) gx[at + i] = g[i] * xhat;
+  }
+}
+
+// RMSNorm: r = 1/√(mean(x²) + eps), ĝ = g·w (w may be null), dx = r·ĝ − x·r³·mean(ĝ·x).
+template <typename T>
+__device__ void rms_norm_backward(const T* x, const float* g, const float* w, float* dx,
+                                  float* gx, int n, float eps) {
+  i64 at = (i64)blockIdx.x * n;
+  x += at;
+  g += at;
+  double q = 0, d = 0;
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    double xi = load_f(x + i);
+    q += xi * xi;
+    d += (double)(w ? g[i] * w[i] : g[i]) * xi;
+  }
+  block_sum2(q, d);
+  double r64 = 1.0 / sqrt(q / n + (double)eps);
+  float r = (float)r64, along = (float)(d / n * r64 * r64 * r64);
+  for (int i = threadIdx.x; i < n; i += blockDim.x) {
+    float xi = load_f(x + i);
+    if (dx) dx[at + i] = (w ? g[i] * w[i] : g[i]) * r - xi * along;
+    if (gx) gx[at + i] = g[i] * (xi * r);
+  }
+}
+
+#define NORM_BACKWARDS(SUFFIX, T)                                                              \
+  extern "C" __global__ void layer_norm_backward_##SUFFIX(const T* x, const float* g,          \
+                                                          const float* w, float* dx, float* gx, \
+                                                          int n, float eps) {                   \
+    layer_norm_backward<T>(x, g, w, dx, gx, n, eps);                                           \
+  }                                                                                            \
+  extern "C" __global__ void rms_norm_backward_##SUFFIX(const T* x, const float* g,            \
+                                                        const float* w, float* dx, float* gx,   \
+                                                        int n, float eps) {                     \
+    rms_norm_backward<T>(x, g, w, dx, gx, n, eps);                                             \
+  }
+NORM_BACKWARDS(f32, float)
+NORM_BACKWARDS(bf16, bf16_t)
+
 extern "C" __global__ void softmax_f32(const float* x, float* y, int n) {
   const float* row = x + (i64)blockIdx.x * n;
   float* out = y + (i64)blockIdx.x * n;

@@ -15,9 +15,7 @@ import java.util.function.UnaryOperator;
  * and exact GELU's, which needs erf, are evaluated on the host in double.
  */
 final class ElementwiseGrads {
-  private static final double SQRT_2_OVER_PI = Math.sqrt(2 / Math.PI);
   private static final double INV_SQRT_2PI = 1 / Math.sqrt(2 * Math.PI);
-  private static final double GELU_CUBIC = 0.044715;
 
   private ElementwiseGrads() {}
 
@@ -78,9 +76,8 @@ final class ElementwiseGrads {
   }
 
   /**
-   * GELU's derivative. The tanh form, with {@code t = tanh(k·(x + c·x³))}: {@code ½(1 + t) + x·(1 −
-   * t²)·(½k + 3/2·c·k·x²)}, in backend operations; the exact form needs erf, which the backends do
-   * not have, so it runs on the host.
+   * GELU's derivative. The tanh form is the backend's ({@link Backend#geluTanhBackward}); the exact
+   * form needs erf, which the backends do not have, so it runs on the host.
    */
   static BackwardRule gelu(Backend device, Tensor x, Tensor y, boolean tanhApproximation) {
     if (!tanhApproximation) {
@@ -92,21 +89,7 @@ final class ElementwiseGrads {
               0.5 * (1 + ErrorFunction.erf(a / Math.sqrt(2)))
                   + a * INV_SQRT_2PI * Math.exp(-0.5 * a * a));
     }
-    float k = (float) SQRT_2_OVER_PI;
-    float c = (float) GELU_CUBIC;
-    return pointwise(
-        x,
-        g -> {
-          Tensor x2 = device.unary(x, UnaryOp.SQUARE);
-          Tensor t =
-              device.unary(
-                  device.affine(device.mul(x, device.affine(x2, c, 1f)), k, 0f), UnaryOp.TANH);
-          Tensor slope =
-              device.mul(
-                  device.mul(x, oneMinus(device, device.unary(t, UnaryOp.SQUARE))),
-                  device.affine(x2, 1.5f * c * k, 0.5f * k));
-          return device.mul(g, device.add(device.affine(t, 0.5f, 0.5f), slope));
-        });
+    return pointwise(x, g -> device.geluTanhBackward(g, x));
   }
 
   /** SiLU's derivative, with {@code s = σ(x)}: {@code s·(1 + x·(1 − s))}. */

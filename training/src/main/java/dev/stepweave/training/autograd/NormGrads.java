@@ -1,7 +1,6 @@
 package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
-import dev.stepweave.tensor.Backend.UnaryOp;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.List;
@@ -14,55 +13,49 @@ import java.util.List;
 final class NormGrads {
   private NormGrads() {}
 
-  /**
-   * LayerNorm over the last dimension: with x̂ = (x − μ)·r and ĝ = g·w, {@code dx = r·(ĝ − mean(ĝ)
-   * − x̂·mean(ĝ·x̂))}, {@code dw = Σ g·x̂}, {@code db = Σ g} (sums over the rows).
-   */
+  /** LayerNorm over the last dimension ({@link Backend#layerNormBackward}). */
   static BackwardRule layerNorm(Backend device, Tensor x, Tensor weight, Tensor bias, float eps) {
-    return (g, wanted) -> {
-      int n = x.dim(-1);
-      Tensor centred = device.sub(x, mean(device, x, n));
-      Tensor r = rsqrt(device, mean(device, device.unary(centred, UnaryOp.SQUARE), n), eps);
-      Tensor xhat = device.mul(centred, r);
-      List<Contribution> out = new ArrayList<>(3);
-      if (wanted.test(x)) {
-        Tensor gh = weight == null ? g : device.mul(g, weight);
-        Tensor inner =
-            device.sub(
-                device.sub(gh, mean(device, gh, n)),
-                device.mul(xhat, mean(device, device.mul(gh, xhat), n)));
-        out.add(new Contribution(x, device.mul(inner, r)));
-      }
-      if (weight != null && wanted.test(weight)) {
-        out.add(new Contribution(weight, columnSums(device, device.mul(g, xhat), n)));
-      }
-      if (bias != null && wanted.test(bias)) {
-        out.add(new Contribution(bias, columnSums(device, g, n)));
-      }
-      return out;
-    };
+    return (g, wanted) ->
+        contributions(
+            device.layerNormBackward(
+                g,
+                x,
+                weight,
+                bias,
+                eps,
+                wanted.test(x),
+                weight != null && wanted.test(weight),
+                bias != null && wanted.test(bias)),
+            x,
+            weight,
+            bias);
   }
 
-  /**
-   * RMSNorm over the last dimension: with r = 1/√(mean(x²) + eps) and ĝ = g·w, {@code dx = r·ĝ −
-   * x·r³·mean(ĝ·x)}, {@code dw = Σ g·x·r}.
-   */
+  /** RMSNorm over the last dimension ({@link Backend#rmsNormBackward}). */
   static BackwardRule rmsNorm(Backend device, Tensor x, Tensor weight, float eps) {
-    return (g, wanted) -> {
-      int n = x.dim(-1);
-      Tensor r = rsqrt(device, mean(device, device.unary(x, UnaryOp.SQUARE), n), eps);
-      List<Contribution> out = new ArrayList<>(2);
-      if (wanted.test(x)) {
-        Tensor gh = weight == null ? g : device.mul(g, weight);
-        Tensor cubed = device.mul(device.unary(r, UnaryOp.SQUARE), r);
-        Tensor along = device.mul(x, device.mul(cubed, mean(device, device.mul(gh, x), n)));
-        out.add(new Contribution(x, device.sub(device.mul(gh, r), along)));
-      }
-      if (weight != null && wanted.test(weight)) {
-        out.add(new Contribution(weight, columnSums(device, device.mul(g, device.mul(x, r)), n)));
-      }
-      return out;
-    };
+    return (g, wanted) ->
+        contributions(
+            device.rmsNormBackward(
+                g, x, weight, eps, wanted.test(x), weight != null && wanted.test(weight)),
+            x,
+            weight,
+            null);
+  }
+
+  /** A norm's gradients as contributions to those of its operands that were asked for. */
+  private static List<Contribution> contributions(
+      Backend.NormGradients grads, Tensor x, Tensor weight, Tensor bias) {
+    List<Contribution> out = new ArrayList<>(3);
+    if (grads.input() != null) {
+      out.add(new Contribution(x, grads.input()));
+    }
+    if (grads.weight() != null) {
+      out.add(new Contribution(weight, grads.weight()));
+    }
+    if (grads.bias() != null) {
+      out.add(new Contribution(bias, grads.bias()));
+    }
+    return out;
   }
 
   /**
@@ -78,21 +71,6 @@ final class NormGrads {
       }
       return norm.apply(ElementwiseGrads.unrotated(device, g, cos, sin).reshape(x.shape()), wanted);
     };
-  }
-
-  /** The mean of each row of {@code t} (last dimension {@code n}), as {@code [..., 1]}. */
-  private static Tensor mean(Backend device, Tensor t, int n) {
-    return device.affine(device.sumLastDim(t), 1f / n, 0f);
-  }
-
-  /** {@code 1/√(v + eps)}. */
-  private static Tensor rsqrt(Backend device, Tensor v, float eps) {
-    return device.unary(device.affine(v, 1f, eps), UnaryOp.RSQRT);
-  }
-
-  /** The sum over every row of {@code t} (last dimension {@code n}): {@code [n]}. */
-  private static Tensor columnSums(Backend device, Tensor t, int n) {
-    return MiddleSums.of(device, t, 1, (int) (t.numel() / n), n).reshape(n);
   }
 
   /**
