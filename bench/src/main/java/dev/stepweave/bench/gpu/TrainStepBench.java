@@ -4,6 +4,7 @@ import dev.stepweave.cuda.CudaBackend;
 import dev.stepweave.models.wan.embedded.EmbeddedWan;
 import dev.stepweave.models.wan.transformer.AdapterRows;
 import dev.stepweave.models.wan.transformer.WanTransformerConfig;
+import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.GraphKey;
 import dev.stepweave.tensor.Precision;
@@ -145,11 +146,17 @@ public final class TrainStepBench {
     AdapterRows adapters = lora == null ? AdapterRows.NONE : lora.rows(rows);
     gpu.resetPeaks();
     float[] loss = new float[1];
+    // Each evaluation a step of the device's memory, as the trainer's step is: what it allocated
+    // dies with it, so the peak is one evaluation's and no run waits on the garbage collector.
+    Backend.StepMemory memory = gpu.stepMemory();
     float ms =
         Bench.median(
             gpu,
             iterations,
-            () -> loss[0] = model.lossAndGradients(batch, differentiated, adapters).loss());
+            () ->
+                memory.step(
+                    () -> loss[0] = model.lossAndGradients(batch, differentiated, adapters).loss(),
+                    List::of));
     System.out.printf(
         "ROW training forward+backward %s %s%s latent [%d,%d,%d,%d,%d] (%d tokens a row),"
             + " checkpointing %s | %.1f ms (median of %d), loss %.4f | peak live %.1f GB%n",
