@@ -246,13 +246,22 @@ public interface Backend {
       Tensor run = y.slice(0, start, end);
       Tensor xs = x.slice(0, start, end);
       for (LowRank u : updates) {
-        Tensor inner = affine(linear(xs, u.down(), null), u.scale(), 0f);
-        run = add(run, linear(inner, u.up(), null));
+        run = addLowRankUpdate(run, xs, u);
       }
       out.add(run);
     }
     // One run has updates (all-empty rows returned above), so its sum is already a new tensor.
     return out.size() == 1 ? out.getFirst() : concat(out, 0);
+  }
+
+  /**
+   * One update of {@link #addLowRank}'s default, for rows that all take it: {@code y +
+   * s·(x·Dᵀ)·Uᵀ}, as {@code add(y, linear(affine(linear(x, D), s), U))} (a training recording makes
+   * it one node).
+   */
+  default Tensor addLowRankUpdate(Tensor y, Tensor x, LowRank u) {
+    Tensor inner = affine(linear(x, u.down(), null), u.scale(), 0f);
+    return add(y, linear(inner, u.up(), null));
   }
 
   /**

@@ -2,6 +2,7 @@ package dev.stepweave.training.autograd;
 
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
+import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.Tensor;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -40,6 +41,36 @@ final class LinearAlgebraGrads {
       }
       if (bias != null && wanted.test(bias)) {
         out.add(new Contribution(bias, MiddleSums.of(device, g, 1, m, n).reshape(n)));
+      }
+      return out;
+    };
+  }
+
+  /**
+   * {@code y + linear(inner, U)} with {@code inner = s·linear(x, D)} (one low-rank update, {@code
+   * inner} kept from the forward): the sum's gradient goes to y as it is and into the up factor's
+   * {@link #linear} rule, whose gradient of {@code inner}, times s, into the down factor's — the
+   * rules of the composition, chained.
+   */
+  static BackwardRule lowRankUpdate(Backend device, Tensor y, Tensor x, Tensor inner, LowRank u) {
+    BackwardRule up = linear(device, inner, u.up(), null);
+    BackwardRule down = linear(device, x, u.down(), null);
+    return (g, wanted) -> {
+      List<Contribution> out = new ArrayList<>(4);
+      if (wanted.test(y)) {
+        out.add(new Contribution(y, g));
+      }
+      boolean throughInner = wanted.test(x) || wanted.test(u.down());
+      Tensor innerGradient = null;
+      for (Contribution c : up.apply(g, t -> t == inner ? throughInner : wanted.test(t))) {
+        if (c.target() == inner) {
+          innerGradient = c.grad();
+        } else {
+          out.add(c);
+        }
+      }
+      if (innerGradient != null) {
+        out.addAll(down.apply(device.affine(innerGradient, u.scale(), 0f), wanted));
       }
       return out;
     };

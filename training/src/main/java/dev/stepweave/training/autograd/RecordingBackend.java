@@ -3,6 +3,7 @@ package dev.stepweave.training.autograd;
 import dev.stepweave.tensor.Backend;
 import dev.stepweave.tensor.DType;
 import dev.stepweave.tensor.Device;
+import dev.stepweave.tensor.LowRank;
 import dev.stepweave.tensor.ResidualNorm;
 import dev.stepweave.tensor.Tensor;
 import java.util.Collection;
@@ -27,12 +28,13 @@ import java.util.function.Supplier;
  * instead and recomputes nothing. The rest run as the SPI's defaults, composing recorded
  * primitives: {@code linearGeluTanh} because GELU's backward reads the pre-activation, which the
  * fused kernel does not keep and only the FFN's largest GEMM again could give back; {@code
- * linearStacked} (the same roundings either way), {@code linearLowRank}, {@code addLowRank} (their
- * factors are not arguments a node could name) and the load's {@code uploadStacked}. Views ({@link
- * Tensor#reshape}, permute, slice, expand) are not operations at all: the tape follows gradients by
- * storage ({@link Gradients}), kept on the wrapped backend's device. Most backward rules are the
- * wrapped backend's own operations; the rest compute on the host ({@link BackwardRule#onHost}), so
- * on a GPU they download what they read.
+ * linearStacked} (the same roundings either way), {@code linearLowRank} and {@code addLowRank} (per
+ * run of rows and update, whose {@code addLowRankUpdate} is one node chaining its composition's
+ * rules) and the load's {@code uploadStacked}. Views ({@link Tensor#reshape}, permute, slice,
+ * expand) are not operations at all: the tape follows gradients by storage ({@link Gradients}),
+ * kept on the wrapped backend's device. Most backward rules are the wrapped backend's own
+ * operations; the rest compute on the host ({@link BackwardRule#onHost}), so on a GPU they download
+ * what they read.
  */
 public final class RecordingBackend implements Backend {
   private final Backend delegate;
@@ -416,6 +418,28 @@ public final class RecordingBackend implements Backend {
   @Override
   public void adamw(Tensor parameter, Tensor gradient, Tensor m, Tensor v, AdamWStep step) {
     delegate.adamw(parameter, gradient, m, v, step);
+  }
+
+  /**
+   * One low-rank update as one node: the SPI's composition computed on the wrapped backend (the
+   * same operations and roundings as recording it op by op), its rule the composition's rules
+   * chained — the sum's gradient handed to y and into the up factor's linear rule, that rule's
+   * gradient of the inner product through the scale into the down factor's — so neither the
+   * full-size product nor a copy of the sum's gradient for it is kept between the forward and the
+   * backward, and one node stands where four did.
+   */
+  @Override
+  public Tensor addLowRankUpdate(Tensor y, Tensor x, LowRank u) {
+    Tensor inner = delegate.affine(delegate.linear(x, u.down(), null), u.scale(), 0f);
+    Tensor out = delegate.add(y, delegate.linear(inner, u.up(), null));
+    return record(
+        "addLowRankUpdate",
+        out,
+        () -> LinearAlgebraGrads.lowRankUpdate(delegate, y, x, inner, u),
+        y,
+        x,
+        u.down(),
+        u.up());
   }
 
   /** The wrapped backend's (an optimiser's launches for many tensors), as {@link #adamw}. */

@@ -28,6 +28,29 @@ class BackwardRulesTest {
         List.of(check.normal(9, 7), check.normal(5, 7)));
   }
 
+  /**
+   * One low-rank update recorded as one node (the composition's rules chained): y, x and both
+   * factors, by finite differences; and a batch of two rows, one with an update and one without.
+   */
+  @Test
+  void aLowRankUpdate() {
+    check.check(
+        "addLowRankUpdate",
+        (b, in) ->
+            b.addLowRankUpdate(in.get(0), in.get(1), new LowRank(in.get(2), in.get(3), 0.7f)),
+        List.of(
+            check.normal(2, 5, 9), check.normal(2, 5, 7), check.normal(3, 7), check.normal(9, 3)));
+    check.check(
+        "addLowRank, rows with and without the update",
+        (b, in) ->
+            b.addLowRank(
+                in.get(0),
+                in.get(1),
+                List.of(List.of(new LowRank(in.get(2), in.get(3), 1.3f)), List.of())),
+        List.of(
+            check.normal(2, 5, 9), check.normal(2, 5, 7), check.normal(3, 7), check.normal(9, 3)));
+  }
+
   @Test
   void matmulWithBroadcastBatch() {
     check.check(
