@@ -89,10 +89,24 @@ public final class TrainableWeights<M> {
     return new TreeMap<>(parameters);
   }
 
-  /** Tracks {@code trainable} and whatever the model derived from the parameters at load. */
+  /**
+   * Tracks {@code trainable} and, when any of it is a parameter, whatever the model derived from
+   * the parameters at load (the DiT's q/k/v stacks, the VAE's scaled norms). An adapter's factors
+   * alone (LoRA) leave the base and all it derived frozen: tracked, the backward would compute
+   * every stack's weight and bias gradient for nothing.
+   */
   public void track(Tape step, Map<String, Tensor> trainable) {
     trainable.values().forEach(step::track);
-    derivations.outputs().forEach(step::track);
+    Set<Storage> own = Collections.newSetFromMap(new IdentityHashMap<>());
+    parameters.values().forEach(p -> own.add(p.storage()));
+    if (trainable.values().stream().anyMatch(t -> own.contains(t.storage()))) {
+      derivations.outputs().forEach(step::track);
+    }
+  }
+
+  /** Whether {@code step} differentiates the load's derivations (see {@link #track}). */
+  boolean tracksDerivations(Tape step) {
+    return derivations.outputs().stream().anyMatch(step::tracks);
   }
 
   /**
