@@ -97,27 +97,28 @@ public final class ElementwiseOps {
 
   /**
    * {@code target += value} in one packed pass, written over target (each element is read before it
-   * is written, by the same thread): where both are dense F32 of one shape. False, launching
-   * nothing, otherwise.
+   * is written, by the same thread): where both are dense F32 of one shape on this device. False,
+   * launching and uploading nothing, otherwise (the caller's general path uploads once).
    */
   public boolean addInPlace(Tensor target, Tensor value) {
-    Tensor v = tensors.onDevice(value);
     long n = target.numel();
+    if (!tensors.isHere(value)) {
+      return false;
+    }
     if (target.dtype() != DType.F32
-        || v.dtype() != DType.F32
+        || value.dtype() != DType.F32
         || !target.isContiguous()
-        || !v.isContiguous()
-        || !Arrays.equals(target.shape(), v.shape())
+        || !value.isContiguous()
+        || !Arrays.equals(target.shape(), value.shape())
         || n == 0
-        || !packable(n, target, v, target)) {
+        || !packable(n, target, value, target)) {
       return false;
     }
     try (Launch l = kernels.launch("elementwise.cu", "binary_packed_f32")) {
-      l.ptr(addr(target)).ptr(addr(v)).ptr(addr(target)).i64(n);
+      l.ptr(addr(target)).ptr(addr(value)).ptr(addr(target)).i64(n);
       l.i32(Backend.BinaryOp.ADD.ordinal());
       kernels.elementwise(l, n / pack(target));
     }
-    tensors.releaseDerived(v, value);
     return true;
   }
 
